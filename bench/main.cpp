@@ -1,0 +1,153 @@
+// fusebench: registers the sweep with Google Benchmark, runs it, writes the JSON report.
+#include <cstring>
+#include <iostream>
+#include <random>
+
+#include <benchmark/benchmark.h>
+
+#include "fixture_runner.hpp"
+#include "fusebench/cost_model.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/report.hpp"
+#include "fusebench/verify.hpp"
+#include "options.hpp"
+#include "report_writer.hpp"
+#include "sweep.hpp"
+
+using namespace fusebench;
+
+namespace {
+
+bool cuda_backend_usable() {
+  std::string why;
+  return make_cuda_backend(&why) != nullptr;
+}
+
+bool has_flag(int argc, char** argv, const char* prefix) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
+// Verifies every op variant on a decode-sized and an odd-sized token count; the float64
+// reference is skipped where it would take too long on the host.
+nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std::uint64_t seed, bool& ok) {
+  nlohmann::json results = nlohmann::json::array();
+  ok = true;
+  for (const auto& model : sweep.models) {
+    for (int tp : sweep.tp) {
+      const ShardShape s = shard(model, tp);
+      for (const auto& op : sweep.ops) {
+        for (DType dtype : sweep.dtypes) {
+          for (std::int64_t tokens : {std::int64_t{1}, std::int64_t{37}}) {
+            const double macs = static_cast<double>(tokens) * static_cast<double>(s.hidden) *
+                                static_cast<double>(s.qkv_size() + 2 * s.intermediate);
+            const bool with_reference = macs <= 2e9;
+            for (const auto& r : verify_op(backend, op, s, tokens, dtype, seed, with_reference)) {
+              std::cerr << "verify " << model.name << " tp=" << tp << " tokens=" << tokens << " "
+                        << to_string(dtype) << ": " << r.summary() << "\n";
+              ok = ok && r.ok();
+              nlohmann::json j = {{"op", r.op}, {"variant", r.variant}, {"model", model.name}, {"tp", tp},
+                                  {"tokens", tokens}, {"dtype", to_string(dtype)}, {"ok", r.ok()},
+                                  {"float64_reference", with_reference}};
+              for (const auto& c : r.comparisons) {
+                j["comparisons"].push_back({{"output", c.output}, {"against", c.against},
+                                            {"max_abs_error", c.max_abs_error}, {"max_rel_error", c.max_rel_error},
+                                            {"mismatches", c.mismatches}, {"elements", c.elements}});
+              }
+              results.push_back(j);
+            }
+          }
+        }
+      }
+    }
+  }
+  return results;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Google Benchmark appends "/min_time:X" to names given a per-benchmark MinTime, so a default
+  // is passed as its global flag instead (a plain number: 1.7.1 rejects "0.1s").
+  std::vector<char*> args(argv, argv + argc);
+  std::string default_min_time;
+  if (!has_flag(argc, argv, "--benchmark_min_time")) {
+    const bool cpu_only = has_flag(argc, argv, "--backend=cpu") || !cuda_backend_usable();
+    default_min_time = std::string("--benchmark_min_time=") + (cpu_only ? "0.05" : "0.1");
+    args.push_back(default_min_time.data());
+  }
+  args.push_back(nullptr);
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
+  benchmark::Initialize(&argc, argv);
+  bench::Options options;
+  if (int code = bench::parse_options(argc, argv, options); code >= 0) return code;
+
+  try {
+    BackendChoice choice = make_backend(parse_backend_kind(options.backend));
+    Backend& backend = *choice.backend;
+    std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
+    const bench::Sweep sweep = bench::build_sweep(options, backend);
+    if (options.list) {
+      for (const auto& f : sweep.fixtures) std::cout << f.name() << "\n";
+      return 0;
+    }
+    const std::uint64_t seed = options.seed != 0 ? options.seed : std::random_device{}() | 1ull;
+
+    nlohmann::json context = collect_context(backend.context(), argc, argv);
+    context["backend_reason"] = choice.reason;
+    context["seed"] = seed;
+    context["timing"] = backend.name() == "cpu"
+                            ? "host steady_clock around each iteration (manual time)"
+                            : "CUDA events around each iteration on the benchmark stream (manual time)";
+    context["counter_definitions"] = {
+        {"model_flops", "matmul FLOPs of the plan per iteration (2*M*N*K per GEMM)"},
+        {"model_bytes", "minimal bytes per iteration: each step reads its inputs and writes its outputs once"},
+        {"model_launches", "kernels (GPU) or library calls (CPU) the plan issues per iteration"},
+        {"model_intensity", "model_flops / model_bytes (FLOP/B)"},
+        {"flops_per_second", "model_flops / measured time"},
+        {"bytes_per_second", "model_bytes / measured time"}};
+
+    if (options.verify) {
+      bool ok = false;
+      context["verification"] = run_verification(backend, sweep, seed, ok);
+      if (!ok) {
+        std::cerr << "fusebench: verification FAILED; not benchmarking wrong results\n";
+        if (!options.report.empty()) {
+          write_file_atomically(options.report, sanitize({{"context", context}, {"benchmarks", nlohmann::json::array()}}).dump(2));
+        }
+        return 1;
+      }
+      std::cerr << "fusebench: verification passed\n";
+    }
+
+    std::map<std::string, nlohmann::json> fields;
+    bench::FixtureRunner runner(backend, seed);
+    for (const auto& f : sweep.fixtures) {
+      const std::string name = f.name();
+      fields[name] = {{"op", f.op}, {"variant", f.variant}, {"model", f.model.name},
+                      {"tokens", f.tokens}, {"tp", f.shard.tp}, {"dtype", to_string(f.dtype)},
+                      {"backend", backend.name()}};
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), [&runner, f](benchmark::State& st) { runner.run(st, f); });
+      b->UseManualTime()->Unit(benchmark::kMicrosecond);
+    }
+    bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), std::move(fields));
+    benchmark::RunSpecifiedBenchmarks(&writer);
+    runner.release();
+    benchmark::Shutdown();
+    if (!options.report.empty()) {
+      if (!writer.flush()) return 2;
+      std::cerr << "fusebench: report written to " << options.report << "\n";
+    }
+    if (writer.failures() > 0) {
+      std::cerr << "fusebench: " << writer.failures() << " fixture(s) failed; see error_message in the report\n";
+      return 1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fusebench: error: " << e.what() << "\n";
+    return 2;
+  }
+}

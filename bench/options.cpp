@@ -1,0 +1,31 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace fusebench::bench {
+
+int parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{
+      "fusebench: split vs fused projections (q/k/v, gate/up) measured in launches, bytes and "
+      "time.\nGoogle Benchmark's --benchmark_* flags are accepted too."};
+  app.add_option("--backend", o.backend, "auto | cuda | cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_option("--models", o.models, "model presets: qwen3-0.6b,llama3-8b,qwen3-32b,llama3-70b")->delimiter(',');
+  app.add_option("--model-config", o.model_configs, "HF config.json of a model (repeatable)")->delimiter(',');
+  app.add_option("--ops", o.ops, "ops to run: qkv,gate_up")->delimiter(',');
+  app.add_option("--variants", o.variants, "variants to run (default: all of each op)")->delimiter(',');
+  app.add_option("--tokens", o.tokens, "token counts M, e.g. 1,16,128,4096")->delimiter(',');
+  app.add_option("--tp", o.tp, "tensor-parallel sizes (one rank's shard is run)")->delimiter(',');
+  app.add_option("--dtypes", o.dtypes, "bf16,fp16,fp32")->delimiter(',');
+  app.add_option("--report", o.report, "write the JSON report here (atomically, after every entry)");
+  app.add_option("--seed", o.seed, "random seed for inputs and weights (0: fresh)");
+  app.add_flag("--verify", o.verify, "check every fused variant against split and a float64 reference first");
+  app.add_flag("--list", o.list, "list the fixtures and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return -1;
+}
+
+}  // namespace fusebench::bench

@@ -1,0 +1,30 @@
+#pragma once
+// fusebench's own command-line flags (Google Benchmark's --benchmark_* flags live beside them).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusebench/backend.hpp"
+
+namespace fusebench::bench {
+
+struct Options {
+  std::string backend = "auto";
+  std::vector<std::string> models;         // empty: backend default
+  std::vector<std::string> model_configs;  // HF config.json paths
+  std::vector<std::string> ops;            // empty: all
+  std::vector<std::string> variants;       // empty: all of each op
+  std::vector<std::int64_t> tokens;        // empty: backend default
+  std::vector<int> tp = {1};
+  std::vector<std::string> dtypes;  // empty: backend default
+  std::string report;               // JSON report path; empty: none
+  std::uint64_t seed = 0;           // 0: fresh random seed, recorded in the report
+  bool verify = false;              // check every variant before the sweep
+  bool list = false;                // print the fixtures and exit
+};
+
+// Parses argv after Google Benchmark removed its own flags. Returns -1 when the run should go
+// on, else the exit code (after printing help or the parse error).
+int parse_options(int argc, char** argv, Options& options);
+
+}  // namespace fusebench::bench

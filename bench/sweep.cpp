@@ -1,0 +1,74 @@
+#include "sweep.hpp"
+
+#include <stdexcept>
+
+#include "fusebench/ops.hpp"
+
+namespace fusebench::bench {
+
+std::string Fixture::name() const {
+  return op + "/" + variant + "/model:" + model.name + "/tokens:" + std::to_string(tokens) +
+         "/tp:" + std::to_string(shard.tp) + "/dtype:" + std::string(to_string(dtype));
+}
+
+Sweep build_sweep(const Options& o, const Backend& backend) {
+  const bool gpu = backend.name() != "cpu";
+  Sweep s;
+  // Defaults: the GPU sweep covers decode to long prefill on every preset; the CPU sweep is
+  // sized to finish in about a minute on two cores.
+  std::vector<std::string> model_names = o.models;
+  if (model_names.empty() && o.model_configs.empty()) {
+    model_names = gpu ? std::vector<std::string>{"qwen3-0.6b", "llama3-8b", "qwen3-32b", "llama3-70b"}
+                      : std::vector<std::string>{"qwen3-0.6b"};
+  }
+  for (const auto& name : model_names) s.models.push_back(find_model(name));
+  for (const auto& path : o.model_configs) s.models.push_back(load_hf_config(path));
+
+  s.ops = o.ops;
+  if (s.ops.empty()) {
+    for (const auto& op : op_registry()) s.ops.push_back(op.name);
+  }
+  s.tokens = o.tokens;
+  if (s.tokens.empty()) {
+    if (gpu) {
+      for (std::int64_t m = 1; m <= 16384; m *= 2) s.tokens.push_back(m);
+    } else {
+      s.tokens = {1, 4, 16, 64, 256, 1024};
+    }
+  }
+  for (auto m : s.tokens) {
+    if (m < 1) throw std::invalid_argument("--tokens: " + std::to_string(m) + " is invalid (must be >= 1)");
+  }
+  s.tp = o.tp;
+  std::vector<std::string> dtype_names = o.dtypes;
+  if (dtype_names.empty()) dtype_names = gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
+  for (const auto& d : dtype_names) {
+    const DType dtype = parse_dtype(d);
+    if (auto why = backend.unsupported_reason(dtype); !why.empty()) {
+      throw std::invalid_argument("--dtypes: " + d + " is not supported here: " + why);
+    }
+    s.dtypes.push_back(dtype);
+  }
+
+  for (const auto& model : s.models) {
+    for (int tp : s.tp) {
+      const ShardShape shard_shape = shard(model, tp);  // throws with the valid tp sizes
+      for (const auto& op_name : s.ops) {
+        const OpInfo& op = find_op(op_name);
+        for (const auto& variant : op.variants) {
+          if (!o.variants.empty() &&
+              std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end()) {
+            continue;
+          }
+          for (DType dtype : s.dtypes) {
+            for (auto m : s.tokens) s.fixtures.push_back({op.name, variant, model, shard_shape, m, dtype});
+          }
+        }
+      }
+    }
+  }
+  if (s.fixtures.empty()) throw std::invalid_argument("the sweep is empty: check --ops and --variants");
+  return s;
+}
+
+}  // namespace fusebench::bench

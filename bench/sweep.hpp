@@ -1,0 +1,39 @@
+#pragma once
+// The sweep: the cartesian product of the axes (model, op, variant, tokens, tp, dtype), validated
+// before anything runs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusebench/backend.hpp"
+#include "fusebench/shapes.hpp"
+#include "options.hpp"
+
+namespace fusebench::bench {
+
+struct Fixture {
+  std::string op;
+  std::string variant;
+  ModelShape model;
+  ShardShape shard;
+  std::int64_t tokens = 0;
+  DType dtype = DType::bf16;
+
+  // <op>/<variant>/model:<name>/tokens:<M>/tp:<T>/dtype:<d>
+  std::string name() const;
+};
+
+struct Sweep {
+  std::vector<ModelShape> models;
+  std::vector<std::string> ops;
+  std::vector<std::int64_t> tokens;
+  std::vector<int> tp;
+  std::vector<DType> dtypes;
+  std::vector<Fixture> fixtures;
+};
+
+// Throws std::invalid_argument naming the first bad value (unknown model or op, tp that does not
+// divide the heads, dtype the backend lacks, tokens < 1).
+Sweep build_sweep(const Options& options, const Backend& backend);
+
+}  // namespace fusebench::bench

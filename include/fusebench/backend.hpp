@@ -1,0 +1,93 @@
+#pragma once
+// The GEMM backend interface: cuBLASLt on CUDA, OpenBLAS on the CPU. Row-major everywhere,
+// y[M,N] = x[M,K] * w[N,K]^T like F.linear.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fusebench/dtype.hpp"
+
+namespace fusebench {
+
+struct MatRef {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t ld = 0;  // elements between consecutive rows
+};
+
+struct GemmArgs {
+  MatRef x, w, y;
+};
+
+// Thrown when an allocation does not fit; the message names the size asked and what is free.
+class OutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Times a region on the backend's own clock: CUDA events on the GPU, steady_clock on the CPU.
+class RegionTimer {
+ public:
+  virtual ~RegionTimer() = default;
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual double seconds() = 0;  // waits for the region to finish
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cuda" or "cpu"
+  // Empty when supported, else the reason.
+  virtual std::string unsupported_reason(DType dtype) const = 0;
+
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* ptr) noexcept = 0;
+  virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
+
+  virtual void gemm(const GemmArgs& args) = 0;
+  // One launch for all members (grouped GEMM); members may differ in shape.
+  virtual void gemm_grouped(std::span<const GemmArgs> gemms);
+  // One launch for all members, which share one shape (strided-batched GEMM).
+  virtual void gemm_batched(std::span<const GemmArgs> gemms);
+  virtual void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) = 0;
+  virtual void synchronize() = 0;
+
+  virtual std::unique_ptr<RegionTimer> make_timer() = 0;
+  // Library calls issued so far (the CPU backend's "launches"); GPU backends count kernels
+  // through CUPTI instead and return -1.
+  virtual std::int64_t library_calls() const { return -1; }
+  // Algorithms the last GEMM calls selected, for the report (e.g. cuBLASLt algo ids).
+  virtual std::vector<std::string> take_algorithm_log() { return {}; }
+  // Static description for the report context (device, library versions).
+  virtual nlohmann::json context() const = 0;
+  // Opaque stream handle for collectives and CUPTI (cudaStream_t on CUDA, nullptr on CPU).
+  virtual void* stream() const { return nullptr; }
+};
+
+enum class BackendKind { automatic, cuda, cpu };
+BackendKind parse_backend_kind(const std::string& text);
+
+struct BackendChoice {
+  std::unique_ptr<Backend> backend;
+  std::string reason;  // why this backend was chosen (e.g. "no CUDA device: ...")
+};
+// `automatic` picks CUDA when a device is usable, else the CPU with the reason. Asking for
+// `cuda` explicitly where none is usable throws with the reason.
+BackendChoice make_backend(BackendKind kind);
+
+std::unique_ptr<Backend> make_cpu_backend();
+// Returns nullptr and sets `why` when the CUDA backend is not built or no device is usable.
+std::unique_ptr<Backend> make_cuda_backend(std::string* why);
+bool cuda_backend_built();
+
+}  // namespace fusebench

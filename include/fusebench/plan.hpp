@@ -1,0 +1,89 @@
+#pragma once
+// A plan is what one variant of one op does, written as data: the buffers it owns and the steps
+// it runs. The cost model prices a plan, a backend executes it, the verifier checks its outputs.
+// Keeping the three apart over one description means "3 GEMMs vs 1" is stated exactly once.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "fusebench/dtype.hpp"
+#include "fusebench/shapes.hpp"
+
+namespace fusebench {
+
+enum class BufferRole {
+  input,   // activations, filled with fresh random data
+  weight,  // parameters, filled with fresh random data
+  output,  // written by the plan
+};
+
+// A row-major matrix owned by the plan. Inputs and weights are built from named logical
+// tensors stacked along rows (a fused weight is [w_q; w_k; w_v]), so split and fused variants
+// see bit-identical data.
+struct BufferSpec {
+  std::string name;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  BufferRole role = BufferRole::output;
+  std::vector<std::string> parts;  // logical tensors, stacked by rows (inputs/weights)
+  std::vector<std::int64_t> part_rows;
+};
+
+// A rectangular window of a buffer; its leading dimension is the buffer's column count, so a
+// column slice of a fused output is a view, never a copy.
+struct View {
+  int buffer = -1;
+  std::int64_t row0 = 0;
+  std::int64_t col0 = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
+// y[M,N] = x[M,K] * w[N,K]^T, the F.linear convention.
+struct GemmStep {
+  std::string label;
+  View x, w, y;
+};
+// Several independent GEMMs issued as one launch (grouped or strided-batched).
+struct GroupedGemmStep {
+  std::string label;
+  std::vector<GemmStep> gemms;
+  bool batched = false;  // all members the same shape: strided-batched instead of grouped
+};
+// out = silu(gate) * up, elementwise.
+struct SiluMulStep {
+  std::string label;
+  View gate, up, out;
+};
+// Sums `data` over the communicator's ranks, in place.
+struct AllReduceStep {
+  std::string label;
+  View data;
+};
+// Concatenates every rank's `src` along columns into `dst` (rank r owns columns
+// [r*src.cols, (r+1)*src.cols)).
+struct AllGatherStep {
+  std::string label;
+  View src, dst;
+};
+
+using Step = std::variant<GemmStep, GroupedGemmStep, SiluMulStep, AllReduceStep, AllGatherStep>;
+
+struct Plan {
+  std::string op;
+  std::string variant;
+  std::int64_t tokens = 0;
+  DType dtype = DType::bf16;
+  ShardShape shard;
+  std::vector<BufferSpec> buffers;
+  std::vector<Step> steps;
+  std::map<std::string, View> outputs;  // named results compared across variants
+
+  int add_buffer(BufferSpec spec);
+  std::size_t buffer_bytes(int index) const;
+  std::size_t total_bytes() const;
+};
+
+}  // namespace fusebench

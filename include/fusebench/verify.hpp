@@ -1,0 +1,42 @@
+#pragma once
+// Correctness: every variant of an op against its baseline and a float64 reference.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusebench/backend.hpp"
+#include "fusebench/ops.hpp"
+
+namespace fusebench {
+
+// |got - want| <= atol + rtol * |want|, stated per dtype (see README "Correctness").
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+Tolerance tolerance_for(DType dtype);
+
+struct Comparison {
+  std::string output;
+  std::string against;  // "split" or "float64"
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  std::int64_t mismatches = 0;
+  std::int64_t elements = 0;
+  bool ok = true;
+};
+
+struct VerifyResult {
+  std::string op, variant;
+  std::vector<Comparison> comparisons;
+  bool ok() const;
+  std::string summary() const;
+};
+
+// Runs every variant of `op` on the same fresh random inputs (seeded by `seed`) and compares
+// each output with the baseline variant and, when `with_reference`, with the float64 reference.
+std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
+                                    const ShardShape& shard, std::int64_t tokens, DType dtype,
+                                    std::uint64_t seed, bool with_reference);
+
+}  // namespace fusebench

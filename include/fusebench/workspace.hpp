@@ -1,0 +1,44 @@
+#pragma once
+// Materialises a plan on a backend: allocates its buffers, fills inputs and weights with fresh
+// random data, and executes its steps.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fusebench/backend.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/plan.hpp"
+
+namespace fusebench {
+
+class Communicator;
+
+// Deterministic values of a logical tensor, rounded to dtype: uniform in [-1, 1) scaled by
+// 1/sqrt(cols) for weights so outputs stay O(1). Never all zero. Seeded by (seed, name).
+std::vector<float> logical_tensor(const std::string& name, std::int64_t rows, std::int64_t cols,
+                                  BufferRole role, DType dtype, std::uint64_t seed);
+LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed);
+
+class Workspace {
+ public:
+  Workspace(Backend& backend, Plan plan, std::uint64_t seed);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  const Plan& plan() const { return plan_; }
+  Backend& backend() { return backend_; }
+  // Issues every step once (asynchronously on GPU backends). Collective steps need `comm`.
+  void run(Communicator* comm = nullptr);
+  MatRef ref(const View& view) const;
+  // Copies a view back to the host as floats (synchronises).
+  std::vector<float> read(const View& view);
+  std::size_t bytes() const { return plan_.total_bytes(); }
+
+ private:
+  Backend& backend_;
+  Plan plan_;
+  std::vector<void*> buffers_;
+};
+
+}  // namespace fusebench

@@ -1,0 +1,33 @@
+#include <stdexcept>
+
+#include "fusebench/backend.hpp"
+
+namespace fusebench {
+
+void Backend::gemm_grouped(std::span<const GemmArgs>) {
+  throw std::runtime_error("the " + name() + " backend has no grouped GEMM");
+}
+
+void Backend::gemm_batched(std::span<const GemmArgs>) {
+  throw std::runtime_error("the " + name() + " backend has no batched GEMM");
+}
+
+BackendKind parse_backend_kind(const std::string& text) {
+  if (text == "auto") return BackendKind::automatic;
+  if (text == "cuda") return BackendKind::cuda;
+  if (text == "cpu") return BackendKind::cpu;
+  throw std::invalid_argument("unknown backend '" + text + "' (valid: auto, cuda, cpu)");
+}
+
+BackendChoice make_backend(BackendKind kind) {
+  if (kind == BackendKind::cpu) return {make_cpu_backend(), "requested with --backend=cpu"};
+  std::string why;
+  auto cuda = make_cuda_backend(&why);
+  if (cuda) return {std::move(cuda), "CUDA device found"};
+  if (kind == BackendKind::cuda) {
+    throw std::runtime_error("--backend=cuda requested but the CUDA backend is unusable: " + why);
+  }
+  return {make_cpu_backend(), "no usable GPU (" + why + "): running the CPU backend"};
+}
+
+}  // namespace fusebench

@@ -1,0 +1,17 @@
+#pragma once
+// Host entry points of the few CUDA kernels the suite owns (cuda_kernels.cu).
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "fusebench/dtype.hpp"
+
+namespace fusebench::cuda {
+
+// out[r, c] = silu(gate[r, c]) * up[r, c] over rows x cols; each operand has its own leading
+// dimension so gate and up may be the two halves of one fused output.
+cudaError_t launch_silu_mul(const void* gate, std::int64_t ld_gate, const void* up,
+                            std::int64_t ld_up, void* out, std::int64_t ld_out, std::int64_t rows,
+                            std::int64_t cols, DType dtype, cudaStream_t stream);
+
+}  // namespace fusebench::cuda

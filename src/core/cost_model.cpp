@@ -1,0 +1,94 @@
+#include "fusebench/cost_model.hpp"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "fusebench/ops.hpp"
+
+namespace fusebench {
+namespace {
+
+struct StepCost {
+  double flops = 0, bytes = 0, comm_bytes = 0;
+};
+
+StepCost gemm_cost(const GemmStep& g, double elem) {
+  const double m = static_cast<double>(g.y.rows), n = static_cast<double>(g.y.cols),
+               k = static_cast<double>(g.x.cols);
+  return {2 * m * n * k, (m * k + n * k + m * n) * elem, 0};
+}
+
+template <class F>
+void for_each_step_cost(const Plan& plan, F&& f) {
+  const double elem = static_cast<double>(dtype_size(plan.dtype));
+  for (const Step& step : plan.steps) {
+    std::visit(
+        [&](const auto& s) {
+          using T = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<T, GemmStep>) {
+            f(gemm_cost(s, elem), 1, 0, 0);
+          } else if constexpr (std::is_same_v<T, GroupedGemmStep>) {
+            StepCost total;
+            for (const auto& g : s.gemms) {
+              const StepCost c = gemm_cost(g, elem);
+              total.flops += c.flops;
+              total.bytes += c.bytes;
+            }
+            f(total, 1, 0, 0);
+          } else if constexpr (std::is_same_v<T, SiluMulStep>) {
+            const double mn = static_cast<double>(s.out.rows * s.out.cols);
+            f(StepCost{0, 3 * mn * elem, 0}, 0, 1, 0);
+          } else if constexpr (std::is_same_v<T, AllReduceStep>) {
+            f(StepCost{0, 0, static_cast<double>(s.data.rows * s.data.cols) * elem}, 0, 0, 1);
+          } else if constexpr (std::is_same_v<T, AllGatherStep>) {
+            f(StepCost{0, 0, static_cast<double>(s.dst.rows * s.dst.cols) * elem}, 0, 0, 1);
+          }
+        },
+        step);
+  }
+}
+
+}  // namespace
+
+Cost cost_of(const Plan& plan) {
+  Cost cost;
+  for_each_step_cost(plan, [&](const StepCost& c, int gemm, int elementwise, int collective) {
+    cost.flops += c.flops;
+    cost.bytes += c.bytes;
+    cost.comm_bytes += c.comm_bytes;
+    cost.gemm_launches += gemm;
+    cost.elementwise_launches += elementwise;
+    cost.collective_launches += collective;
+  });
+  cost.launches = cost.gemm_launches + cost.elementwise_launches + cost.collective_launches;
+  return cost;
+}
+
+double roofline_seconds(const Plan& plan, const Ceilings& ceilings, double per_launch_s) {
+  double seconds = 0;
+  for_each_step_cost(plan, [&](const StepCost& c, int gemm, int elementwise, int collective) {
+    const double compute = ceilings.peak_flops > 0 ? c.flops / ceilings.peak_flops : 0;
+    const double memory = ceilings.bandwidth > 0 ? c.bytes / ceilings.bandwidth : 0;
+    seconds += std::max(compute, memory) + per_launch_s * (gemm + elementwise + collective);
+  });
+  return seconds;
+}
+
+std::int64_t predicted_compute_bound_tokens(const std::string& op, const std::string& variant,
+                                            const ShardShape& shard, DType dtype,
+                                            const Ceilings& ceilings, std::int64_t max_tokens) {
+  const double ridge = ceilings.ridge();
+  const auto intensity = [&](std::int64_t tokens) {
+    return cost_of(build_plan(op, variant, shard, tokens, dtype)).arithmetic_intensity();
+  };
+  if (ridge <= 0 || intensity(max_tokens) < ridge) return -1;
+  std::int64_t lo = 1, hi = max_tokens;  // intensity grows with tokens
+  if (intensity(lo) >= ridge) return lo;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (intensity(mid) >= ridge ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+}  // namespace fusebench

@@ -1,0 +1,97 @@
+#include "fusebench/verify.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "fusebench/workspace.hpp"
+
+namespace fusebench {
+
+Tolerance tolerance_for(DType dtype) {
+  // Outputs are O(1) (weights scaled by 1/sqrt(K)). The bound covers one rounding of the output
+  // to the dtype (bf16: 2^-8, fp16: 2^-11 relative) plus fp32 accumulation-order differences
+  // between algorithms (split-K, tiling), with a margin.
+  switch (dtype) {
+    case DType::bf16: return {2e-2, 2e-2};
+    case DType::f16: return {4e-3, 4e-3};
+    case DType::f32: return {1e-4, 1e-4};
+  }
+  return {};
+}
+
+namespace {
+
+template <class A, class B>
+Comparison compare(const std::string& output, const std::string& against, const std::vector<A>& got,
+                   const std::vector<B>& want, Tolerance tol) {
+  Comparison c{output, against, 0, 0, 0, static_cast<std::int64_t>(want.size()), true};
+  if (got.size() != want.size()) {
+    c.ok = false;
+    c.mismatches = c.elements;
+    return c;
+  }
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    const double err = std::abs(g - w);
+    if (!(err <= tol.atol + tol.rtol * std::abs(w))) ++c.mismatches;  // NaN counts as mismatch
+    if (!(err <= c.max_abs_error)) c.max_abs_error = err;
+    const double rel = err / std::max(std::abs(w), 1e-6);
+    if (!(rel <= c.max_rel_error)) c.max_rel_error = rel;
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+}  // namespace
+
+bool VerifyResult::ok() const {
+  for (const auto& c : comparisons) {
+    if (!c.ok) return false;
+  }
+  return true;
+}
+
+std::string VerifyResult::summary() const {
+  std::ostringstream out;
+  out << op << "/" << variant << ": " << (ok() ? "OK" : "FAILED");
+  if (comparisons.empty()) out << " (baseline; nothing to compare against)";
+  for (const auto& c : comparisons) {
+    out << "\n  " << c.output << " vs " << c.against << ": max_abs=" << c.max_abs_error
+        << " max_rel=" << c.max_rel_error << " mismatches=" << c.mismatches << "/" << c.elements;
+  }
+  return out.str();
+}
+
+std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op, const ShardShape& shard,
+                                    std::int64_t tokens, DType dtype, std::uint64_t seed,
+                                    bool with_reference) {
+  const OpInfo& info = find_op(op);
+  const Tolerance tol = tolerance_for(dtype);
+  std::map<std::string, std::vector<float>> baseline;
+  ReferenceOutputs reference;
+  std::vector<VerifyResult> results;
+  for (const auto& variant : info.variants) {
+    Plan plan = build_plan(op, variant, shard, tokens, dtype);
+    if (with_reference && reference.empty()) {
+      reference = info.reference(plan, logical_inputs(plan, seed));
+    }
+    Workspace ws(backend, plan, seed);
+    ws.run();
+    VerifyResult result{op, variant, {}};
+    for (const auto& [name, view] : ws.plan().outputs) {
+      auto got = ws.read(view);
+      if (variant == info.variants.front()) {
+        baseline[name] = got;
+      } else {
+        result.comparisons.push_back(compare(name, info.variants.front(), got, baseline.at(name), tol));
+      }
+      if (with_reference) {
+        result.comparisons.push_back(compare(name, "float64", got, reference.at(name), tol));
+      }
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+}  // namespace fusebench

@@ -1,0 +1,138 @@
+#include "fusebench/workspace.hpp"
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <type_traits>
+
+#include "fusebench/communicator.hpp"
+
+namespace fusebench {
+namespace {
+
+std::uint64_t fnv1a(const std::string& text, std::uint64_t seed) {
+  std::uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+std::vector<float> logical_tensor(const std::string& name, std::int64_t rows, std::int64_t cols,
+                                  BufferRole role, DType dtype, std::uint64_t seed) {
+  std::mt19937_64 rng(fnv1a(name, seed));
+  // Weights scaled by 1/sqrt(K) keep every output O(1), so one tolerance fits all shapes.
+  const float scale = role == BufferRole::weight ? 1.0f / std::sqrt(static_cast<float>(cols)) : 1.0f;
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(static_cast<std::size_t>(rows * cols));
+  for (auto& v : values) {
+    float x = dist(rng);
+    if (x == 0.0f) x = 0.5f;  // never zero
+    v = x * scale;
+  }
+  // Round to the dtype so the float64 reference sees exactly what the device sees.
+  return decode(encode(values, dtype).data(), values.size(), dtype);
+}
+
+LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed) {
+  LogicalTensors out;
+  for (const auto& b : plan.buffers) {
+    for (std::size_t i = 0; i < b.parts.size(); ++i) {
+      out[b.parts[i]] = logical_tensor(b.parts[i], b.part_rows[i], b.cols, b.role, plan.dtype, seed);
+    }
+  }
+  return out;
+}
+
+Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed)
+    : backend_(backend), plan_(std::move(plan)) {
+  if (auto why = backend_.unsupported_reason(plan_.dtype); !why.empty()) {
+    throw std::invalid_argument(why);
+  }
+  try {
+    for (int i = 0; i < static_cast<int>(plan_.buffers.size()); ++i) {
+      buffers_.push_back(backend_.allocate(plan_.buffer_bytes(i)));
+    }
+    for (int i = 0; i < static_cast<int>(plan_.buffers.size()); ++i) {
+      const BufferSpec& b = plan_.buffers[static_cast<std::size_t>(i)];
+      std::vector<float> values;
+      if (b.parts.empty()) {
+        values.assign(static_cast<std::size_t>(b.rows * b.cols), 0.0f);
+      } else {
+        values.reserve(static_cast<std::size_t>(b.rows * b.cols));
+        for (std::size_t p = 0; p < b.parts.size(); ++p) {
+          const auto part = logical_tensor(b.parts[p], b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
+          values.insert(values.end(), part.begin(), part.end());
+        }
+      }
+      const auto bytes = encode(values, plan_.dtype);
+      backend_.upload(buffers_[static_cast<std::size_t>(i)], bytes.data(), bytes.size());
+    }
+  } catch (...) {
+    for (void* p : buffers_) backend_.release(p);
+    throw;
+  }
+}
+
+Workspace::~Workspace() {
+  try {
+    backend_.synchronize();
+  } catch (...) {
+    // Freeing after a failed kernel is still the right thing to do.
+  }
+  for (void* p : buffers_) backend_.release(p);
+}
+
+MatRef Workspace::ref(const View& v) const {
+  const BufferSpec& b = plan_.buffers.at(static_cast<std::size_t>(v.buffer));
+  auto* base = static_cast<std::byte*>(buffers_.at(static_cast<std::size_t>(v.buffer)));
+  const std::size_t offset = static_cast<std::size_t>(v.row0 * b.cols + v.col0) * dtype_size(plan_.dtype);
+  return MatRef{base + offset, plan_.dtype, v.rows, v.cols, b.cols};
+}
+
+void Workspace::run(Communicator* comm) {
+  for (const Step& step : plan_.steps) {
+    std::visit(
+        [&](const auto& s) {
+          using T = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<T, GemmStep>) {
+            backend_.gemm({ref(s.x), ref(s.w), ref(s.y)});
+          } else if constexpr (std::is_same_v<T, GroupedGemmStep>) {
+            std::vector<GemmArgs> args;
+            for (const auto& g : s.gemms) args.push_back({ref(g.x), ref(g.w), ref(g.y)});
+            s.batched ? backend_.gemm_batched(args) : backend_.gemm_grouped(args);
+          } else if constexpr (std::is_same_v<T, SiluMulStep>) {
+            backend_.silu_mul(ref(s.gate), ref(s.up), ref(s.out));
+          } else {
+            if (comm == nullptr) {
+              throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +
+                                     " has a collective step but no communicator was given");
+            }
+            if constexpr (std::is_same_v<T, AllReduceStep>) {
+              comm->all_reduce(ref(s.data));
+            } else {
+              comm->all_gather(ref(s.src), ref(s.dst));
+            }
+          }
+        },
+        step);
+  }
+}
+
+std::vector<float> Workspace::read(const View& v) {
+  backend_.synchronize();
+  const BufferSpec& b = plan_.buffers.at(static_cast<std::size_t>(v.buffer));
+  const std::size_t elem = dtype_size(plan_.dtype);
+  std::vector<std::byte> raw(static_cast<std::size_t>(b.rows * b.cols) * elem);
+  backend_.download(raw.data(), buffers_.at(static_cast<std::size_t>(v.buffer)), raw.size());
+  const auto all = decode(raw.data(), static_cast<std::size_t>(b.rows * b.cols), plan_.dtype);
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(v.rows * v.cols));
+  for (std::int64_t r = v.row0; r < v.row0 + v.rows; ++r) {
+    const auto* row = all.data() + r * b.cols + v.col0;
+    out.insert(out.end(), row, row + v.cols);
+  }
+  return out;
+}
+
+}  // namespace fusebench

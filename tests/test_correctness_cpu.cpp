@@ -1,0 +1,70 @@
+#include <gtest/gtest.h>
+
+#include "fusebench/verify.hpp"
+#include "fusebench/workspace.hpp"
+
+using namespace fusebench;
+
+namespace {
+
+void expect_all_ok(const std::vector<VerifyResult>& results) {
+  ASSERT_FALSE(results.empty());
+  for (const auto& r : results) EXPECT_TRUE(r.ok()) << r.summary();
+}
+
+}  // namespace
+
+class CpuCorrectness : public ::testing::TestWithParam<std::tuple<std::string, DType, int, std::int64_t>> {};
+
+TEST_P(CpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
+  const auto [op, dtype, tp, tokens] = GetParam();
+  auto backend = make_cpu_backend();
+  if (auto why = backend->unsupported_reason(dtype); !why.empty()) GTEST_SKIP() << why;
+  const ShardShape s = shard(find_model("qwen3-0.6b"), tp);
+  const auto results = verify_op(*backend, op, s, tokens, dtype, /*seed=*/1234 + tokens, true);
+  expect_all_ok(results);
+  // Every non-baseline variant was compared with split and float64 on all its outputs.
+  for (const auto& r : results) EXPECT_GE(r.comparisons.size(), r.variant == "split" ? 1u : 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, CpuCorrectness,
+    ::testing::Combine(::testing::Values("qkv", "gate_up"), ::testing::Values(DType::f32, DType::bf16),
+                       ::testing::Values(1, 16), ::testing::Values(1, 7)));
+
+TEST(CpuCorrectness, VerifierCatchesAWrongResult) {
+  // A verifier that cannot fail proves nothing: corrupt the fused weight and expect failure.
+  auto backend = make_cpu_backend();
+  const ShardShape s = shard(find_model("qwen3-0.6b"), 1);
+  Plan fused = build_plan("qkv", "fused", s, 3, DType::f32);
+  Workspace ws(*backend, fused, 99);
+  // Overwrite one weight row of w_k inside the fused weight.
+  const View w = {1, fused.shard.q_size(), 0, 1, fused.shard.hidden};
+  std::vector<float> junk(static_cast<std::size_t>(fused.shard.hidden), 3.0f);
+  const auto bytes = encode(junk, DType::f32);
+  backend->upload(ws.ref(w).data, bytes.data(), bytes.size());
+  ws.run();
+  const auto got = ws.read(ws.plan().outputs.at("k"));
+  const auto ref = find_op("qkv").reference(fused, logical_inputs(fused, 99));
+  const Tolerance tol = tolerance_for(DType::f32);
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::abs(got[i] - ref.at("k")[i]) > tol.atol + tol.rtol * std::abs(ref.at("k")[i])) ++bad;
+  }
+  EXPECT_GT(bad, 0);
+}
+
+TEST(CpuCorrectness, InputsAreFreshAndNeverZero) {
+  const auto a = logical_tensor("x", 4, 64, BufferRole::input, DType::bf16, 1);
+  const auto b = logical_tensor("x", 4, 64, BufferRole::input, DType::bf16, 2);
+  EXPECT_NE(a, b);
+  for (float v : a) EXPECT_NE(v, 0.0f);
+}
+
+TEST(CpuCorrectness, Fp16IsRejectedWithReason) {
+  auto backend = make_cpu_backend();
+  const auto why = backend->unsupported_reason(DType::f16);
+  EXPECT_NE(why.find("fp16"), std::string::npos);
+  const ShardShape s = shard(find_model("qwen3-0.6b"), 1);
+  EXPECT_THROW(Workspace(*backend, build_plan("qkv", "split", s, 1, DType::f16), 1), std::invalid_argument);
+}
