@@ -6,6 +6,21 @@
 #include "fusebench/ops.hpp"
 
 namespace fusebench::bench {
+namespace {
+
+void set_model_counters(benchmark::State& state, const Fixture& f, const Cost& cost) {
+  using benchmark::Counter;
+  state.counters["model_flops"] = Counter(cost.flops);
+  state.counters["model_bytes"] = Counter(cost.bytes);
+  state.counters["model_launches"] = Counter(cost.launches);
+  state.counters["model_intensity"] = Counter(cost.arithmetic_intensity());
+  state.counters["tokens"] = Counter(static_cast<double>(f.tokens));
+  state.counters["tp"] = Counter(f.shard.tp);
+  state.counters["flops_per_second"] = Counter(cost.flops, Counter::kIsIterationInvariantRate);
+  state.counters["bytes_per_second"] = Counter(cost.bytes, Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
 
 Workspace& FixtureRunner::workspace_for(const Fixture& f) {
   const std::string name = f.name();
@@ -23,32 +38,20 @@ Workspace& FixtureRunner::workspace_for(const Fixture& f) {
 void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
   try {
     Workspace& ws = workspace_for(f);
-    const Cost cost = cost_of(ws.plan());
-    auto timer = backend_.make_timer();
+    const auto region = [&ws] { ws.run(); };
     backend_.take_algorithm_log();
-    for (auto _ : state) {
-      timer->start();
-      ws.run();
-      timer->stop();
-      state.SetIterationTime(timer->seconds());
+    time_region(state, backend_, region);
+    auto& fields = fields_[f.name()];
+    if (const auto algos = backend_.take_algorithm_log(); !algos.empty()) {
+      // One entry per GEMM of the plan, in step order.
+      fields["gemm_algorithms"] = std::vector<std::string>(algos.begin(), algos.begin() + std::min(algos.size(), ws.plan().steps.size()));
     }
-    const auto algos = backend_.take_algorithm_log();
-    if (!algos.empty()) {
-      std::string label;
-      for (std::size_t i = 0; i < algos.size() && i < ws.plan().steps.size(); ++i) {
-        label += (i ? "; " : "") + algos[i];
-      }
-      state.SetLabel(label);
-    }
-    using benchmark::Counter;
-    state.counters["model_flops"] = Counter(cost.flops);
-    state.counters["model_bytes"] = Counter(cost.bytes);
-    state.counters["model_launches"] = Counter(cost.launches);
-    state.counters["model_intensity"] = Counter(cost.arithmetic_intensity());
-    state.counters["tokens"] = Counter(static_cast<double>(f.tokens));
-    state.counters["tp"] = Counter(f.shard.tp);
-    state.counters["flops_per_second"] = Counter(cost.flops, Counter::kIsIterationInvariantRate);
-    state.counters["bytes_per_second"] = Counter(cost.bytes, Counter::kIsIterationInvariantRate);
+    RegionCounters measured;
+    for (const auto& collector : collectors_) measured.merge(collector->collect(f.name(), region));
+    for (const auto& [counter, value] : measured.values) state.counters[counter] = benchmark::Counter(value);
+    if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
+    if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
+    set_model_counters(state, f, cost_of(ws.plan()));
   } catch (const std::exception& e) {
     current_.reset();
     current_name_.clear();

@@ -1,19 +1,30 @@
 #pragma once
 // Runs one fixture as a Google Benchmark body: materialises its plan (cached across the calls
-// Google Benchmark makes for the same fixture), times it, and sets the counters.
+// Google Benchmark makes for the same fixture), times it, runs the counter passes, and sets the
+// counters. Each of those steps lives in its own file.
+#include <map>
 #include <memory>
+#include <vector>
 
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
 
 #include "fusebench/backend.hpp"
+#include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
 #include "sweep.hpp"
 
 namespace fusebench::bench {
 
+// Fields merged into each report entry, keyed by fixture name: set up by main, completed by the
+// runner (algorithms, kernel names, unavailable counters), read by the ReportWriter.
+using EntryFields = std::map<std::string, nlohmann::json>;
+
 class FixtureRunner {
  public:
-  FixtureRunner(Backend& backend, std::uint64_t seed) : backend_(backend), seed_(seed) {}
+  FixtureRunner(Backend& backend, std::uint64_t seed, EntryFields& fields)
+      : backend_(backend), seed_(seed), fields_(fields) {}
+  void add_collector(std::unique_ptr<CounterCollector> collector) { collectors_.push_back(std::move(collector)); }
   // Never throws: a failing fixture is reported with SkipWithError and the sweep goes on.
   void run(benchmark::State& state, const Fixture& fixture);
   void release() { current_.reset(); }
@@ -23,8 +34,13 @@ class FixtureRunner {
 
   Backend& backend_;
   std::uint64_t seed_;
+  EntryFields& fields_;
+  std::vector<std::unique_ptr<CounterCollector>> collectors_;
   std::string current_name_;
   std::unique_ptr<Workspace> current_;
 };
+
+// The timed loop (timing_loop.cpp): sets the iteration times of `state` from `region`.
+void time_region(benchmark::State& state, Backend& backend, const std::function<void()>& region);
 
 }  // namespace fusebench::bench

@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
       std::cerr << "fusebench: verification passed\n";
     }
 
-    std::map<std::string, nlohmann::json> fields;
-    bench::FixtureRunner runner(backend, seed);
+    bench::EntryFields fields;
+    bench::FixtureRunner runner(backend, seed, fields);
     for (const auto& f : sweep.fixtures) {
       const std::string name = f.name();
       fields[name] = {{"op", f.op}, {"variant", f.variant}, {"model", f.model.name},
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
       auto* b = benchmark::RegisterBenchmark(name.c_str(), [&runner, f](benchmark::State& st) { runner.run(st, f); });
       b->UseManualTime()->Unit(benchmark::kMicrosecond);
     }
-    bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), std::move(fields));
+    bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), fields);
     benchmark::RunSpecifiedBenchmarks(&writer);
     runner.release();
     benchmark::Shutdown();

@@ -27,8 +27,8 @@ std::string format_seconds(double s) {
 }  // namespace
 
 ReportWriter::ReportWriter(std::string path, nlohmann::json context, std::size_t total,
-                           std::map<std::string, nlohmann::json> entry_fields)
-    : path_(std::move(path)), context_(std::move(context)), total_(total), entry_fields_(std::move(entry_fields)) {}
+                           const std::map<std::string, nlohmann::json>& entry_fields)
+    : path_(std::move(path)), context_(std::move(context)), total_(total), entry_fields_(entry_fields) {}
 
 bool ReportWriter::ReportContext(const Context& context) {
   const nlohmann::json gbench = gbench_context_to_json(context);

@@ -16,7 +16,7 @@ class ReportWriter : public benchmark::ConsoleReporter {
   // `entry_fields` maps a fixture's name (without Google Benchmark's suffixes) to fields merged
   // into its JSON entry (op, variant, model, ...).
   ReportWriter(std::string path, nlohmann::json context, std::size_t total,
-               std::map<std::string, nlohmann::json> entry_fields);
+               const std::map<std::string, nlohmann::json>& entry_fields);
 
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
@@ -33,7 +33,7 @@ class ReportWriter : public benchmark::ConsoleReporter {
   std::size_t total_;
   std::size_t done_ = 0;
   std::size_t failures_ = 0;
-  std::map<std::string, nlohmann::json> entry_fields_;
+  const std::map<std::string, nlohmann::json>& entry_fields_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

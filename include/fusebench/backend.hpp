@@ -61,6 +61,9 @@ class Backend {
   virtual void gemm_batched(std::span<const GemmArgs> gemms);
   virtual void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) = 0;
   virtual void synchronize() = 0;
+  // Evicts the last-level cache (GPU: writes an L2-sized scratch buffer on the stream) so the
+  // next region reads its operands from DRAM. A no-op where that cannot be done.
+  virtual void flush_l2() {}
 
   virtual std::unique_ptr<RegionTimer> make_timer() = 0;
   // Library calls issued so far (the CPU backend's "launches"); GPU backends count kernels

@@ -88,6 +88,7 @@ class CudaBackend final : public Backend {
       cublasLtMatmulDescDestroy(p.desc);
     }
     cudaFree(workspace_);
+    cudaFree(flush_buffer_);
     cublasLtDestroy(lt_);
     cudaStreamDestroy(stream_);
   }
@@ -136,6 +137,15 @@ class CudaBackend final : public Backend {
   }
 
   void synchronize() override { FUSEBENCH_CUDA(cudaStreamSynchronize(stream_)); }
+  void flush_l2() override {
+    if (flush_buffer_ == nullptr) {
+      int l2 = 0;
+      FUSEBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
+      flush_bytes_ = 2 * static_cast<std::size_t>(l2);  // twice L2: no line of the region survives
+      FUSEBENCH_CUDA(cudaMalloc(&flush_buffer_, flush_bytes_));
+    }
+    FUSEBENCH_CUDA(cudaMemsetAsync(flush_buffer_, flush_value_++ & 0xff, flush_bytes_, stream_));
+  }
   std::unique_ptr<RegionTimer> make_timer() override { return std::make_unique<EventTimer>(stream_); }
   std::vector<std::string> take_algorithm_log() override { return std::exchange(algorithm_log_, {}); }
   void* stream() const override { return stream_; }
@@ -202,6 +212,9 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_{};
   cublasLtHandle_t lt_{};
   void* workspace_ = nullptr;
+  void* flush_buffer_ = nullptr;
+  std::size_t flush_bytes_ = 0;
+  int flush_value_ = 0;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int>, LtPlan> plans_;
   std::vector<std::string> algorithm_log_;
 };

@@ -1,0 +1,7 @@
+# Sourced by the scripts: puts the CUDA toolkit on PATH when it is installed in the usual place.
+if ! command -v nvcc >/dev/null 2>&1; then
+  for d in /usr/local/cuda /usr/local/cuda-13.0 /usr/local/cuda-12; do
+    if [ -x "$d/bin/nvcc" ]; then export PATH="$d/bin:$PATH"; break; fi
+  done
+fi
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what fusebench needs to build and test, from Debian's packages and PyPI. Idempotent:
+# does nothing (and needs no network) when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ pkg-config git python3 python3-pip
+          libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev libopenblas-dev libcli11-dev
+          libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -f scripts/requirements.txt ]; then
+  if ! python3 -c "import matplotlib" 2>/dev/null; then
+    echo "install-deps: installing Python requirements"
+    python3 -m pip install -q -r scripts/requirements.txt 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages -r scripts/requirements.txt
+  fi
+fi
+
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "install-deps: no CUDA toolkit found; the CPU backend will be built alone"
+fi
