@@ -30,7 +30,11 @@ TEST_P(CpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(
     Ops, CpuCorrectness,
     ::testing::Combine(::testing::Values("qkv", "gate_up"), ::testing::Values(DType::f32, DType::bf16),
-                       ::testing::Values(1, 16), ::testing::Values(1, 7)));
+                       ::testing::Values(1, 16), ::testing::Values(1, 7)),
+    [](const auto& info) {
+      const auto& [op, dtype, tp, tokens] = info.param;
+      return op + "_" + std::string(to_string(dtype)) + "_tp" + std::to_string(tp) + "_m" + std::to_string(tokens);
+    });
 
 TEST(CpuCorrectness, VerifierCatchesAWrongResult) {
   // A verifier that cannot fail proves nothing: corrupt the fused weight and expect failure.

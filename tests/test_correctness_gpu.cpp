@@ -22,7 +22,11 @@ TEST_P(GpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(Ops, GpuCorrectness,
                          ::testing::Combine(::testing::Values("qkv", "gate_up"),
                                             ::testing::Values(DType::bf16, DType::f16, DType::f32),
-                                            ::testing::Values(1, 5, 128)));
+                                            ::testing::Values(1, 5, 128)),
+                         [](const auto& info) {
+                           const auto& [op, dtype, tokens] = info.param;
+                           return op + "_" + std::string(to_string(dtype)) + "_m" + std::to_string(tokens);
+                         });
 
 TEST(GpuCorrectness, LargeShapeFusedEqualsSplit) {
   std::string why;
