@@ -14,6 +14,13 @@ void expect_all_ok(const std::vector<VerifyResult>& results) {
 
 }  // namespace
 
+namespace {
+std::string CaseName(const ::testing::TestParamInfo<std::tuple<std::string, DType, int, std::int64_t>>& info) {
+  return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param))) + "_tp" +
+         std::to_string(std::get<2>(info.param)) + "_m" + std::to_string(std::get<3>(info.param));
+}
+}  // namespace
+
 class CpuCorrectness : public ::testing::TestWithParam<std::tuple<std::string, DType, int, std::int64_t>> {};
 
 TEST_P(CpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
@@ -31,10 +38,7 @@ INSTANTIATE_TEST_SUITE_P(
     Ops, CpuCorrectness,
     ::testing::Combine(::testing::Values("qkv", "gate_up"), ::testing::Values(DType::f32, DType::bf16),
                        ::testing::Values(1, 16), ::testing::Values(1, 7)),
-    [](const auto& info) {
-      const auto& [op, dtype, tp, tokens] = info.param;
-      return op + "_" + std::string(to_string(dtype)) + "_tp" + std::to_string(tp) + "_m" + std::to_string(tokens);
-    });
+    CaseName);
 
 TEST(CpuCorrectness, VerifierCatchesAWrongResult) {
   // A verifier that cannot fail proves nothing: corrupt the fused weight and expect failure.

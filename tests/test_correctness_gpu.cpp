@@ -4,6 +4,13 @@
 
 using namespace fusebench;
 
+namespace {
+std::string CaseName(const ::testing::TestParamInfo<std::tuple<std::string, DType, std::int64_t>>& info) {
+  return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param))) + "_m" +
+         std::to_string(std::get<2>(info.param));
+}
+}  // namespace
+
 class GpuCorrectness : public ::testing::TestWithParam<std::tuple<std::string, DType, std::int64_t>> {};
 
 TEST_P(GpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
@@ -23,10 +30,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, GpuCorrectness,
                          ::testing::Combine(::testing::Values("qkv", "gate_up"),
                                             ::testing::Values(DType::bf16, DType::f16, DType::f32),
                                             ::testing::Values(1, 5, 128)),
-                         [](const auto& info) {
-                           const auto& [op, dtype, tokens] = info.param;
-                           return op + "_" + std::string(to_string(dtype)) + "_m" + std::to_string(tokens);
-                         });
+                         CaseName);
 
 TEST(GpuCorrectness, LargeShapeFusedEqualsSplit) {
   std::string why;
