@@ -1,5 +1,6 @@
 #include "sweep.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "fusebench/ops.hpp"
@@ -66,6 +67,17 @@ Sweep build_sweep(const Options& o, const Backend& backend) {
         }
       }
     }
+  }
+  for (const auto& wanted : o.variants) {
+    std::vector<std::string> all;
+    for (const auto& op_name : s.ops) {
+      for (const auto& v : find_op(op_name).variants) {
+        if (std::find(all.begin(), all.end(), v) == all.end()) all.push_back(v);
+      }
+    }
+    std::string valid;
+    for (const auto& v : all) valid += (valid.empty() ? "" : ", ") + v;
+    if (std::find(all.begin(), all.end(), wanted) == all.end()) throw std::invalid_argument("--variants: unknown variant '" + wanted + "' (valid: " + valid + ")");
   }
   if (s.fixtures.empty()) throw std::invalid_argument("the sweep is empty: check --ops and --variants");
   return s;
