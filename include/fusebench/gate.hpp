@@ -1,0 +1,93 @@
+#pragma once
+// The regression gate: compares two fusebench reports (Google Benchmark JSON) and decides
+// pass / regression / unusable input. Depends on nlohmann_json only, so the fuzz targets and the
+// gate binary link it without Google Benchmark or a BLAS. Rules are documented in docs/gate.md.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fusebench::gate {
+
+// Thrown for input the gate cannot judge: malformed JSON, wrong schema, non-finite numbers,
+// reports from different devices. what() names the file and the field.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One benchmark of a report, after folding repetitions and aggregates together.
+struct Entry {
+  std::string name;                 // run_name (name without aggregate suffix)
+  double time_ns = 0;               // central time: median aggregate, else median of reps
+  std::optional<double> rel_noise;  // relative spread (CV) of the time, when measured
+  std::string noise_source;         // where rel_noise came from, for the table
+  int samples = 0;                  // iteration entries (repetitions) seen
+  bool error = false;               // every repetition reported error_occurred
+  std::string error_message;
+  std::map<std::string, double> counters;  // numeric top-level keys of the first repetition
+};
+
+struct Report {
+  std::string file;            // for messages
+  nlohmann::json context;      // as read
+  std::vector<Entry> entries;  // in first-seen order
+  const Entry* find(const std::string& name) const;
+};
+
+// Parses and validates a report; throws InputError naming `file` and the offending field.
+Report parse_report(std::string_view text, const std::string& file);
+Report load_report(const std::string& path);
+
+// What identifies the measuring device: "cuda: NVIDIA H200" or "cpu: <cpu model>".
+std::string device_identity(const Report& report);
+
+struct Options {
+  double time_threshold = 0.05;   // relative slowdown that may fail (5%)
+  double noise_sigmas = 2.0;      // how many combined CVs a slowdown must also exceed
+  double bytes_tolerance = 0.02;  // relative tolerance for measured byte counters (2%)
+  double exact_tolerance =
+      0.0;  // relative tolerance for exact counters (launches, kernels, model_*)
+  bool allow_device_mismatch = false;
+  bool allow_missing_counters = false;  // a counter in BASELINE absent in CURRENT: note, not fail
+  bool ignore_time = false;             // counters only (e.g. CI on a shared, noisy runner)
+};
+
+enum class Status { kPass, kFaster, kSlower, kChanged, kMissing, kNew, kError, kNote };
+const char* to_string(Status s);
+bool is_failure(Status s);
+
+struct Finding {
+  Status status;
+  std::string benchmark;
+  std::string metric;  // "time", a counter name, or "" for whole-benchmark findings
+  std::optional<double> baseline, current;
+  std::string detail;  // the rule applied, e.g. "+7.1% > max(5%, noise 2.3%)"
+};
+
+struct Result {
+  std::vector<Finding> findings;
+  std::string baseline_device, current_device;
+  int compared = 0;
+  bool failed() const;
+};
+
+// Kinds of counters. Everything else numeric (rates, ratios, tokens, tp, timing statistics) is
+// informational and not gated.
+bool is_exact_counter(const std::string& key);
+bool is_bytes_counter(const std::string& key);
+
+// Throws InputError on a device mismatch unless allowed.
+Result compare(const Report& baseline, const Report& current, const Options& options);
+
+void print_table(const Result& result, std::ostream& out, bool verbose);
+void write_markdown(const Result& result, const Options& options, std::ostream& out);
+
+// The whole command line; returns the exit status (0 pass, 1 regression, 2 unusable input).
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace fusebench::gate

@@ -1,0 +1,271 @@
+// The gate's rules (docs/gate.md): exact counters must match, byte counters within a tolerance,
+// time fails only when slower by more than both a threshold and the measured noise.
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "fusebench/gate.hpp"
+
+namespace fusebench::gate {
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%+.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+std::string plain_percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+std::string context_string(const nlohmann::json& context, const char* key) {
+  auto it = context.find(key);
+  return it != context.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string format_value(const std::string& metric, std::optional<double> v) {
+  if (!v) return "-";
+  char buf[48];
+  if (metric == "time") {
+    // Times are held in ns; microseconds read best for GEMMs of 1 us .. 10 ms.
+    std::snprintf(buf, sizeof(buf), "%.3f us", *v / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.6g", *v);
+  }
+  return buf;
+}
+
+}  // namespace
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::kPass:
+      return "ok";
+    case Status::kFaster:
+      return "FASTER";
+    case Status::kSlower:
+      return "SLOWER";
+    case Status::kChanged:
+      return "CHANGED";
+    case Status::kMissing:
+      return "MISSING";
+    case Status::kNew:
+      return "new";
+    case Status::kError:
+      return "ERROR";
+    case Status::kNote:
+      return "note";
+  }
+  return "?";
+}
+
+bool is_failure(Status s) {
+  return s == Status::kSlower || s == Status::kChanged || s == Status::kMissing ||
+         s == Status::kError;
+}
+
+bool Result::failed() const {
+  for (const auto& f : findings) {
+    if (is_failure(f.status)) return true;
+  }
+  return false;
+}
+
+bool is_exact_counter(const std::string& key) {
+  // Counts of things that ran, and the cost model's deterministic figures: any change means the
+  // benchmark or the library changed, so the baseline must be updated on purpose.
+  static const std::set<std::string> exact = {"kernels", "memcpys", "memsets", "model_flops",
+                                              "model_bytes"};
+  return exact.count(key) > 0 || ends_with(key, "launches");
+}
+
+bool is_bytes_counter(const std::string& key) {
+  return ends_with(key, "_bytes") && key.rfind("model_", 0) != 0;
+}
+
+std::string device_identity(const Report& report) {
+  const auto& c = report.context;
+  const std::string backend = context_string(c, "backend");
+  const std::string gpu = context_string(c, "gpu_name");
+  if (!gpu.empty() && backend != "cpu") return "gpu: " + gpu;
+  const std::string cpu = context_string(c, "cpu_model");
+  return (backend.empty() ? std::string("cpu") : backend) + ": " + (cpu.empty() ? "unknown" : cpu);
+}
+
+Result compare(const Report& baseline, const Report& current, const Options& o) {
+  Result r;
+  r.baseline_device = device_identity(baseline);
+  r.current_device = device_identity(current);
+  if (r.baseline_device != r.current_device && !o.allow_device_mismatch) {
+    throw InputError("device mismatch: " + baseline.file +
+                     " (context.gpu_name / context.cpu_model) was measured on \"" +
+                     r.baseline_device + "\", " + current.file + " on \"" + r.current_device +
+                     "\"; compare reports of one device, or pass --allow-device-mismatch");
+  }
+  auto add = [&](Status s, const std::string& bench, const std::string& metric,
+                 std::optional<double> b, std::optional<double> c, std::string detail) {
+    r.findings.push_back({s, bench, metric, b, c, std::move(detail)});
+  };
+
+  for (const Entry& base : baseline.entries) {
+    const Entry* cur = current.find(base.name);
+    if (!cur) {
+      add(Status::kMissing, base.name, "", std::nullopt, std::nullopt,
+          "in baseline, absent from current");
+      continue;
+    }
+    ++r.compared;
+    if (base.error || cur->error) {
+      if (base.error && cur->error) {
+        add(Status::kNote, base.name, "", std::nullopt, std::nullopt,
+            "error in both: " + cur->error_message);
+      } else if (cur->error) {
+        add(Status::kError, base.name, "", std::nullopt, std::nullopt,
+            "current run failed: " + cur->error_message);
+      } else {
+        add(Status::kNote, base.name, "", std::nullopt, std::nullopt,
+            "failed in baseline, runs now");
+      }
+      continue;
+    }
+
+    if (!o.ignore_time) {
+      if (base.time_ns <= 0) {
+        add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
+            "baseline time is 0: not compared");
+      } else {
+        const double delta = cur->time_ns / base.time_ns - 1.0;
+        // Noise of the difference of two independent runs: the CVs add in quadrature. An
+        // unmeasured CV counts as 0, so the threshold alone decides (said in the detail).
+        const double nb = base.rel_noise.value_or(0), nc = cur->rel_noise.value_or(0);
+        const double noise = o.noise_sigmas * std::sqrt(nb * nb + nc * nc);
+        const double limit = std::max(o.time_threshold, noise);
+        std::string detail = percent(delta) + " vs limit " + plain_percent(limit) + " (threshold " +
+                             plain_percent(o.time_threshold) + ", noise " + plain_percent(noise);
+        if (!base.rel_noise && !cur->rel_noise) detail += " unmeasured";
+        detail += ")";
+        Status s = Status::kPass;
+        if (delta > limit)
+          s = Status::kSlower;
+        else if (-delta > limit)
+          s = Status::kFaster;
+        add(s, base.name, "time", base.time_ns, cur->time_ns, detail);
+      }
+    }
+
+    for (const auto& [key, bv] : base.counters) {
+      const bool exact = is_exact_counter(key), bytes = is_bytes_counter(key);
+      if (!exact && !bytes) continue;
+      auto it = cur->counters.find(key);
+      if (it == cur->counters.end()) {
+        // A counter that vanished could hide a regression (e.g. CUPTI unavailable on this run).
+        add(o.allow_missing_counters ? Status::kNote : Status::kMissing, base.name, key, bv,
+            std::nullopt, "counter absent from current (unavailable?)");
+        continue;
+      }
+      const double cv = it->second;
+      const double tol = exact ? o.exact_tolerance : o.bytes_tolerance;
+      const double diff = std::fabs(cv - bv);
+      const bool changed = bv == 0 ? diff > 0 : diff > tol * std::fabs(bv);
+      const std::string rule =
+          (exact ? "exact" : "bytes") + std::string(", tolerance ") + plain_percent(tol);
+      const std::string change = bv != 0 ? percent(cv / bv - 1.0) : (diff > 0 ? "from 0" : "+0.0%");
+      add(changed ? Status::kChanged : Status::kPass, base.name, key, bv, cv,
+          change + " (" + rule + ")");
+    }
+    for (const auto& [key, cv] : cur->counters) {
+      if ((is_exact_counter(key) || is_bytes_counter(key)) && !base.counters.count(key)) {
+        add(Status::kNote, base.name, key, std::nullopt, cv, "counter new in current");
+      }
+    }
+  }
+  for (const Entry& cur : current.entries) {
+    if (!baseline.find(cur.name)) {
+      add(Status::kNew, cur.name, "", std::nullopt, std::nullopt, "not in baseline");
+    }
+  }
+  return r;
+}
+
+void print_table(const Result& r, std::ostream& out, bool verbose) {
+  std::size_t width = 9;
+  for (const auto& f : r.findings) width = std::max(width, f.benchmark.size());
+  width = std::min<std::size_t>(width, 90);
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-8s %-*s %-18s %14s %14s  %s\n", "status",
+                static_cast<int>(width), "benchmark", "metric", "baseline", "current",
+                "change / rule");
+  out << line;
+  int failures = 0, faster = 0, added = 0, notes = 0;
+  for (const auto& f : r.findings) {
+    failures += is_failure(f.status);
+    faster += f.status == Status::kFaster;
+    added += f.status == Status::kNew;
+    notes += f.status == Status::kNote;
+    // Passing counters are many and dull: shown with --verbose only. Time rows always show.
+    if (f.status == Status::kPass && f.metric != "time" && !verbose) continue;
+    std::snprintf(line, sizeof(line), "%-8s %-*s %-18s %14s %14s  %s\n", to_string(f.status),
+                  static_cast<int>(width), f.benchmark.c_str(),
+                  f.metric.empty() ? "-" : f.metric.c_str(),
+                  format_value(f.metric, f.baseline).c_str(),
+                  format_value(f.metric, f.current).c_str(), f.detail.c_str());
+    out << line;
+  }
+  out << "\nfusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device
+      << " vs " << r.current_device << "): " << failures << " regression(s), " << faster
+      << " faster, " << added << " new, " << notes << " note(s): " << (r.failed() ? "FAIL" : "PASS")
+      << "\n";
+}
+
+void write_markdown(const Result& r, const Options& o, std::ostream& out) {
+  int failures = 0, faster = 0, added = 0;
+  for (const auto& f : r.findings) {
+    failures += is_failure(f.status);
+    faster += f.status == Status::kFaster;
+    added += f.status == Status::kNew;
+  }
+  out << "## fusebench gate: " << (r.failed() ? "FAIL" : "PASS") << "\n\n";
+  out << r.compared << " benchmarks compared on `" << r.current_device << "` (baseline `"
+      << r.baseline_device << "`): **" << failures << " regression(s)**, " << faster << " faster, "
+      << added << " new.\n\n";
+  out << "Rules: time fails when slower by more than " << plain_percent(o.time_threshold)
+      << " and more than " << o.noise_sigmas << " combined CVs"
+      << (o.ignore_time ? " (time ignored in this run)" : "") << "; byte counters within "
+      << plain_percent(o.bytes_tolerance) << "; exact counters within "
+      << plain_percent(o.exact_tolerance) << ".\n\n";
+  auto row = [&](const Finding& f) {
+    std::string name = f.benchmark;
+    for (auto& ch : name) {
+      if (ch == '|') ch = '/';
+    }
+    out << "| " << to_string(f.status) << " | `" << name << "` | "
+        << (f.metric.empty() ? "-" : f.metric) << " | " << format_value(f.metric, f.baseline)
+        << " | " << format_value(f.metric, f.current) << " | " << f.detail << " |\n";
+  };
+  const char* header =
+      "| status | benchmark | metric | baseline | current | change / rule "
+      "|\n|---|---|---|---|---|---|\n";
+  bool any = false;
+  for (const auto& f : r.findings) {
+    if (f.status == Status::kPass || f.status == Status::kNote) continue;
+    if (!any) out << header;
+    any = true;
+    row(f);
+  }
+  if (!any) out << "No regressions, improvements or new benchmarks.\n";
+  out << "\n<details><summary>All time comparisons</summary>\n\n" << header;
+  for (const auto& f : r.findings) {
+    if (f.metric == "time") row(f);
+  }
+  out << "\n</details>\n";
+}
+
+}  // namespace fusebench::gate

@@ -1,0 +1,236 @@
+// Reads a fusebench / Google Benchmark JSON report into gate::Report, validating as it goes so
+// every rejection names the file and the field (the gate's exit status 2).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "fusebench/gate.hpp"
+
+namespace fusebench::gate {
+namespace {
+
+[[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& what) {
+  throw InputError(file + ": " + field + ": " + what);
+}
+
+// Google Benchmark's structural numeric fields: not counters.
+bool is_structural(const std::string& key) {
+  static const std::set<std::string> keys = {"family_index", "per_family_instance_index",
+                                             "repetitions",  "repetition_index",
+                                             "threads",      "iterations",
+                                             "real_time",    "cpu_time"};
+  return keys.count(key) > 0;
+}
+
+double unit_to_ns(const std::string& file, const std::string& field, const std::string& unit) {
+  if (unit == "ns") return 1.0;
+  if (unit == "us") return 1e3;
+  if (unit == "ms") return 1e6;
+  if (unit == "s") return 1e9;
+  fail(file, field, "unknown time unit \"" + unit + "\" (expected ns, us, ms or s)");
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Per-benchmark accumulation before folding into an Entry.
+struct Pending {
+  std::vector<double> rep_times_ns;
+  std::map<std::string, double> aggregates_ns;  // mean, median, stddev (ns); cv (fraction)
+  std::map<std::string, double> counters;
+  std::map<std::string, double> aggregate_counters;  // from the mean aggregate, as a fallback
+  int errors = 0;
+  int runs = 0;
+  std::string error_message;
+};
+
+}  // namespace
+
+const Entry* Report::find(const std::string& name) const {
+  for (const auto& e : entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+Report parse_report(std::string_view text, const std::string& file) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    std::string hint;
+    if (text.find("NaN") != std::string_view::npos ||
+        text.find("Infinity") != std::string_view::npos) {
+      hint =
+          " (it contains NaN/Infinity, which Google Benchmark writes for non-finite values and "
+          "strict JSON forbids)";
+    }
+    fail(file, "document", std::string("not valid JSON: ") + e.what() + hint);
+  }
+  if (!root.is_object())
+    fail(file, "top level", "expected an object with \"context\" and \"benchmarks\"");
+  if (!root.contains("context")) fail(file, "context", "missing (not a Google Benchmark report?)");
+  if (!root["context"].is_object()) fail(file, "context", "expected an object");
+  if (!root.contains("benchmarks"))
+    fail(file, "benchmarks", "missing (not a Google Benchmark report?)");
+  if (!root["benchmarks"].is_array()) fail(file, "benchmarks", "expected an array");
+
+  Report report;
+  report.file = file;
+  report.context = root["context"];
+  std::vector<std::string> order;
+  std::map<std::string, Pending> pending;
+
+  const auto& benchmarks = root["benchmarks"];
+  for (std::size_t i = 0; i < benchmarks.size(); ++i) {
+    const auto& b = benchmarks[i];
+    const std::string where = "benchmarks[" + std::to_string(i) + "]";
+    if (!b.is_object()) fail(file, where, "expected an object");
+    if (!b.contains("name") || !b["name"].is_string() || b["name"].get<std::string>().empty()) {
+      fail(file, where + ".name", "missing or not a non-empty string");
+    }
+    const std::string name = b["name"].get<std::string>();
+    const std::string at = where + " (" + name + ")";
+    // Every number must be finite: a NaN that slipped through (e.g. 1e999) would poison
+    // comparisons.
+    for (const auto& [key, value] : b.items()) {
+      if (value.is_number() && !std::isfinite(value.get<double>())) {
+        fail(file, at + "." + key, "not a finite number");
+      }
+    }
+    std::string run_name = name;
+    if (b.contains("run_name")) {
+      if (!b["run_name"].is_string()) fail(file, at + ".run_name", "expected a string");
+      run_name = b["run_name"].get<std::string>();
+    }
+    std::string run_type = "iteration";
+    if (b.contains("run_type")) {
+      if (!b["run_type"].is_string()) fail(file, at + ".run_type", "expected a string");
+      run_type = b["run_type"].get<std::string>();
+      if (run_type != "iteration" && run_type != "aggregate") {
+        fail(file, at + ".run_type",
+             "expected \"iteration\" or \"aggregate\", got \"" + run_type + "\"");
+      }
+    }
+    bool error = false;
+    if (b.contains("error_occurred")) {
+      if (!b["error_occurred"].is_boolean())
+        fail(file, at + ".error_occurred", "expected true or false");
+      error = b["error_occurred"].get<bool>();
+    }
+    double scale = 1.0;
+    if (b.contains("time_unit")) {
+      if (!b["time_unit"].is_string()) fail(file, at + ".time_unit", "expected a string");
+      scale = unit_to_ns(file, at + ".time_unit", b["time_unit"].get<std::string>());
+    }
+    double real_time = 0;
+    if (!error) {
+      if (!b.contains("real_time") || !b["real_time"].is_number()) {
+        fail(file, at + ".real_time", "missing or not a number");
+      }
+      real_time = b["real_time"].get<double>();
+      if (real_time < 0) fail(file, at + ".real_time", "negative");
+    }
+
+    if (!pending.count(run_name)) order.push_back(run_name);
+    Pending& p = pending[run_name];
+    if (run_type == "aggregate") {
+      if (!b.contains("aggregate_name") || !b["aggregate_name"].is_string()) {
+        fail(file, at + ".aggregate_name", "missing or not a string on an aggregate entry");
+      }
+      const std::string agg = b["aggregate_name"].get<std::string>();
+      if (error) continue;
+      // GBench writes cv as a fraction (aggregate_unit "percentage"); the others are times.
+      const bool fraction = agg == "cv" || b.value("aggregate_unit", std::string()) == "percentage";
+      p.aggregates_ns[agg] = fraction ? real_time : real_time * scale;
+      if (agg == "mean") {
+        for (const auto& [key, value] : b.items()) {
+          if (value.is_number() && !is_structural(key))
+            p.aggregate_counters[key] = value.get<double>();
+        }
+      }
+      continue;
+    }
+    ++p.runs;
+    if (error) {
+      ++p.errors;
+      if (b.contains("error_message") && b["error_message"].is_string()) {
+        p.error_message = b["error_message"].get<std::string>();
+      }
+      continue;
+    }
+    p.rep_times_ns.push_back(real_time * scale);
+    if (p.rep_times_ns.size() == 1) {
+      for (const auto& [key, value] : b.items()) {
+        if (value.is_number() && !is_structural(key)) p.counters[key] = value.get<double>();
+      }
+    }
+  }
+
+  for (const auto& name : order) {
+    Pending& p = pending[name];
+    Entry e;
+    e.name = name;
+    e.samples = static_cast<int>(p.rep_times_ns.size());
+    e.error = p.runs > 0 && p.errors == p.runs;
+    e.error_message = p.error_message;
+    e.counters = p.counters.empty() ? p.aggregate_counters : p.counters;
+    if (p.aggregates_ns.count("median")) {
+      e.time_ns = p.aggregates_ns["median"];
+    } else if (!p.rep_times_ns.empty()) {
+      e.time_ns = median_of(p.rep_times_ns);
+    } else if (p.aggregates_ns.count("mean")) {
+      e.time_ns = p.aggregates_ns["mean"];
+    } else if (!e.error) {
+      // Only aggregates we do not understand, or nothing at all.
+      continue;
+    }
+    // Noise, most direct first: the entry's own sample CV (fusebench timing statistics), then
+    // GBench repetition aggregates, then the spread of the repetitions themselves.
+    for (const char* key : {"cv", "time_cv"}) {
+      if (e.counters.count(key) && e.counters[key] >= 0) {
+        e.rel_noise = e.counters[key];
+        e.noise_source = std::string("entry ") + key;
+        break;
+      }
+    }
+    if (!e.rel_noise && p.aggregates_ns.count("cv")) {
+      e.rel_noise = p.aggregates_ns["cv"];
+      e.noise_source = "repetitions cv";
+    }
+    if (!e.rel_noise && p.aggregates_ns.count("stddev") && p.aggregates_ns.count("mean") &&
+        p.aggregates_ns["mean"] > 0) {
+      e.rel_noise = p.aggregates_ns["stddev"] / p.aggregates_ns["mean"];
+      e.noise_source = "repetitions stddev/mean";
+    }
+    if (!e.rel_noise && p.rep_times_ns.size() >= 2) {
+      double mean = 0;
+      for (double t : p.rep_times_ns) mean += t;
+      mean /= static_cast<double>(p.rep_times_ns.size());
+      double var = 0;
+      for (double t : p.rep_times_ns) var += (t - mean) * (t - mean);
+      var /= static_cast<double>(p.rep_times_ns.size() - 1);
+      if (mean > 0) {
+        e.rel_noise = std::sqrt(var) / mean;
+        e.noise_source = std::to_string(p.rep_times_ns.size()) + " repetitions";
+      }
+    }
+    report.entries.push_back(std::move(e));
+  }
+  return report;
+}
+
+Report load_report(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "file", "cannot be opened");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_report(buf.str(), path);
+}
+
+}  // namespace fusebench::gate

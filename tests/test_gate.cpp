@@ -1,0 +1,292 @@
+// The regression gate end to end through run_cli: exit status and message for a pass, each kind
+// of regression, and each kind of unusable input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fusebench/gate.hpp"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+json entry(const std::string& name, double us, json extra = json::object()) {
+  json e = {{"name", name},     {"run_name", name},  {"run_type", "iteration"},
+            {"repetitions", 1}, {"iterations", 100}, {"real_time", us},
+            {"cpu_time", us},   {"time_unit", "us"}, {"model_launches", 3.0},
+            {"launches", 3.0},  {"kernels", 3.0},    {"dram_read_bytes", 1.0e6}};
+  for (const auto& [k, v] : extra.items()) e[k] = v;
+  return e;
+}
+
+json report(std::vector<json> entries, std::string gpu = "NVIDIA H200") {
+  return {{"context", {{"backend", "cuda"}, {"gpu_name", gpu}}}, {"benchmarks", entries}};
+}
+
+class Gate : public ::testing::Test {
+ protected:
+  fs::path dir;
+  std::string out, err;
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("fusebench_gate_" +
+           std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    const auto p = (dir / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  int run(const json& base, const json& cur, std::vector<std::string> flags = {}) {
+    return run_text(base.dump(), cur.dump(), flags);
+  }
+  int run_text(const std::string& base, const std::string& cur,
+               std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {"fusebench-gate", write("base.json", base),
+                                     write("cur.json", cur)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    std::ostringstream o, e;
+    const int rc = fusebench::gate::run_cli(static_cast<int>(argv.size()), argv.data(), o, e);
+    out = o.str();
+    err = e.str();
+    return rc;
+  }
+};
+
+const std::string kA = "qkv/split/model:m/tokens:1/tp:1/dtype:bf16/manual_time";
+const std::string kB = "qkv/fused/model:m/tokens:1/tp:1/dtype:bf16/manual_time";
+
+}  // namespace
+
+TEST_F(Gate, IdenticalReportsPass) {
+  const json r = report({entry(kA, 10), entry(kB, 8)});
+  EXPECT_EQ(run(r, r), 0) << out << err;
+  EXPECT_NE(out.find("PASS"), std::string::npos);
+  EXPECT_NE(out.find("2 benchmarks compared"), std::string::npos);
+}
+
+TEST_F(Gate, SlowerBeyondThresholdFails) {
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10.7)})), 1) << out;
+  EXPECT_NE(out.find("SLOWER"), std::string::npos);
+  EXPECT_NE(out.find("+7.0%"), std::string::npos);
+  // The threshold is a flag.
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10.7)}), {"--time-threshold=10"}), 0)
+      << out;
+}
+
+TEST_F(Gate, SlowerWithinThresholdPasses) {
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10.4)})), 0) << out;
+}
+
+TEST_F(Gate, SlowerWithinMeasuredNoisePasses) {
+  // cv 5% in each run: noise = 2 * sqrt(0.05^2 + 0.05^2) = 14.1%, so +10% is not a regression.
+  const json cv = {{"cv", 0.05}};
+  EXPECT_EQ(run(report({entry(kA, 10, cv)}), report({entry(kA, 11, cv)})), 0) << out;
+  EXPECT_NE(out.find("noise 14.1%"), std::string::npos) << out;
+  // ... but +20% exceeds both.
+  EXPECT_EQ(run(report({entry(kA, 10, cv)}), report({entry(kA, 12, cv)})), 1) << out;
+}
+
+TEST_F(Gate, NoiseFromRepetitionsAndMedianAggregate) {
+  auto rep = [](double us, int i) {
+    json e = entry(kA, us, {{"repetitions", 3}, {"repetition_index", i}});
+    return e;
+  };
+  auto agg = [](const std::string& name, double v, const std::string& unit = "time") {
+    return json{{"name", kA + "_" + name}, {"run_name", kA},         {"run_type", "aggregate"},
+                {"aggregate_name", name},  {"aggregate_unit", unit}, {"real_time", v},
+                {"time_unit", "us"},       {"iterations", 3}};
+  };
+  // Baseline median 10, current median 11 (+10%); repetitions' cv 8% each -> noise 22.6%: pass.
+  const json base =
+      report({rep(9, 0), rep(10, 1), rep(11, 2), agg("median", 10), agg("cv", 0.08, "percentage")});
+  const json cur = report(
+      {rep(10, 0), rep(11, 1), rep(12, 2), agg("median", 11), agg("cv", 0.08, "percentage")});
+  EXPECT_EQ(run(base, cur), 0) << out;
+  EXPECT_NE(out.find("noise 22.6%"), std::string::npos) << out;
+  // Without aggregates the spread of the repetitions is used: stddev/mean of {9,10,11} = 10%, of
+  // {10,11,12} = 9.09%: noise = 2 * sqrt(0.1^2 + 0.0909^2) = 27.0%.
+  EXPECT_EQ(run(report({rep(9, 0), rep(10, 1), rep(11, 2)}),
+                report({rep(10, 0), rep(11, 1), rep(12, 2)})),
+            0);
+  EXPECT_NE(out.find("noise 27.0%"), std::string::npos) << out;
+}
+
+TEST_F(Gate, FasterIsReportedNotFailed) {
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 5)})), 0) << out;
+  EXPECT_NE(out.find("FASTER"), std::string::npos);
+  EXPECT_NE(out.find("1 faster"), std::string::npos);
+}
+
+TEST_F(Gate, TimeUnitsAreConverted) {
+  json cur = entry(kA, 10000);
+  cur["time_unit"] = "ns";
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({cur})), 0) << out;
+}
+
+TEST_F(Gate, ExactCounterChangeFails) {
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"launches", 4.0}})})), 1) << out;
+  EXPECT_NE(out.find("CHANGED"), std::string::npos);
+  EXPECT_NE(out.find("launches"), std::string::npos);
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"kernels", 2.0}})})), 1) << out;
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"model_launches", 1.0}})})), 1)
+      << out;
+  // A tolerance makes it pass: 3 -> 4 is 33%.
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"launches", 4.0}})}),
+                {"--exact-tolerance=40"}),
+            0);
+}
+
+TEST_F(Gate, BytesWithinToleranceOnly) {
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"dram_read_bytes", 1.015e6}})})),
+            0)
+      << out;
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"dram_read_bytes", 1.03e6}})})), 1)
+      << out;
+  EXPECT_NE(out.find("dram_read_bytes"), std::string::npos);
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"dram_read_bytes", 0.95e6}})})), 1)
+      << out;
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10, {{"dram_read_bytes", 1.03e6}})}),
+                {"--bytes-tolerance=5"}),
+            0);
+}
+
+TEST_F(Gate, DerivedCountersAreNotGated) {
+  EXPECT_EQ(run(report({entry(kA, 10, {{"bytes_per_second", 1e9}, {"launches_vs_model", 1.0}})}),
+                report({entry(kA, 10, {{"bytes_per_second", 5e9}, {"launches_vs_model", 2.0}})})),
+            0)
+      << out;
+}
+
+TEST_F(Gate, MissingBenchmarkFailsNewIsReported) {
+  EXPECT_EQ(run(report({entry(kA, 10), entry(kB, 8)}), report({entry(kA, 10)})), 1) << out;
+  EXPECT_NE(out.find("MISSING"), std::string::npos);
+  EXPECT_NE(out.find(kB), std::string::npos);
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10), entry(kB, 8)})), 0) << out;
+  EXPECT_NE(out.find("1 new"), std::string::npos);
+}
+
+TEST_F(Gate, MissingCounterFailsUnlessAllowed) {
+  json cur = entry(kA, 10);
+  cur.erase("dram_read_bytes");
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({cur})), 1) << out;
+  EXPECT_NE(out.find("counter absent"), std::string::npos);
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({cur}), {"--allow-missing-counters"}), 0) << out;
+}
+
+TEST_F(Gate, FailedRunFails) {
+  json cur = {{"name", kA},
+              {"run_name", kA},
+              {"run_type", "iteration"},
+              {"error_occurred", true},
+              {"error_message", "cublasLt: no algorithm"},
+              {"iterations", 0},
+              {"real_time", 0},
+              {"time_unit", "us"}};
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({cur})), 1) << out;
+  EXPECT_NE(out.find("no algorithm"), std::string::npos);
+}
+
+TEST_F(Gate, DeviceMismatchRefusedUnlessAllowed) {
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10)}, "NVIDIA H100 80GB HBM3")), 2);
+  EXPECT_NE(err.find("device mismatch"), std::string::npos) << err;
+  EXPECT_NE(err.find("H100"), std::string::npos) << err;
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 10)}, "NVIDIA H100 80GB HBM3"),
+                {"--allow-device-mismatch"}),
+            0);
+  json cpu = report({entry(kA, 10)});
+  cpu["context"] = {{"backend", "cpu"}, {"cpu_model", "AMD EPYC"}};
+  EXPECT_EQ(run(report({entry(kA, 10)}), cpu), 2);
+}
+
+TEST_F(Gate, SummaryMarkdownWritten) {
+  const auto md = (dir / "summary.md").string();
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 20)}), {"--summary-md", md}), 1);
+  std::ifstream in(md);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("## fusebench gate: FAIL"), std::string::npos) << text;
+  EXPECT_NE(text.find("| SLOWER |"), std::string::npos) << text;
+}
+
+// Unusable input: exit 2 and a message naming the file and the field.
+TEST_F(Gate, MalformedJson) {
+  EXPECT_EQ(run_text(report({entry(kA, 10)}).dump(), "{\"context\": {"), 2);
+  EXPECT_NE(err.find("cur.json: document: not valid JSON"), std::string::npos) << err;
+}
+
+TEST_F(Gate, NaNAsGoogleBenchmarkWritesIt) {
+  std::string text = report({entry(kA, 10)}).dump();
+  const auto pos = text.find("\"real_time\":10");
+  ASSERT_NE(pos, std::string::npos) << text;
+  text.replace(pos, 14, "\"real_time\":NaN");
+  EXPECT_EQ(run_text(report({entry(kA, 10)}).dump(), text), 2);
+  EXPECT_NE(err.find("NaN"), std::string::npos) << err;
+  EXPECT_NE(err.find("cur.json"), std::string::npos) << err;
+}
+
+TEST_F(Gate, OverflowingNumberIsRejected) {
+  std::string text = report({entry(kA, 10)}).dump();
+  const auto pos = text.find("\"launches\":3.0");
+  ASSERT_NE(pos, std::string::npos) << text;
+  text.replace(pos, 14, "\"launches\":1e999");
+  EXPECT_EQ(run_text(text, report({entry(kA, 10)}).dump()), 2);
+  EXPECT_NE(err.find("base.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("number overflow parsing '1e999'"), std::string::npos) << err;
+}
+
+TEST_F(Gate, WrongSchema) {
+  const std::string good = report({entry(kA, 10)}).dump();
+  struct Case {
+    json doc;
+    std::string field;
+  };
+  json no_time = entry(kA, 10);
+  no_time.erase("real_time");
+  json str_time = entry(kA, 10, {{"real_time", "fast"}});
+  json bad_unit = entry(kA, 10, {{"time_unit", "fortnights"}});
+  json no_name = entry(kA, 10);
+  no_name.erase("name");
+  const std::vector<Case> cases = {
+      {json::array(), "top level"},
+      {json{{"context", json::object()}}, "benchmarks: missing"},
+      {json{{"benchmarks", json::array()}}, "context: missing"},
+      {json{{"context", json::object()}, {"benchmarks", json::object()}},
+       "benchmarks: expected an array"},
+      {report({json(42)}), "benchmarks[0]: expected an object"},
+      {report({no_name}), "benchmarks[0].name"},
+      {report({no_time}), ".real_time: missing"},
+      {report({str_time}), ".real_time: missing or not a number"},
+      {report({bad_unit}), "unknown time unit"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(run_text(good, c.doc.dump()), 2) << c.doc.dump();
+    EXPECT_NE(
+        err.find("cur.json: " + (c.field.rfind("benchmarks", 0) == 0 ||
+                                         c.field.rfind("context", 0) == 0 || c.field == "top level"
+                                     ? c.field
+                                     : std::string())),
+        std::string::npos)
+        << err;
+    EXPECT_NE(err.find(c.field), std::string::npos) << err;
+  }
+}
+
+TEST_F(Gate, MissingFileAndBadFlags) {
+  std::vector<const char*> argv = {"fusebench-gate", "/nonexistent/base.json",
+                                   "/nonexistent/cur.json"};
+  std::ostringstream o, e;
+  EXPECT_EQ(fusebench::gate::run_cli(3, argv.data(), o, e), 2);
+  EXPECT_NE(e.str().find("/nonexistent/base.json: file: cannot be opened"), std::string::npos)
+      << e.str();
+  const json r = report({entry(kA, 10)});
+  EXPECT_EQ(run(r, r, {"--time-threshold=-3"}), 2);
+  EXPECT_EQ(run(r, r, {"--no-such-flag"}), 2);
+}
