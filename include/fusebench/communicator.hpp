@@ -1,7 +1,10 @@
 #pragma once
-// Collectives used by the tensor-parallel pipelines, behind one interface (NCCL, in-process,
-// MPI, modelled).
+// Collectives used by the tensor-parallel pipelines, behind one interface: NCCL (real, GPU),
+// in-process threads and MPI (CPU), and modelled (priced by a link model, data untouched).
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "fusebench/backend.hpp"
 
@@ -10,11 +13,31 @@ namespace fusebench {
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  virtual std::string name() const = 0;
+  virtual std::string name() const = 0;  // "inprocess", "mpi", "nccl", "modelled:<profile>"
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual void all_reduce(const MatRef& data) = 0;                     // sum, in place
+  virtual void all_reduce(const MatRef& data) = 0;                    // sum, in place
   virtual void all_gather(const MatRef& src, const MatRef& dst) = 0;  // along columns
+  // Exchanges a hash of `config` among the ranks and throws, naming the ranks that differ,
+  // when they do not all hold the same one. Run before a fixture's first collective so a
+  // mismatched launch fails with a message instead of hanging or summing unrelated buffers.
+  virtual void check_same_config(const std::string& config) = 0;
+  // True when collectives are not executed but priced by a link model (data left untouched).
+  virtual bool modelled() const { return false; }
+  // Seconds a collective may take before the run is aborted with a message.
+  virtual double timeout_seconds() const { return 0; }
 };
+
+// Seconds a collective may wait for its peers before the fixture fails (FUSEBENCH_COMM_TIMEOUT
+// overrides the default of 120 s).
+double default_comm_timeout();
+
+// A stable 64-bit hash (FNV-1a) used for the cross-rank configuration check.
+std::uint64_t config_hash(const std::string& text);
+
+// In-process group: `size` communicators sharing memory, one per thread (CPU backends only:
+// collectives read the other ranks' host buffers). Blocking; a rank that waits longer than
+// `timeout_s` for its peers throws, and so do its peers.
+std::vector<std::unique_ptr<Communicator>> make_inprocess_group(int size, double timeout_s);
 
 }  // namespace fusebench

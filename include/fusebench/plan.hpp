@@ -29,6 +29,14 @@ struct BufferSpec {
   BufferRole role = BufferRole::output;
   std::vector<std::string> parts;  // logical tensors, stacked by rows (inputs/weights)
   std::vector<std::int64_t> part_rows;
+  // Optional, one per part: the part is a window of a larger logical tensor (a tensor-parallel
+  // rank's shard of an unsharded weight), so every rank's data are slices of the same tensor and
+  // the sharded pipeline can be checked against the unsharded one. Empty: whole tensors.
+  struct Window {
+    std::int64_t logical_rows = 0, logical_cols = 0;  // shape of the whole logical tensor
+    std::int64_t row0 = 0, col0 = 0;                  // where the part [part_rows, cols] starts
+  };
+  std::vector<Window> part_windows;
 };
 
 // A rectangular window of a buffer; its leading dimension is the buffer's column count, so a

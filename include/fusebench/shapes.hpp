@@ -38,6 +38,7 @@ struct ShardShape {
   std::int64_t kv_heads = 0;     // per rank (1 when replicated)
   std::int64_t kv_replicas = 1;  // vLLM num_kv_head_replicas
   std::int64_t intermediate = 0;  // per rank
+  int rank = 0;  // which rank's slices of the unsharded weights (the TP pipelines use it)
 
   std::int64_t q_size() const { return q_heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }

@@ -38,7 +38,12 @@ LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed) {
   LogicalTensors out;
   for (const auto& b : plan.buffers) {
     for (std::size_t i = 0; i < b.parts.size(); ++i) {
-      out[b.parts[i]] = logical_tensor(b.parts[i], b.part_rows[i], b.cols, b.role, plan.dtype, seed);
+      if (i < b.part_windows.size()) {  // the whole tensor the part is a window of
+        const auto& w = b.part_windows[i];
+        out[b.parts[i]] = logical_tensor(b.parts[i], w.logical_rows, w.logical_cols, b.role, plan.dtype, seed);
+      } else {
+        out[b.parts[i]] = logical_tensor(b.parts[i], b.part_rows[i], b.cols, b.role, plan.dtype, seed);
+      }
     }
   }
   return out;
@@ -61,6 +66,15 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed)
       } else {
         values.reserve(static_cast<std::size_t>(b.rows * b.cols));
         for (std::size_t p = 0; p < b.parts.size(); ++p) {
+          if (p < b.part_windows.size()) {  // crop this rank's window out of the whole tensor
+            const auto& w = b.part_windows[p];
+            const auto whole = logical_tensor(b.parts[p], w.logical_rows, w.logical_cols, b.role, plan_.dtype, seed);
+            for (std::int64_t r = w.row0; r < w.row0 + b.part_rows[p]; ++r) {
+              const auto first = whole.begin() + r * w.logical_cols + w.col0;
+              values.insert(values.end(), first, first + b.cols);
+            }
+            continue;
+          }
           const auto part = logical_tensor(b.parts[p], b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
           values.insert(values.end(), part.begin(), part.end());
         }

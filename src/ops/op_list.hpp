@@ -6,6 +6,11 @@ namespace fusebench::ops {
 
 OpInfo qkv_op();
 OpInfo gate_up_op();
+// Tensor-parallel pipelines and the collective sweep (tp_*.cpp).
+OpInfo tp_attn_op();
+OpInfo tp_mlp_op();
+OpInfo allreduce_op();
+OpInfo allgather_op();
 
 // Shared helpers for op definitions.
 View whole(const Plan& plan, int buffer);

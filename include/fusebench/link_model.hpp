@@ -1,0 +1,35 @@
+#pragma once
+// The link model that prices collectives when there are fewer GPUs than ranks: time = latency +
+// bytes * factor / busbw, with the nccl-tests bus-bandwidth conventions (all-reduce factor
+// 2(n-1)/n; all-gather (n-1)/n with bytes = the total gathered size).
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fusebench {
+
+enum class CollectiveKind { all_reduce, all_gather };
+std::string_view to_string(CollectiveKind kind);
+
+struct LinkProfile {
+  std::string name;      // "nvlink-h100", "pcie-gen5", "custom", "measured", ...
+  double latency_s = 0;  // per collective, small-message time
+  double busbw = 0;      // bus bandwidth in bytes/s (nccl-tests definition)
+  std::string source;    // where the figures come from
+};
+
+const std::vector<LinkProfile>& link_profiles();
+// Accepts a preset name or "custom:<latency_us>:<busbw_GBps>"; throws std::invalid_argument
+// naming the value and the presets.
+LinkProfile find_link_profile(std::string_view name);
+
+// nccl-tests bus factor: busbw = algbw * factor.
+double bus_factor(CollectiveKind kind, int ranks);
+// Modelled seconds for one collective of `bytes` (all-reduce: the buffer; all-gather: the total
+// gathered size) over `ranks`. Zero for one rank (nothing to move).
+double modelled_seconds(const LinkProfile& link, CollectiveKind kind, double bytes, int ranks);
+// algbw = bytes / seconds; busbw = algbw * bus_factor. Zero when seconds <= 0.
+double algbw(double bytes, double seconds);
+double busbw(CollectiveKind kind, double bytes, double seconds, int ranks);
+
+}  // namespace fusebench

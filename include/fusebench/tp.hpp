@@ -1,0 +1,45 @@
+#pragma once
+// Tensor-parallel pipelines (tp_attn, tp_mlp) and the collective sweep (allreduce, allgather):
+// which ops need a communicator, and their correctness check against the unsharded layer pair.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fusebench/communicator.hpp"
+#include "fusebench/verify.hpp"
+
+namespace fusebench {
+
+// Ops whose plans have collective steps at tp > 1 (they need a Communicator).
+bool is_tp_op(std::string_view op);
+// Ops that are a single collective (the sweep): meaningless at tp = 1.
+bool is_collective_op(std::string_view op);
+
+// The same layer unsharded (tp = 1, rank 0), rebuilt from one rank's shard.
+ShardShape unsharded(const ShardShape& shard);
+
+// What every rank of one fixture must agree on (everything but the rank).
+std::string tp_config_string(const std::string& op, const std::string& variant,
+                             const ShardShape& shard, std::int64_t tokens, DType dtype,
+                             std::uint64_t seed);
+
+// Runs op/variant as rank comm.rank() of shard.tp on `backend` (after checking that all ranks
+// run the same configuration) and compares every output with the float64 reference of the
+// unsharded layer pair and, for the pipelines, "out" with the unsharded pipeline (tp = 1) run
+// on the same backend. The result's variant reads "<variant>/rank:<r>".
+VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::string& op,
+                            const std::string& variant, ShardShape shard, std::int64_t tokens,
+                            DType dtype, std::uint64_t seed, bool with_reference);
+
+// Runs `body(rank)` on `ranks` threads and rethrows the first failure (after every thread ended).
+void run_ranks(int ranks, const std::function<void(int)>& body);
+
+// Every variant of `op`, every rank on its own thread with its own CPU backend and an
+// in-process communicator. One result per (variant, rank).
+std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const ShardShape& shard,
+                                                 std::int64_t tokens, DType dtype,
+                                                 std::uint64_t seed, bool with_reference);
+
+}  // namespace fusebench

@@ -1,0 +1,177 @@
+// In-process communicator: ranks are threads of one process sharing host memory. Collectives
+// are rendezvous on a barrier (with a timeout, so a missing rank is an error, never a hang);
+// every rank sums in the same rank order, so all ranks get bit-identical results.
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+
+#include "fusebench/communicator.hpp"
+#include "host_mat.hpp"
+
+namespace fusebench {
+
+double default_comm_timeout() {
+  if (const char* env = std::getenv("FUSEBENCH_COMM_TIMEOUT")) {
+    const double v = std::atof(env);
+    if (v > 0) return v;
+  }
+  return 120.0;
+}
+
+std::uint64_t config_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+namespace comm {
+
+void check_gather_shapes(const MatRef& src, const MatRef& dst, int size, const char* who) {
+  if (dst.rows != src.rows || dst.cols != src.cols * size || dst.dtype != src.dtype) {
+    throw std::invalid_argument(
+        std::string(who) + " all_gather: dst is [" + std::to_string(dst.rows) + ", " +
+        std::to_string(dst.cols) + "] but " + std::to_string(size) + " ranks of src [" +
+        std::to_string(src.rows) + ", " + std::to_string(src.cols) + "] need [" +
+        std::to_string(src.rows) + ", " + std::to_string(src.cols * size) + "]");
+  }
+}
+
+namespace {
+
+struct Shared {
+  explicit Shared(int n, double timeout)
+      : size(n),
+        timeout_s(timeout),
+        slots(static_cast<std::size_t>(n)),
+        hashes(static_cast<std::size_t>(n)),
+        arrived_flags(static_cast<std::size_t>(n)) {}
+  int size;
+  double timeout_s;
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  std::uint64_t generation = 0;
+  std::string failure;  // set once: every later wait throws it
+  std::vector<MatRef> slots;
+  std::vector<std::uint64_t> hashes;
+  std::vector<char> arrived_flags;
+
+  // All ranks meet here; throws on timeout or when another rank failed.
+  void barrier(int rank, const char* what) {
+    std::unique_lock lock(mu);
+    if (!failure.empty()) throw std::runtime_error(failure);
+    const std::uint64_t gen = generation;
+    arrived_flags[static_cast<std::size_t>(rank)] = 1;
+    if (++arrived == size) {
+      arrived = 0;
+      std::fill(arrived_flags.begin(), arrived_flags.end(), 0);
+      ++generation;
+      cv.notify_all();
+      return;
+    }
+    const bool done = cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                                  [&] { return generation != gen || !failure.empty(); });
+    if (!failure.empty()) throw std::runtime_error(failure);
+    if (!done) {
+      std::string missing;
+      for (int r = 0; r < size; ++r) {
+        if (!arrived_flags[static_cast<std::size_t>(r)])
+          missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      }
+      failure = "in-process communicator: rank " + std::to_string(rank) + " waited " +
+                std::to_string(timeout_s) + " s in " + what + " for rank(s) " + missing +
+                " that never arrived; aborting the group";
+      cv.notify_all();
+      throw std::runtime_error(failure);
+    }
+  }
+};
+
+class InProcessCommunicator final : public Communicator {
+ public:
+  InProcessCommunicator(std::shared_ptr<Shared> shared, int rank)
+      : s_(std::move(shared)), rank_(rank) {}
+  std::string name() const override { return "inprocess"; }
+  int rank() const override { return rank_; }
+  int size() const override { return s_->size; }
+  bool modelled() const override { return false; }
+  double timeout_seconds() const override { return s_->timeout_s; }
+
+  void all_reduce(const MatRef& data) override {
+    s_->slots[static_cast<std::size_t>(rank_)] = data;
+    s_->barrier(rank_, "all_reduce");
+    for (int r = 0; r < s_->size; ++r) {
+      const MatRef& o = s_->slots[static_cast<std::size_t>(r)];
+      if (o.rows != data.rows || o.cols != data.cols || o.dtype != data.dtype) {
+        throw std::invalid_argument("in-process all_reduce: rank " + std::to_string(r) +
+                                    " passed a different shape or dtype than rank " +
+                                    std::to_string(rank_));
+      }
+    }
+    // Sum in rank order into a float scratch, wait until everyone has read, then store.
+    std::vector<float> sum(static_cast<std::size_t>(data.rows * data.cols), 0.0f);
+    for (int r = 0; r < s_->size; ++r) {
+      const MatRef& o = s_->slots[static_cast<std::size_t>(r)];
+      for (std::int64_t i = 0; i < data.rows; ++i) {
+        for (std::int64_t j = 0; j < data.cols; ++j)
+          sum[static_cast<std::size_t>(i * data.cols + j)] += load(o, i, j);
+      }
+    }
+    s_->barrier(rank_, "all_reduce");
+    for (std::int64_t i = 0; i < data.rows; ++i) {
+      for (std::int64_t j = 0; j < data.cols; ++j)
+        store(data, i, j, sum[static_cast<std::size_t>(i * data.cols + j)]);
+    }
+  }
+
+  void all_gather(const MatRef& src, const MatRef& dst) override {
+    check_gather_shapes(src, dst, s_->size, "in-process");
+    s_->slots[static_cast<std::size_t>(rank_)] = src;
+    s_->barrier(rank_, "all_gather");
+    for (int r = 0; r < s_->size; ++r) {
+      const MatRef& o = s_->slots[static_cast<std::size_t>(r)];
+      if (o.rows != src.rows || o.cols != src.cols || o.dtype != src.dtype) {
+        throw std::invalid_argument("in-process all_gather: rank " + std::to_string(r) +
+                                    " passed a different shape or dtype than rank " +
+                                    std::to_string(rank_));
+      }
+      unpack(pack(o).data(), gather_block(dst, src, r));
+    }
+    s_->barrier(rank_, "all_gather");  // nobody overwrites its src before all have copied it
+  }
+
+  void check_same_config(const std::string& config) override {
+    s_->hashes[static_cast<std::size_t>(rank_)] = config_hash(config);
+    s_->barrier(rank_, "check_same_config");
+    std::string differ;
+    for (int r = 0; r < s_->size; ++r) {
+      if (s_->hashes[static_cast<std::size_t>(r)] != s_->hashes[0])
+        differ += " " + std::to_string(r);
+    }
+    s_->barrier(rank_, "check_same_config");
+    if (!differ.empty()) {
+      throw std::runtime_error("configuration mismatch across ranks: rank(s)" + differ +
+                               " differ from rank 0 (this rank runs: " + config + ")");
+    }
+  }
+
+ private:
+  std::shared_ptr<Shared> s_;
+  int rank_;
+};
+
+}  // namespace
+}  // namespace comm
+
+std::vector<std::unique_ptr<Communicator>> make_inprocess_group(int size, double timeout_s) {
+  if (size < 1) throw std::invalid_argument("in-process group: size must be >= 1");
+  auto shared = std::make_shared<comm::Shared>(size, timeout_s);
+  std::vector<std::unique_ptr<Communicator>> out;
+  for (int r = 0; r < size; ++r)
+    out.push_back(std::make_unique<comm::InProcessCommunicator>(shared, r));
+  return out;
+}
+
+}  // namespace fusebench

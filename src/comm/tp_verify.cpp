@@ -1,0 +1,132 @@
+// Correctness of the TP pipelines: each rank's output against the unsharded pair (float64) and
+// against the unsharded pipeline run on the same backend.
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
+#include "fusebench/workspace.hpp"
+
+namespace fusebench {
+namespace {
+
+template <class T>
+Comparison compare(const std::string& output, const std::string& against,
+                   const std::vector<float>& got, const std::vector<T>& want, Tolerance tol) {
+  Comparison c{output, against, 0, 0, 0, static_cast<std::int64_t>(want.size()), true};
+  if (got.size() != want.size()) {
+    c.ok = false;
+    c.mismatches = c.elements;
+    return c;
+  }
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double g = got[i], w = static_cast<double>(want[i]);
+    const double err = std::abs(g - w);
+    if (!(err <= tol.atol + tol.rtol * std::abs(w))) ++c.mismatches;  // NaN is a mismatch
+    if (!(err <= c.max_abs_error)) c.max_abs_error = err;
+    const double rel = err / std::max(std::abs(w), 1e-6);
+    if (!(rel <= c.max_rel_error)) c.max_rel_error = rel;
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+}  // namespace
+
+bool is_tp_op(std::string_view op) {
+  return op == "tp_attn" || op == "tp_mlp" || is_collective_op(op);
+}
+bool is_collective_op(std::string_view op) { return op == "allreduce" || op == "allgather"; }
+
+ShardShape unsharded(const ShardShape& s) {
+  ShardShape u = s;
+  u.tp = 1;
+  u.rank = 0;
+  u.q_heads = s.q_heads * s.tp;
+  u.kv_heads = s.kv_heads * s.tp / s.kv_replicas;
+  u.kv_replicas = 1;
+  u.intermediate = s.intermediate * s.tp;
+  return u;
+}
+
+std::string tp_config_string(const std::string& op, const std::string& variant, const ShardShape& s,
+                             std::int64_t tokens, DType dtype, std::uint64_t seed) {
+  return op + "/" + variant + " tokens=" + std::to_string(tokens) + " tp=" + std::to_string(s.tp) +
+         " hidden=" + std::to_string(s.hidden) + " heads=" + std::to_string(s.q_heads) + "/" +
+         std::to_string(s.kv_heads) + "x" + std::to_string(s.kv_replicas) +
+         " head_dim=" + std::to_string(s.head_dim) + " inter=" + std::to_string(s.intermediate) +
+         " dtype=" + std::string(to_string(dtype)) + " seed=" + std::to_string(seed);
+}
+
+VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::string& op,
+                            const std::string& variant, ShardShape shard, std::int64_t tokens,
+                            DType dtype, std::uint64_t seed, bool with_reference) {
+  if (comm.size() != shard.tp) {
+    throw std::invalid_argument("verify " + op + ": communicator has " +
+                                std::to_string(comm.size()) +
+                                " ranks but tp=" + std::to_string(shard.tp));
+  }
+  shard.rank = comm.rank();
+  const Tolerance tol = tolerance_for(dtype);
+  comm.check_same_config(tp_config_string(op, variant, shard, tokens, dtype, seed));
+  const Plan plan = build_plan(op, variant, shard, tokens, dtype);
+  Workspace ws(backend, plan, seed);
+  ws.run(&comm);
+  VerifyResult result{op, variant + "/rank:" + std::to_string(shard.rank), {}};
+  ReferenceOutputs reference;
+  if (with_reference) reference = find_op(op).reference(plan, logical_inputs(plan, seed));
+  std::map<std::string, std::vector<float>> got;
+  for (const auto& [name, view] : ws.plan().outputs) {
+    got[name] = ws.read(view);
+    if (with_reference)
+      result.comparisons.push_back(compare(name, "float64", got[name], reference.at(name), tol));
+  }
+  if (!is_collective_op(op)) {
+    // The unsharded layer pair on one device: the same op at tp = 1 (no collectives).
+    Workspace one(backend, build_plan(op, "paired", unsharded(shard), tokens, dtype), seed);
+    one.run(nullptr);
+    result.comparisons.push_back(
+        compare("out", "unsharded", got.at("out"), one.read(one.plan().outputs.at("out")), tol));
+  }
+  return result;
+}
+
+void run_ranks(int ranks, const std::function<void(int)>& body) {
+  std::mutex mu;
+  std::exception_ptr first;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
+}
+
+std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const ShardShape& shard,
+                                                 std::int64_t tokens, DType dtype,
+                                                 std::uint64_t seed, bool with_reference) {
+  std::vector<VerifyResult> results;
+  for (const auto& variant : find_op(op).variants) {
+    auto comms = make_inprocess_group(shard.tp, default_comm_timeout());
+    std::vector<VerifyResult> per_rank(static_cast<std::size_t>(shard.tp));
+    run_ranks(shard.tp, [&](int r) {
+      auto backend = make_cpu_backend();
+      per_rank[static_cast<std::size_t>(r)] =
+          verify_tp_rank(*backend, *comms[static_cast<std::size_t>(r)], op, variant, shard, tokens,
+                         dtype, seed, with_reference);
+    });
+    for (auto& r : per_rank) results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace fusebench
