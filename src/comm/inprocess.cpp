@@ -78,7 +78,7 @@ struct Shared {
       std::string missing;
       for (int r = 0; r < size; ++r) {
         if (!arrived_flags[static_cast<std::size_t>(r)])
-          missing += (missing.empty() ? "" : ",") + std::to_string(r);
+          missing.append(missing.empty() ? "" : ",").append(std::to_string(r));
       }
       failure = "in-process communicator: rank " + std::to_string(rank) + " waited " +
                 std::to_string(timeout_s) + " s in " + what + " for rank(s) " + missing +
@@ -148,7 +148,7 @@ class InProcessCommunicator final : public Communicator {
     std::string differ;
     for (int r = 0; r < s_->size; ++r) {
       if (s_->hashes[static_cast<std::size_t>(r)] != s_->hashes[0])
-        differ += " " + std::to_string(r);
+        differ.append(" ").append(std::to_string(r));
     }
     s_->barrier(rank_, "check_same_config");
     if (!differ.empty()) {

@@ -1,0 +1,74 @@
+// The TP pipelines over the MPI communicator, one rank per process: ctest runs this binary once
+// plainly (one rank) and once under `mpirun -np 2`. Every rank checks its own output against
+// the unsharded layer pair; a failure on any rank fails the run.
+#include <gtest/gtest.h>
+
+#include "fusebench/mpi_comm.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
+
+using namespace fusebench;
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+
+// kv_heads=1 makes every tp > 1 a KV-replicated shard; kv_heads=2 does not replicate at tp=2.
+ModelShape tiny(std::int64_t kv_heads) { return {"tiny", 64, 8, kv_heads, 16, 96, 2}; }
+
+}  // namespace
+
+TEST(MpiCommunicator, PipelinesEqualTheUnshardedPairOnEveryRank) {
+  auto comm = make_mpi_communicator(default_comm_timeout());
+  ASSERT_EQ(comm->size(), g_size);
+  ASSERT_EQ(comm->rank(), g_rank);
+  auto backend = make_cpu_backend();
+  for (std::int64_t kv : {1, 2}) {
+    const ShardShape s = shard(tiny(kv), g_size);
+    for (const char* op : {"tp_attn", "tp_mlp"}) {
+      for (const auto& variant : find_op(op).variants) {
+        for (DType dtype : {DType::f32, DType::bf16}) {
+          const auto r = verify_tp_rank(*backend, *comm, op, variant, s, 5, dtype, 4242, true);
+          EXPECT_TRUE(r.ok()) << "kv_heads=" << kv << " " << r.summary();
+          EXPECT_GE(r.comparisons.size(), 2u);
+        }
+      }
+    }
+  }
+}
+
+TEST(MpiCommunicator, CollectiveSweepOps) {
+  if (g_size < 2) GTEST_SKIP() << "collectives need 2 ranks: run under mpirun -np 2";
+  auto comm = make_mpi_communicator(default_comm_timeout());
+  auto backend = make_cpu_backend();
+  for (const char* op : {"allreduce", "allgather"}) {
+    const auto r = verify_tp_rank(*backend, *comm, op, find_op(op).variants.front(),
+                                  shard(tiny(2), g_size), 3, DType::bf16, 7, true);
+    EXPECT_TRUE(r.ok()) << r.summary();
+  }
+}
+
+TEST(MpiCommunicator, MismatchedConfigurationFailsOnEveryRank) {
+  if (g_size < 2) GTEST_SKIP() << "needs 2 ranks: run under mpirun -np 2";
+  auto comm = make_mpi_communicator(default_comm_timeout());
+  try {
+    comm->check_same_config("tokens=" + std::to_string(4 + g_rank));
+    FAIL() << "rank " << g_rank << " accepted a mismatched configuration";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("configuration mismatch"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(comm->check_same_config("same everywhere"));
+}
+
+int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  g_rank = mpi.rank();
+  g_size = mpi.size();
+  ::testing::InitGoogleTest(&argc, argv);
+  if (g_rank != 0) {
+    // One report is enough; failures on other ranks still show and set the exit status.
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  return RUN_ALL_TESTS();
+}
