@@ -20,4 +20,14 @@ fi
 status=0
 build/bin/fusebench --verify --report="$out/report.json" "$@" | tee "$out/console.txt" || status=$?
 echo "bench: report in $out/report.json"
+# Crossover charts and the offline HTML page beside the report (docs/charts.md). A chart failure
+# is reported but does not hide the sweep's own status.
+if [ -s "$out/report.json" ]; then
+  rm -f "$out"/crossover_*.png "$out"/crossover_*.svg
+  python3 scripts/plot_crossover.py "$out/report.json" -o "$out" ||
+    echo "bench: WARNING: charts not written (is matplotlib installed? scripts/install-deps.sh)"
+  python3 scripts/make_html.py "$out/report.json" -o "$out/index.html" ||
+    echo "bench: WARNING: $out/index.html not written"
+  echo "bench: open $out/index.html for the charts and tables"
+fi
 exit "$status"

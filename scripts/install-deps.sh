@@ -6,7 +6,13 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config git python3 python3-pip
           libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev libopenblas-dev libcli11-dev
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin
+          libbenchmark-tools clang-14 libclang-rt-14-dev)
+# libbenchmark-tools: Google Benchmark's compare.py (a test loads our report in it).
+# clang-14 + libclang-rt-14-dev: libFuzzer and the ASan/UBSan build scripts/test.sh runs.
+# chromium renders the HTML report in a test; FUSEBENCH_NO_CHROMIUM=1 leaves it out (the test
+# then skips, saying why).
+[ "${FUSEBENCH_NO_CHROMIUM:-0}" = 1 ] || packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,10 +26,13 @@ if ((${#missing[@]})); then
 fi
 
 if [ -f scripts/requirements.txt ]; then
-  if ! python3 -c "import matplotlib" 2>/dev/null; then
+  if ! python3 -c "import matplotlib, scipy" 2>/dev/null; then
     echo "install-deps: installing Python requirements"
+    # Not fatal: a GPU box without network still builds and measures; the charts then say why
+    # they are missing.
     python3 -m pip install -q -r scripts/requirements.txt 2>/dev/null ||
-      python3 -m pip install -q --break-system-packages -r scripts/requirements.txt
+      python3 -m pip install -q --break-system-packages -r scripts/requirements.txt ||
+      echo "install-deps: WARNING: could not install scripts/requirements.txt (charts need matplotlib)"
   fi
 fi
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The built fusebench-gate on a real CPU-backend report: its exit statuses as CI sees them.
+# Usage: test_gate_cli.sh GATE_BINARY REPORT_DIR
+set -uo pipefail
+gate=$1 dir=$2
+out="$dir/gate"
+rm -rf "$out"
+mkdir -p "$out"
+r="$dir/report.json"
+fails=0
+expect() {  # expect STATUS DESCRIPTION ARGS...
+  local want=$1 what=$2
+  shift 2
+  "$gate" "$@" >"$out/stdout" 2>"$out/stderr"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL: $what: exit $rc, expected $want"
+    cat "$out/stdout" "$out/stderr" | tail -5
+    fails=$((fails + 1))
+  else
+    echo "ok: $what (exit $rc)"
+  fi
+}
+edit() {  # edit OUT PYTHON-EXPR-ON-d
+  python3 - "$r" "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+open(sys.argv[2], "w").write(d if isinstance(d, str) else json.dumps(d))
+PY
+}
+expect 0 "report against itself" "$r" "$r" --summary-md "$out/summary.md"
+grep -q "## fusebench gate: PASS" "$out/summary.md" || { echo "FAIL: summary"; fails=$((fails + 1)); }
+edit "$out/launch.json" 'd["benchmarks"][0]["model_launches"] += 1'
+expect 1 "model_launches changed" "$r" "$out/launch.json"
+grep -q "CHANGED" "$out/stdout" || { echo "FAIL: no CHANGED row"; fails=$((fails + 1)); }
+# Time: the CPU's own CV is large on a loaded machine, so the noise is set explicitly.
+edit "$out/quiet.json" 'for b in d["benchmarks"]: b["time_cv"] = 0.01'
+edit "$out/slow.json" 'd["benchmarks"][1]["real_time"] *= 1.5
+for b in d["benchmarks"]: b["time_cv"] = 0.01'
+expect 1 "50% slower, CV 1%" "$out/quiet.json" "$out/slow.json"
+grep -q "SLOWER" "$out/stdout" || { echo "FAIL: no SLOWER row"; fails=$((fails + 1)); }
+expect 0 "50% slower with --ignore-time" "$out/quiet.json" "$out/slow.json" --ignore-time
+edit "$out/noisy.json" 'd["benchmarks"][1]["real_time"] *= 1.5
+for b in d["benchmarks"]: b["time_cv"] = 0.3'
+edit "$out/noisy_base.json" 'for b in d["benchmarks"]: b["time_cv"] = 0.3'
+expect 0 "50% slower within noise (CV 30% each: limit 2*sqrt(2)*30% = 85%)" "$out/noisy_base.json" "$out/noisy.json"
+edit "$out/fewer.json" 'd["benchmarks"].pop()'
+expect 1 "benchmark missing from current" "$r" "$out/fewer.json"
+expect 0 "new benchmark in current" "$out/fewer.json" "$r"
+edit "$out/nan.json" 'd = json.dumps(d).replace("\"real_time\": ", "\"real_time\": NaN, \"x\": ", 1)'
+expect 2 "NaN in current" "$r" "$out/nan.json"
+grep -q "nan.json" "$out/stderr" || { echo "FAIL: message does not name the file"; fails=$((fails + 1)); }
+head -c 100 "$r" >"$out/truncated.json"
+expect 2 "truncated JSON" "$r" "$out/truncated.json"
+edit "$out/gpu.json" 'd["context"]["backend"] = "cuda"; d["context"]["gpu_name"] = "NVIDIA H200"'
+expect 2 "different device" "$r" "$out/gpu.json"
+expect 0 "different device allowed" "$r" "$out/gpu.json" --allow-device-mismatch
+expect 2 "no such file" "$r" "$out/does-not-exist.json"
+expect 2 "usage error" "$r"
+[ "$fails" -eq 0 ] && echo "test_gate_cli: ok" || { echo "test_gate_cli: $fails failure(s)"; exit 1; }
