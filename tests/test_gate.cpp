@@ -290,3 +290,33 @@ TEST_F(Gate, MissingFileAndBadFlags) {
   EXPECT_EQ(run(r, r, {"--time-threshold=-3"}), 2);
   EXPECT_EQ(run(r, r, {"--no-such-flag"}), 2);
 }
+
+// Found while fuzzing: a non-string aggregate_unit threw nlohmann's type_error out of the reader.
+TEST(GateReader, OddAggregateUnitIsTolerated) {
+  const json doc = {{"context", json::object()},
+                    {"benchmarks",
+                     {entry(kA, 10), json{{"name", kA + "_median"},
+                                          {"run_name", kA},
+                                          {"run_type", "aggregate"},
+                                          {"aggregate_name", "median"},
+                                          {"aggregate_unit", 5},
+                                          {"real_time", 9.0},
+                                          {"time_unit", "us"}}}}};
+  const auto r = fusebench::gate::parse_report(doc.dump(), "x.json");
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.entries[0].time_ns, 9000.0);  // the median aggregate wins over the repetition
+}
+
+TEST(GateReader, CounterKinds) {
+  using fusebench::gate::is_bytes_counter;
+  using fusebench::gate::is_exact_counter;
+  EXPECT_TRUE(is_exact_counter("launches"));
+  EXPECT_TRUE(is_exact_counter("model_launches"));
+  EXPECT_TRUE(is_exact_counter("kernels"));
+  EXPECT_TRUE(is_exact_counter("model_bytes"));
+  EXPECT_FALSE(is_exact_counter("launches_vs_model"));
+  EXPECT_TRUE(is_bytes_counter("dram_read_bytes"));
+  EXPECT_TRUE(is_bytes_counter("l2_bytes"));
+  EXPECT_FALSE(is_bytes_counter("model_bytes"));
+  EXPECT_FALSE(is_bytes_counter("bytes_per_second"));
+}

@@ -146,7 +146,9 @@ Report parse_report(std::string_view text, const std::string& file) {
       const std::string agg = b["aggregate_name"].get<std::string>();
       if (error) continue;
       // GBench writes cv as a fraction (aggregate_unit "percentage"); the others are times.
-      const bool fraction = agg == "cv" || b.value("aggregate_unit", std::string()) == "percentage";
+      const auto unit = b.find("aggregate_unit");
+      const bool fraction =
+          agg == "cv" || (unit != b.end() && unit->is_string() && *unit == "percentage");
       p.aggregates_ns[agg] = fraction ? real_time : real_time * scale;
       if (agg == "mean") {
         for (const auto& [key, value] : b.items()) {
