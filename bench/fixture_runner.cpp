@@ -4,6 +4,7 @@
 
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
 
 namespace fusebench::bench {
 namespace {
@@ -25,11 +26,13 @@ void set_model_counters(benchmark::State& state, const Fixture& f, const Cost& c
 Workspace& FixtureRunner::workspace_for(const Fixture& f) {
   const std::string name = f.name();
   if (!current_ || current_name_ != name) {
+    tp_.reset();  // its ranks use current_
     current_.reset();  // free the previous fixture's buffers before allocating
     current_name_.clear();
     current_ = std::make_unique<Workspace>(backend_, build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype), seed_);
+    if (is_tp_op(f.op)) tp_ = std::make_unique<TpRun>(*current_, f, seed_, comm_);  // other ranks, comm
     current_name_ = name;
-    current_->run();  // warm-up: cuBLASLt heuristics, lazy module loading
+    tp_ ? tp_->region() : current_->run();  // warm-up: cuBLASLt heuristics, lazy module loading
     backend_.synchronize();
   }
   return *current_;
@@ -38,7 +41,7 @@ Workspace& FixtureRunner::workspace_for(const Fixture& f) {
 void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
   try {
     Workspace& ws = workspace_for(f);
-    const auto region = [&ws] { ws.run(); };
+    const auto region = [&ws, this] { tp_ ? tp_->region() : ws.run(); };  // TP: every rank
     backend_.take_algorithm_log();
     time_region(state, backend_, region);
     auto& fields = fields_[f.name()];
@@ -51,8 +54,10 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
     for (const auto& [counter, value] : measured.values) state.counters[counter] = benchmark::Counter(value);
     if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
     if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
+    if (tp_) tp_->report(state, fields);  // compute/comm split, bus bandwidth
     set_model_counters(state, f, cost_of(ws.plan()));
   } catch (const std::exception& e) {
+    tp_.reset();
     current_.reset();
     current_name_.clear();
     state.SkipWithError(e.what());

@@ -13,6 +13,7 @@
 #include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
 #include "sweep.hpp"
+#include "tp_fixture.hpp"
 
 namespace fusebench::bench {
 
@@ -27,7 +28,11 @@ class FixtureRunner {
   void add_collector(std::unique_ptr<CounterCollector> collector) { collectors_.push_back(std::move(collector)); }
   // Never throws: a failing fixture is reported with SkipWithError and the sweep goes on.
   void run(benchmark::State& state, const Fixture& fixture);
-  void release() { current_.reset(); }
+  void set_comm(CommSettings settings) { comm_ = std::move(settings); }
+  void release() {
+    tp_.reset();
+    current_.reset();
+  }
 
  private:
   Workspace& workspace_for(const Fixture& fixture);
@@ -38,6 +43,8 @@ class FixtureRunner {
   std::vector<std::unique_ptr<CounterCollector>> collectors_;
   std::string current_name_;
   std::unique_ptr<Workspace> current_;
+  CommSettings comm_;            // TP fixtures (tp_fixture.hpp)
+  std::unique_ptr<TpRun> tp_;    // the other ranks of a TP fixture; goes before current_
 };
 
 // The timed loop (timing_loop.cpp): sets the iteration times of `state` from `region`.

@@ -9,10 +9,15 @@
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/report.hpp"
+#include "fusebench/link_model.hpp"
+#include "fusebench/mpi_comm.hpp"
+#include "fusebench/nccl_comm.hpp"
+#include "fusebench/tp.hpp"
 #include "fusebench/verify.hpp"
 #include "options.hpp"
 #include "report_writer.hpp"
 #include "sweep.hpp"
+#include "tp_fixture.hpp"
 
 using namespace fusebench;
 
@@ -39,12 +44,20 @@ nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std
     for (int tp : sweep.tp) {
       const ShardShape s = shard(model, tp);
       for (const auto& op : sweep.ops) {
+        if (is_collective_op(op) && tp == 1) continue;  // not in the sweep either
         for (DType dtype : sweep.dtypes) {
+          // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator
+          // (a GPU run may have fewer GPUs than ranks); the GEMMs themselves are verified by
+          // qkv/gate_up and by the tp = 1 pipelines on this backend.
+          const bool tp_on_cpu = is_tp_op(op) && tp > 1;
+          if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(dtype).empty()) continue;
           for (std::int64_t tokens : {std::int64_t{1}, std::int64_t{37}}) {
             const double macs = static_cast<double>(tokens) * static_cast<double>(s.hidden) *
                                 static_cast<double>(s.qkv_size() + 2 * s.intermediate);
             const bool with_reference = macs <= 2e9;
-            for (const auto& r : verify_op(backend, op, s, tokens, dtype, seed, with_reference)) {
+            const auto verified = tp_on_cpu ? verify_tp_op_inprocess(op, s, tokens, dtype, seed, with_reference)
+                                            : verify_op(backend, op, s, tokens, dtype, seed, with_reference);
+            for (const auto& r : verified) {
               std::cerr << "verify " << model.name << " tp=" << tp << " tokens=" << tokens << " "
                         << to_string(dtype) << ": " << r.summary() << "\n";
               ok = ok && r.ok();
@@ -69,6 +82,11 @@ nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Multi-process TP runs (mpirun, srun): one GPU per local rank unless the launcher chose, set
+  // before anything touches CUDA; MPI bootstraps NCCL and carries rank 0's commands (docs/tp.md).
+  bench::pin_local_gpu();
+  std::unique_ptr<MpiSession> mpi;
+  if (launched_by_mpi() && mpi_built()) mpi = std::make_unique<MpiSession>(&argc, &argv);
   // Google Benchmark appends "/min_time:X" to names given a per-benchmark MinTime, so a default
   // is passed as its global flag instead (a plain number: 1.7.1 rejects "0.1s").
   std::vector<char*> args(argv, argv + argc);
@@ -89,12 +107,36 @@ int main(int argc, char** argv) {
     BackendChoice choice = make_backend(parse_backend_kind(options.backend));
     Backend& backend = *choice.backend;
     std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
-    const bench::Sweep sweep = bench::build_sweep(options, backend);
+    bench::CommSettings comm;
+    comm.requested = options.comm;
+    comm.link = find_link_profile(options.link_profile);
+    comm.timeout_s = default_comm_timeout();
+    std::unique_ptr<Communicator> world;
+    if (mpi && mpi->size() > 1) {
+      world = backend.name() == "cpu" ? make_mpi_communicator(comm.timeout_s)
+                                      : make_nccl_mpi_communicator(backend, 0, comm.timeout_s);
+      comm.world = world.get();
+    }
+    const bench::Sweep sweep = bench::build_sweep(options, backend, &comm);
+    comm.fixtures = &sweep.fixtures;
     if (options.list) {
       for (const auto& f : sweep.fixtures) std::cout << f.name() << "\n";
       return 0;
     }
-    const std::uint64_t seed = options.seed != 0 ? options.seed : std::random_device{}() | 1ull;
+    std::uint64_t seed = options.seed != 0 ? options.seed : std::random_device{}() | 1ull;
+    if (comm.world != nullptr) {
+      // Every rank needs rank 0's seed (their shards are slices of the same tensors); the
+      // other ranks then follow rank 0's fixtures and write nothing.
+      std::vector<char> bytes(sizeof(seed));
+      std::memcpy(bytes.data(), &seed, sizeof(seed));
+      mpi_broadcast(bytes);
+      std::memcpy(&seed, bytes.data(), sizeof(seed));
+      if (comm.world->rank() != 0) {
+        bench::TpRun::follow(sweep.fixtures, backend, seed, comm);
+        return 0;
+      }
+    }
+
 
     nlohmann::json context = collect_context(backend.context(), argc, argv);
     context["backend_reason"] = choice.reason;
@@ -125,17 +167,23 @@ int main(int argc, char** argv) {
 
     bench::EntryFields fields;
     bench::FixtureRunner runner(backend, seed, fields);
+    runner.set_comm(comm);
+    context["tp"] = bench::tp_context(comm, mpi ? mpi->size() : 1);
+    const nlohmann::json tp_definitions = bench::tp_counter_definitions();
+    for (const auto& [counter, definition] : tp_definitions.items()) context["counter_definitions"][counter] = definition;
     for (const auto& f : sweep.fixtures) {
       const std::string name = f.name();
       fields[name] = {{"op", f.op}, {"variant", f.variant}, {"model", f.model.name},
                       {"tokens", f.tokens}, {"tp", f.shard.tp}, {"dtype", to_string(f.dtype)},
                       {"backend", backend.name()}};
+      if (!f.comm.empty()) fields[name]["comm"] = f.comm;
       auto* b = benchmark::RegisterBenchmark(name.c_str(), [&runner, f](benchmark::State& st) { runner.run(st, f); });
       b->UseManualTime()->Unit(benchmark::kMicrosecond);
     }
     bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), fields);
     benchmark::RunSpecifiedBenchmarks(&writer);
     runner.release();
+    bench::TpRun::release_followers(comm);
     benchmark::Shutdown();
     if (!options.report.empty()) {
       if (!writer.flush()) return 2;
@@ -148,6 +196,7 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "fusebench: error: " << e.what() << "\n";
+    if (mpi && mpi->size() > 1) std::_Exit(2);  // the other ranks may wait on this one: end the job
     return 2;
   }
 }

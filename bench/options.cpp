@@ -20,6 +20,15 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--seed", o.seed, "random seed for inputs and weights (0: fresh)");
   app.add_flag("--verify", o.verify, "check every fused variant against split and a float64 reference first");
   app.add_flag("--list", o.list, "list the fixtures and exit");
+  app.add_option("--comm", o.comm,
+                 "TP collectives: auto (CPU: inprocess; GPU: nccl when tp GPUs, else modelled; under "
+                 "mpirun: nccl/mpi) | nccl | modelled | inprocess | mpi")
+      ->check(CLI::IsMember({"auto", "nccl", "modelled", "inprocess", "mpi"}));
+  app.add_option("--link-profile", o.link_profile,
+                 "link model of comm:modelled: nvlink-h100, nvlink-h200, nvlink-b200, pcie-gen5, "
+                 "pcie-gen4, ib-ndr400, or custom:<latency_us>:<busbw_GBps>");
+  app.add_flag("--collective-sweep", o.collective_sweep,
+               "add allreduce/allgather entries over the message sizes of the TP pipelines (tp >= 2)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,10 @@ struct Options {
   std::uint64_t seed = 0;           // 0: fresh random seed, recorded in the report
   bool verify = false;              // check every variant before the sweep
   bool list = false;                // print the fixtures and exit
+  // Tensor-parallel fixtures (docs/tp.md).
+  std::string comm = "auto";                 // auto | nccl | modelled | inprocess | mpi
+  std::string link_profile = "nvlink-h200";  // link model of comm:modelled entries
+  bool collective_sweep = false;             // add the allreduce and allgather ops
 };
 
 // Parses argv after Google Benchmark removed its own flags. Returns -1 when the run should go

@@ -4,15 +4,18 @@
 #include <stdexcept>
 
 #include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
+#include "tp_fixture.hpp"
 
 namespace fusebench::bench {
 
 std::string Fixture::name() const {
   return op + "/" + variant + "/model:" + model.name + "/tokens:" + std::to_string(tokens) +
-         "/tp:" + std::to_string(shard.tp) + "/dtype:" + std::string(to_string(dtype));
+         "/tp:" + std::to_string(shard.tp) + "/dtype:" + std::string(to_string(dtype)) +
+         (comm.empty() ? "" : "/comm:" + comm);
 }
 
-Sweep build_sweep(const Options& o, const Backend& backend) {
+Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
   const bool gpu = backend.name() != "cpu";
   Sweep s;
   // Defaults: the GPU sweep covers decode to long prefill on every preset; the CPU sweep is
@@ -27,7 +30,14 @@ Sweep build_sweep(const Options& o, const Backend& backend) {
 
   s.ops = o.ops;
   if (s.ops.empty()) {
-    for (const auto& op : op_registry()) s.ops.push_back(op.name);
+    for (const auto& op : op_registry()) {
+      if (!is_tp_op(op.name)) s.ops.push_back(op.name);  // TP ops and collectives on request
+    }
+  }
+  if (o.collective_sweep) {
+    for (const char* c : {"allreduce", "allgather"}) {
+      if (std::find(s.ops.begin(), s.ops.end(), c) == s.ops.end()) s.ops.push_back(c);
+    }
   }
   s.tokens = o.tokens;
   if (s.tokens.empty()) {
@@ -56,6 +66,7 @@ Sweep build_sweep(const Options& o, const Backend& backend) {
       const ShardShape shard_shape = shard(model, tp);  // throws with the valid tp sizes
       for (const auto& op_name : s.ops) {
         const OpInfo& op = find_op(op_name);
+        if (is_collective_op(op.name) && tp == 1) continue;  // nothing to exchange
         for (const auto& variant : op.variants) {
           if (!o.variants.empty() &&
               std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end()) {
@@ -79,6 +90,8 @@ Sweep build_sweep(const Options& o, const Backend& backend) {
     for (const auto& v : all) valid += (valid.empty() ? "" : ", ") + v;
     if (std::find(all.begin(), all.end(), wanted) == all.end()) throw std::invalid_argument("--variants: unknown variant '" + wanted + "' (valid: " + valid + ")");
   }
+  // Which communicator each TP fixture uses (tp_fixture.hpp); empty for the other ops.
+  for (auto& f : s.fixtures) f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);
   if (s.fixtures.empty()) throw std::invalid_argument("the sweep is empty: check --ops and --variants");
   return s;
 }

@@ -11,6 +11,8 @@
 
 namespace fusebench::bench {
 
+struct CommSettings;
+
 struct Fixture {
   std::string op;
   std::string variant;
@@ -18,6 +20,7 @@ struct Fixture {
   ShardShape shard;
   std::int64_t tokens = 0;
   DType dtype = DType::bf16;
+  std::string comm;  // TP ops: none|inprocess|mpi|nccl|modelled (tp_fixture.hpp); else empty
 
   // <op>/<variant>/model:<name>/tokens:<M>/tp:<T>/dtype:<d>
   std::string name() const;
@@ -34,6 +37,7 @@ struct Sweep {
 
 // Throws std::invalid_argument naming the first bad value (unknown model or op, tp that does not
 // divide the heads, dtype the backend lacks, tokens < 1).
-Sweep build_sweep(const Options& options, const Backend& backend);
+// `comm` (tp_fixture.hpp) picks the communicator of the TP fixtures; null: --comm=auto.
+Sweep build_sweep(const Options& options, const Backend& backend, const CommSettings* comm = nullptr);
 
 }  // namespace fusebench::bench

@@ -91,6 +91,10 @@ BackendChoice make_backend(BackendKind kind);
 std::unique_ptr<Backend> make_cpu_backend();
 // Returns nullptr and sets `why` when the CUDA backend is not built or no device is usable.
 std::unique_ptr<Backend> make_cuda_backend(std::string* why);
+// The same on a given device (the ranks of a single-process multi-GPU run), and how many
+// devices are visible (0 without CUDA).
+std::unique_ptr<Backend> make_cuda_backend_on(int device, std::string* why);
+int cuda_device_count();
 bool cuda_backend_built();
 
 }  // namespace fusebench

@@ -40,4 +40,12 @@ std::uint64_t config_hash(const std::string& text);
 // `timeout_s` for its peers throws, and so do its peers.
 std::vector<std::unique_ptr<Communicator>> make_inprocess_group(int size, double timeout_s);
 
+struct LinkProfile;
+// Rank 0 of `size` ranks whose collectives are not executed but priced by `link` (nccl-tests
+// conventions, link_model.hpp). Each one stands in as a delay of the modelled length on the
+// backend's stream (a spin kernel on the GPU, a busy wait on the CPU) so every timing regime
+// includes it; the data are left untouched (outputs are not the reduced values).
+std::unique_ptr<Communicator> make_modelled_communicator(int size, const LinkProfile& link,
+                                                         Backend& backend);
+
 }  // namespace fusebench

@@ -34,6 +34,9 @@ class MpiSession {
 // completed after `timeout_s` prints which one and aborts the whole job (never a hang).
 std::unique_ptr<Communicator> make_mpi_communicator(double timeout_s);
 
+// Rank and size in MPI_COMM_WORLD (needs a live MpiSession).
+int mpi_world_rank();
+int mpi_world_size();
 // Rank 0 broadcasts `bytes` to every rank (the NCCL unique id).
 void mpi_broadcast(std::vector<char>& bytes);
 // Every rank's string, in rank order, on every rank.

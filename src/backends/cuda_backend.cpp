@@ -223,6 +223,26 @@ class CudaBackend final : public Backend {
 
 bool cuda_backend_built() { return true; }
 
+// One backend per GPU for the ranks of a single-process multi-GPU run (docs/tp.md).
+std::unique_ptr<Backend> make_cuda_backend_on(int device, std::string* why) {
+  int count = 0;
+  if (const cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess || device < 0 || device >= count) {
+    if (why) *why = "CUDA device " + std::to_string(device) + " is not available (" + std::to_string(count) + " visible)";
+    return nullptr;
+  }
+  try {
+    return std::make_unique<CudaBackend>(device);
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return nullptr;
+  }
+}
+
+int cuda_device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);

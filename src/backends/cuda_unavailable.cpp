@@ -5,6 +5,13 @@ namespace fusebench {
 
 bool cuda_backend_built() { return false; }
 
+std::unique_ptr<Backend> make_cuda_backend_on(int, std::string* why) {
+  if (why) *why = "this build has no CUDA backend (no CUDA toolkit at configure time)";
+  return nullptr;
+}
+
+int cuda_device_count() { return 0; }
+
 std::unique_ptr<Backend> make_cuda_backend(std::string* why) {
   if (why) *why = "this build has no CUDA backend (no CUDA toolkit at configure time)";
   return nullptr;

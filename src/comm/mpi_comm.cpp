@@ -35,6 +35,8 @@ MpiSession::MpiSession(int*, char***) { no_mpi(); }
 MpiSession::~MpiSession() = default;
 std::unique_ptr<Communicator> make_mpi_communicator(double) { no_mpi(); }
 void mpi_broadcast(std::vector<char>&) { no_mpi(); }
+int mpi_world_rank() { no_mpi(); }
+int mpi_world_size() { no_mpi(); }
 std::vector<std::string> mpi_allgather_strings(const std::string&) { no_mpi(); }
 
 #else
@@ -159,6 +161,18 @@ MpiSession::~MpiSession() {
 
 std::unique_ptr<Communicator> make_mpi_communicator(double timeout_s) {
   return std::make_unique<MpiCommunicator>(timeout_s);
+}
+
+int mpi_world_rank() {
+  int rank = 0;
+  FUSEBENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  return rank;
+}
+
+int mpi_world_size() {
+  int size = 1;
+  FUSEBENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  return size;
 }
 
 void mpi_broadcast(std::vector<char>& bytes) {

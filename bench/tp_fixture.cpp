@@ -1,0 +1,489 @@
+#include "tp_fixture.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+
+#include "fusebench/cost_model.hpp"
+#include "fusebench/mpi_comm.hpp"
+#include "fusebench/nccl_comm.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
+
+namespace fusebench::bench {
+namespace {
+
+// Leader -> follower commands of a multi-process run.
+enum class Command : std::int32_t { fixture = 1, run = 2, end = 3, quit = 4 };
+
+void send(Command c, std::int32_t arg = 0) {
+  std::vector<char> msg(8);
+  const auto code = static_cast<std::int32_t>(c);
+  std::memcpy(msg.data(), &code, 4);
+  std::memcpy(msg.data() + 4, &arg, 4);
+  mpi_broadcast(msg);
+}
+
+std::pair<Command, std::int32_t> receive() {
+  std::vector<char> msg(8);
+  mpi_broadcast(msg);
+  std::int32_t code = 0, arg = 0;
+  std::memcpy(&code, msg.data(), 4);
+  std::memcpy(&arg, msg.data() + 4, 4);
+  return {static_cast<Command>(code), arg};
+}
+
+bool multi_process(const CommSettings& s) { return s.world != nullptr && s.world->size() > 1; }
+
+std::string config_of(const Fixture& f, std::uint64_t seed) {
+  return tp_config_string(f.op, f.variant, f.shard, f.tokens, f.dtype, seed) + " comm=" + f.comm;
+}
+
+// The compute-only pass: collectives skipped.
+class SkipCollectives final : public Communicator {
+ public:
+  SkipCollectives(int rank, int size) : rank_(rank), size_(size) {}
+  std::string name() const override { return "skip"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void all_reduce(const MatRef&) override {}
+  void all_gather(const MatRef&, const MatRef&) override {}
+  void check_same_config(const std::string&) override {}
+
+ private:
+  int rank_, size_;
+};
+
+// Times every collective of this rank on the backend's clock (CUDA events on the GPU). Each
+// timer read synchronises, so this pass is kept apart from the timed one.
+class TimedCollectives final : public Communicator {
+ public:
+  TimedCollectives(Communicator& inner, Backend& backend) : inner_(inner), backend_(backend) {}
+  std::string name() const override { return inner_.name(); }
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void all_reduce(const MatRef& d) override {
+    timed(CollectiveKind::all_reduce, [&] { inner_.all_reduce(d); });
+  }
+  void all_gather(const MatRef& s, const MatRef& d) override {
+    timed(CollectiveKind::all_gather, [&] { inner_.all_gather(s, d); });
+  }
+  void check_same_config(const std::string& c) override { inner_.check_same_config(c); }
+  std::map<CollectiveKind, double> seconds;
+
+ private:
+  template <class F>
+  void timed(CollectiveKind kind, F&& f) {
+    auto timer = backend_.make_timer();
+    timer->start();
+    f();
+    timer->stop();
+    seconds[kind] += timer->seconds();
+  }
+  Communicator& inner_;
+  Backend& backend_;
+};
+
+// Enough repetitions for a stable mean without dominating the fixture: at least 3, up to
+// about 50 ms or 200 runs.
+template <class F>
+int repetitions_for(F&& once, Backend& backend) {
+  auto timer = backend.make_timer();
+  timer->start();
+  once();
+  timer->stop();
+  const double t = std::max(timer->seconds(), 1e-7);
+  return static_cast<int>(std::clamp(0.05 / t, 3.0, 200.0));
+}
+
+}  // namespace
+
+void pin_local_gpu() {
+  if (!launched_by_mpi() || std::getenv("CUDA_VISIBLE_DEVICES") != nullptr) return;
+  for (const char* var :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"}) {
+    if (const char* v = std::getenv(var)) {
+      setenv("CUDA_VISIBLE_DEVICES", v, 1);
+      return;
+    }
+  }
+}
+
+nlohmann::json tp_context(const CommSettings& s, int processes) {
+  return {{"comm_requested", s.requested},
+          {"processes", processes},
+          {"comm_timeout_s", s.timeout_s},
+          {"link_profile",
+           {{"name", s.link.name},
+            {"latency_s", s.link.latency_s},
+            {"busbw_bytes_per_s", s.link.busbw},
+            {"source", s.link.source}}},
+          {"link_model",
+           "t = latency + bytes * f / busbw; f = 2(n-1)/n all-reduce, (n-1)/n all-gather "
+           "(nccl-tests busbw conventions; all-gather bytes = total gathered size)"},
+          {"modelled_entries",
+           "name and fields say comm:modelled: one rank's compute measured, collectives priced "
+           "by the link model and stood in as a delay of that length"}};
+}
+
+nlohmann::json tp_counter_definitions() {
+  return {
+      {"comm_bytes",
+       "payload bytes handed to collectives per iteration (all-reduce: M*hidden*dtype; "
+       "all-gather: the total gathered size)"},
+      {"comm_modelled",
+       "1 when the communication figures come from the link model, 0 when measured"},
+      {"compute_seconds", "rank 0's pipeline with collectives skipped, measured"},
+      {"comm_seconds",
+       "collectives per iteration: measured one by one on rank 0 (including waiting "
+       "for peers), or modelled (comm_modelled=1)"},
+      {"total_seconds", "compute_seconds + comm_seconds (real_time is the timed pipeline itself)"},
+      {"all_reduce_seconds", "all-reduce time per iteration (measured or modelled)"},
+      {"all_reduce_busbw", "all-reduce bus bandwidth, bytes/s: bytes/time * 2(n-1)/n"},
+      {"all_gather_busbw", "all-gather bus bandwidth, bytes/s: total bytes/time * (n-1)/n"},
+      {"all_reduce_algbw", "all-reduce bytes / time"},
+      {"all_gather_algbw", "all-gather total gathered bytes / time"}};
+}
+
+std::string resolve_comm(const CommSettings& s, const Backend& backend, const std::string& op,
+                         int tp) {
+  if (!is_tp_op(op)) return "";
+  if (tp == 1) return "none";
+  const bool gpu = backend.name() != "cpu";
+  const std::string& r = s.requested;
+  if (multi_process(s)) {
+    const int world = s.world->size();
+    if (tp != world) {
+      throw std::invalid_argument(
+          "--tp=" + std::to_string(tp) + " but this run has " + std::to_string(world) +
+          " processes: under mpirun/srun every tp > 1 must equal the process count");
+    }
+    const std::string native = gpu ? "nccl" : "mpi";
+    if (r != "auto" && r != native) {
+      throw std::invalid_argument(
+          "--comm=" + r + " under mpirun/srun: this run's ranks communicate with " + native);
+    }
+    return native;
+  }
+  if (r == "auto") {
+    if (!gpu) return "inprocess";
+    return nccl_built() && cuda_device_count() >= tp ? "nccl" : "modelled";
+  }
+  if (r == "modelled") return r;
+  if (r == "nccl") {
+    if (!gpu) throw std::invalid_argument("--comm=nccl needs the CUDA backend");
+    if (!nccl_built()) throw std::invalid_argument("--comm=nccl: this build has no NCCL");
+    if (cuda_device_count() < tp) {
+      throw std::invalid_argument("--comm=nccl: tp=" + std::to_string(tp) + " needs " +
+                                  std::to_string(tp) + " GPUs in this process (" +
+                                  std::to_string(cuda_device_count()) + " visible) or mpirun -np " +
+                                  std::to_string(tp) +
+                                  "; NCCL refuses two ranks on one GPU. Use --comm=modelled");
+    }
+    return r;
+  }
+  if (r == "inprocess") {
+    if (gpu) throw std::invalid_argument("--comm=inprocess sums host buffers: use --backend=cpu");
+    return r;
+  }
+  if (r == "mpi") {
+    throw std::invalid_argument(
+        "--comm=mpi needs a launch by mpirun/srun with as many processes as tp");
+  }
+  throw std::invalid_argument("--comm=" + r + " is invalid (auto, nccl, modelled, inprocess, mpi)");
+}
+
+// A rank of a single-process run on its own thread, with its own backend and workspace; it
+// runs the pipeline once per post, in order with rank 0.
+struct TpRun::LocalRank {
+  int rank = 0;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Workspace> ws;
+  std::unique_ptr<Communicator> comm;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false, stop = false, has_comm = false;
+  long posted = 0, done = 0;
+  std::string config;
+  std::exception_ptr error;
+  std::thread thread;
+
+  void start(const Fixture& f, std::uint64_t seed, bool cuda) {
+    thread = std::thread([this, f, seed, cuda] {
+      try {
+        std::string why;
+        backend = cuda ? make_cuda_backend_on(rank, &why) : make_cpu_backend();
+        if (!backend) throw std::runtime_error("rank " + std::to_string(rank) + ": " + why);
+        ShardShape s = f.shard;
+        s.rank = rank;
+        ws = std::make_unique<Workspace>(*backend,
+                                         build_plan(f.op, f.variant, s, f.tokens, f.dtype), seed);
+        {
+          std::unique_lock lock(mu);
+          ready = true;
+          cv.notify_all();
+          cv.wait(lock, [&] { return has_comm || stop; });
+          if (stop) return;
+        }
+        comm->check_same_config(config);
+        while (true) {
+          {
+            std::unique_lock lock(mu);
+            cv.wait(lock, [&] { return posted > done || stop; });
+            if (posted == done) return;  // stop, nothing left to run
+          }
+          ws->run(comm.get());
+          std::lock_guard lock(mu);
+          ++done;
+          cv.notify_all();
+        }
+      } catch (...) {
+        std::lock_guard lock(mu);
+        error = std::current_exception();
+        ready = true;
+        cv.notify_all();
+      }
+    });
+  }
+  void rethrow() {
+    if (error) std::rethrow_exception(error);
+  }
+};
+
+TpRun::TpRun(Workspace& ws, const Fixture& f, std::uint64_t seed, const CommSettings& s)
+    : ws_(ws), fixture_(f), settings_(s), kind_(f.comm) {
+  const int tp = f.shard.tp;
+  if (kind_ == "none" || kind_.empty()) return;
+  if (kind_ == "modelled") {
+    own_comm_ = make_modelled_communicator(tp, s.link, ws.backend());
+    comm_ = own_comm_.get();
+    return;
+  }
+  if (multi_process(s)) {
+    comm_ = s.world;
+    leader_ = comm_->rank() == 0;
+    if (leader_) {
+      std::int32_t index = -1;
+      for (std::size_t i = 0; s.fixtures && i < s.fixtures->size(); ++i) {
+        if ((*s.fixtures)[i].name() == f.name()) index = static_cast<std::int32_t>(i);
+      }
+      if (index < 0) throw std::logic_error("TP fixture " + f.name() + " is not in the sweep");
+      send(Command::fixture, index);
+    }
+    comm_->check_same_config(config_of(f, seed));
+    return;
+  }
+  // Single process: ranks 1..tp-1 on threads.
+  const bool cuda = kind_ == "nccl";
+  for (int r = 1; r < tp; ++r) {
+    auto lr = std::make_unique<LocalRank>();
+    lr->rank = r;
+    lr->config = config_of(f, seed);
+    lr->start(f, seed, cuda);
+    local_.push_back(std::move(lr));
+  }
+  for (auto& lr : local_) {
+    std::unique_lock lock(lr->mu);
+    lr->cv.wait(lock, [&] { return lr->ready; });
+  }
+  try {
+    for (auto& lr : local_) lr->rethrow();
+    std::vector<std::unique_ptr<Communicator>> comms;
+    if (cuda) {
+      std::vector<Backend*> backends{&ws.backend()};
+      std::vector<int> devices{0};
+      for (auto& lr : local_) {
+        backends.push_back(lr->backend.get());
+        devices.push_back(lr->rank);
+      }
+      comms = make_nccl_local_group(backends, devices, s.timeout_s);
+    } else {
+      comms = make_inprocess_group(tp, s.timeout_s);
+    }
+    own_comm_ = std::move(comms[0]);
+    comm_ = own_comm_.get();
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      std::lock_guard lock(local_[i]->mu);
+      local_[i]->comm = std::move(comms[i + 1]);
+      local_[i]->has_comm = true;
+      local_[i]->cv.notify_all();
+    }
+    comm_->check_same_config(config_of(f, seed));
+  } catch (...) {
+    for (auto& lr : local_) {
+      {
+        std::lock_guard lock(lr->mu);
+        lr->stop = true;
+        lr->cv.notify_all();
+      }
+      lr->thread.join();
+    }
+    local_.clear();
+    throw;
+  }
+}
+
+TpRun::~TpRun() {
+  try {
+    if (leader_) send(Command::end);
+  } catch (const std::exception& e) {
+    std::cerr << "fusebench: could not release the follower ranks: " << e.what() << "\n";
+  }
+  for (auto& lr : local_) {
+    {
+      std::lock_guard lock(lr->mu);
+      lr->stop = true;
+      lr->cv.notify_all();
+    }
+    lr->thread.join();
+  }
+  local_.clear();  // their workspaces and backends go before the communicators they used
+}
+
+void TpRun::post_to_local_ranks() {
+  for (auto& lr : local_) {
+    std::lock_guard lock(lr->mu);
+    if (lr->error) std::rethrow_exception(lr->error);
+    ++lr->posted;
+    lr->cv.notify_all();
+  }
+}
+
+void TpRun::wait_local_ranks() {
+  for (auto& lr : local_) {
+    std::unique_lock lock(lr->mu);
+    lr->cv.wait(lock, [&] { return lr->done == lr->posted || lr->error; });
+    if (lr->error) std::rethrow_exception(lr->error);
+    if (lr->backend) lr->backend->synchronize();
+  }
+}
+
+void TpRun::region() {
+  if (leader_) send(Command::run);
+  post_to_local_ranks();
+  ws_.run(comm_);
+}
+
+void TpRun::report(benchmark::State& state, nlohmann::json& fields) {
+  using benchmark::Counter;
+  Backend& backend = ws_.backend();
+  const Plan& plan = ws_.plan();
+  const Cost cost = cost_of(plan);
+  const int tp = fixture_.shard.tp;
+  wait_local_ranks();
+  backend.synchronize();
+  const bool modelled = comm_ != nullptr && comm_->modelled();
+  fields["comm"] = kind_;
+  fields["comm_time_source"] =
+      comm_ == nullptr ? "none (tp=1: no collectives)"
+      : modelled       ? "modelled: link model, see link_profile"
+                       : "measured: " + comm_->name() + " collectives timed one by one on rank 0";
+  if (modelled) {
+    fields["link_profile"] = {{"name", settings_.link.name},
+                              {"latency_s", settings_.link.latency_s},
+                              {"busbw_bytes_per_s", settings_.link.busbw},
+                              {"source", settings_.link.source}};
+    fields["modelled_note"] =
+        "one rank's compute measured; each collective stands in as a delay of its modelled time "
+        "(spin kernel on the GPU, busy wait on the CPU), so real_time = measured compute + "
+        "modelled comm";
+  }
+
+  // This rank's compute alone.
+  SkipCollectives skip(comm_ ? comm_->rank() : 0, tp);
+  const auto compute_once = [&] { ws_.run(&skip); };
+  const int reps = repetitions_for(compute_once, backend);
+  auto timer = backend.make_timer();
+  timer->start();
+  for (int i = 0; i < reps; ++i) compute_once();
+  timer->stop();
+  const double compute_s = timer->seconds() / reps;
+
+  // Communication per run, by kind.
+  std::map<CollectiveKind, double> comm_s, comm_bytes;
+  const double elem = static_cast<double>(dtype_size(plan.dtype));
+  for (const Step& step : plan.steps) {
+    if (const auto* a = std::get_if<AllReduceStep>(&step)) {
+      comm_bytes[CollectiveKind::all_reduce] +=
+          static_cast<double>(a->data.rows * a->data.cols) * elem;
+    } else if (const auto* g = std::get_if<AllGatherStep>(&step)) {
+      comm_bytes[CollectiveKind::all_gather] +=
+          static_cast<double>(g->dst.rows * g->dst.cols) * elem;
+    }
+  }
+  if (modelled) {
+    for (const auto& [kind, bytes] : comm_bytes)
+      comm_s[kind] = modelled_seconds(settings_.link, kind, bytes, tp);
+  } else if (comm_ != nullptr) {
+    TimedCollectives timed(*comm_, backend);
+    const int comm_reps = std::min(reps, 50);
+    for (int i = 0; i < comm_reps; ++i) {
+      if (leader_) send(Command::run);
+      post_to_local_ranks();
+      ws_.run(&timed);
+    }
+    wait_local_ranks();
+    backend.synchronize();
+    for (const auto& [kind, s] : timed.seconds) comm_s[kind] = s / comm_reps;
+  }
+  double comm_total = 0;
+  for (const auto& [kind, s] : comm_s) comm_total += s;
+  state.counters["comm_bytes"] = Counter(cost.comm_bytes);
+  state.counters["comm_modelled"] = Counter(modelled ? 1 : 0);
+  state.counters["compute_seconds"] = Counter(compute_s);
+  state.counters["comm_seconds"] = Counter(comm_total);
+  state.counters["total_seconds"] = Counter(compute_s + comm_total);
+  for (const auto& [kind, bytes] : comm_bytes) {
+    const std::string k(to_string(kind));
+    const double s = comm_s.count(kind) ? comm_s[kind] : 0;
+    state.counters[k + "_bytes"] = Counter(bytes);
+    state.counters[k + "_seconds"] = Counter(s);
+    state.counters[k + "_algbw"] = Counter(algbw(bytes, s));
+    state.counters[k + "_busbw"] = Counter(busbw(kind, bytes, s, tp));
+  }
+}
+
+void TpRun::follow(const std::vector<Fixture>& fixtures, Backend& backend, std::uint64_t seed,
+                   const CommSettings& settings) {
+  Communicator& comm = *settings.world;
+  try {
+    while (true) {
+      const auto [cmd, arg] = receive();
+      if (cmd == Command::quit) return;
+      if (cmd != Command::fixture || arg < 0 || arg >= static_cast<std::int32_t>(fixtures.size())) {
+        throw std::runtime_error("unexpected command from rank 0");
+      }
+      const Fixture& f = fixtures[static_cast<std::size_t>(arg)];
+      ShardShape s = f.shard;
+      s.rank = comm.rank();
+      Workspace ws(backend, build_plan(f.op, f.variant, s, f.tokens, f.dtype), seed);
+      comm.check_same_config(config_of(f, seed));
+      while (true) {
+        const auto [c, a] = receive();
+        (void)a;
+        if (c == Command::run) {
+          ws.run(&comm);
+        } else if (c == Command::end) {
+          break;
+        } else {
+          throw std::runtime_error("unexpected command from rank 0 inside a fixture");
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    // The ranks are out of step now: end the job rather than let rank 0 wait.
+    std::cerr << "fusebench: rank " << comm.rank() << ": " << e.what() << "; ending the job"
+              << std::endl;
+    std::_Exit(3);
+  }
+}
+
+void TpRun::release_followers(const CommSettings& settings) {
+  if (multi_process(settings) && settings.world->rank() == 0) send(Command::quit);
+}
+
+}  // namespace fusebench::bench

@@ -1,0 +1,67 @@
+// Modelled communicator: one rank runs, collectives are priced by a link model and stand in as a
+// delay of that length, so compute is measured and communication is modelled (and labelled so).
+#include <chrono>
+#include <stdexcept>
+
+#include "fusebench/communicator.hpp"
+#include "fusebench/link_model.hpp"
+#include "host_mat.hpp"
+#ifdef FUSEBENCH_HAVE_CUDA
+#include "delay.hpp"
+#endif
+
+namespace fusebench {
+namespace {
+
+class ModelledCommunicator final : public Communicator {
+ public:
+  ModelledCommunicator(int size, LinkProfile link, Backend& backend)
+      : size_(size), link_(std::move(link)), backend_(backend) {}
+  std::string name() const override { return "modelled:" + link_.name; }
+  int rank() const override { return 0; }
+  int size() const override { return size_; }
+  bool modelled() const override { return true; }
+
+  void all_reduce(const MatRef& data) override {
+    delay(modelled_seconds(link_, CollectiveKind::all_reduce, bytes(data), size_));
+  }
+  void all_gather(const MatRef& src, const MatRef& dst) override {
+    comm::check_gather_shapes(src, dst, size_, "modelled");
+    delay(modelled_seconds(link_, CollectiveKind::all_gather, bytes(dst), size_));
+  }
+  void check_same_config(const std::string&) override {}  // one process holds every "rank"
+
+ private:
+  static double bytes(const MatRef& m) {
+    return static_cast<double>(m.rows * m.cols) * static_cast<double>(dtype_size(m.dtype));
+  }
+  void delay(double seconds) {
+    if (void* stream = backend_.stream()) {
+#ifdef FUSEBENCH_HAVE_CUDA
+      comm::enqueue_gpu_delay(stream, seconds);
+      return;
+#else
+      (void)stream;
+      throw std::logic_error("modelled communicator: a GPU stream in a build without CUDA");
+#endif
+    }
+    // CPU: the region is timed on the host clock, so wait it out there.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+  }
+
+  int size_;
+  LinkProfile link_;
+  Backend& backend_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_modelled_communicator(int size, const LinkProfile& link,
+                                                         Backend& backend) {
+  if (size < 1) throw std::invalid_argument("modelled communicator: size must be >= 1");
+  return std::make_unique<ModelledCommunicator>(size, link, backend);
+}
+
+}  // namespace fusebench

@@ -1,0 +1,120 @@
+// End-to-end: `fusebench --ops=tp_attn,tp_mlp --tp=1,2,4` on the CPU writes entries for naive and
+// paired with the communication bytes of the formulas; modelled entries say so everywhere.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "fusebench/link_model.hpp"
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd =
+      std::string(FUSEBENCH_BIN_DIR) + "/fusebench --backend=cpu " + args + " 2>&1";
+  Result r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("fusebench_tp_" + std::to_string(::getpid()) + "_" + name);
+}
+
+nlohmann::json load(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// qwen3-0.6b: hidden 1024, q 2048, kv 8 heads x 128, intermediate 3072; fp32.
+constexpr double kHidden = 1024, kQ = 2048, kKvHeads = 8, kHeadDim = 128, kInter = 3072, kElem = 4;
+
+double expected_comm_bytes(const std::string& op, const std::string& variant, int tp, double m) {
+  if (tp == 1) return 0;
+  double bytes = m * kHidden * kElem;  // the all-reduce
+  if (variant == "naive") {
+    const double kv_per_rank = std::max(1.0, kKvHeads / tp) * kHeadDim;
+    bytes += op == "tp_attn" ? m * (kQ + 2 * kv_per_rank * tp) * kElem : m * 2 * kInter * kElem;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
+  const auto path = temp_path("inprocess.json");
+  const Result r =
+      run("--ops=tp_attn,tp_mlp --tp=1,2,4 --tokens=2 --dtypes=fp32 --seed=3 --report=" +
+          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);
+  std::set<std::string> seen;
+  for (const auto& b : report["benchmarks"]) {
+    const std::string op = b["op"], variant = b["variant"], name = b["name"];
+    const int tp = b["tp"];
+    EXPECT_FALSE(b.value("error_occurred", false)) << name;
+    EXPECT_NE(name.find(tp == 1 ? "/comm:none" : "/comm:inprocess"), std::string::npos) << name;
+    EXPECT_EQ(b["comm"], tp == 1 ? "none" : "inprocess") << name;
+    EXPECT_DOUBLE_EQ(b["comm_bytes"].get<double>(), expected_comm_bytes(op, variant, tp, 2))
+        << name;
+    EXPECT_EQ(b["comm_modelled"].get<double>(), 0) << name;
+    EXPECT_GT(b["compute_seconds"].get<double>(), 0) << name;
+    if (tp > 1) {
+      EXPECT_GT(b["comm_seconds"].get<double>(), 0) << name;  // measured in-process collectives
+      EXPECT_GT(b["all_reduce_busbw"].get<double>(), 0) << name;
+    }
+    seen.insert(op + "/" + variant + "/" + std::to_string(tp));
+  }
+  EXPECT_EQ(seen.size(), 12u);  // 2 ops x 2 variants x 3 tp
+}
+
+TEST(TpBench, ModelledEntriesSayModelledAndFollowTheLinkModel) {
+  const auto path = temp_path("modelled.json");
+  const Result r =
+      run("--ops=tp_mlp --tp=2 --tokens=4 --dtypes=fp32 --comm=modelled "
+          "--link-profile=custom:30:50 --collective-sweep --report=" +
+          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);
+  EXPECT_EQ(report["context"]["tp"]["link_profile"]["name"], "custom");
+  int entries = 0;
+  for (const auto& b : report["benchmarks"]) {
+    const std::string name = b["name"];
+    EXPECT_NE(name.find("/comm:modelled"), std::string::npos) << name;
+    EXPECT_EQ(b["comm"], "modelled");
+    EXPECT_EQ(b["comm_modelled"].get<double>(), 1);
+    ASSERT_TRUE(b.contains("link_profile")) << name;
+    if (b["op"] == "tp_mlp" && b["variant"] == "paired") {
+      const double bytes = 4 * kHidden * kElem;
+      EXPECT_NEAR(b["comm_seconds"].get<double>(), 30e-6 + bytes * 1.0 / 50e9, 1e-12) << name;
+      // The timed pipeline includes the modelled delay.
+      EXPECT_GE(b["real_time"].get<double>() * 1e-6, 30e-6) << name;
+    }
+    ++entries;
+  }
+  EXPECT_EQ(entries, 4);  // tp_mlp naive and paired, allreduce/sum, allgather/cols
+}
+
+TEST(TpBench, ImpossibleRequestsFailWithAMessage) {
+  Result r = run("--ops=tp_attn --tp=2 --comm=nccl --list");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--comm=nccl"), std::string::npos) << r.output;
+  r = run("--ops=tp_attn --tp=2 --link-profile=nvlink-h300 --list");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("unknown link profile"), std::string::npos) << r.output;
+}
