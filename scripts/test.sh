@@ -9,3 +9,11 @@ scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
 ctest --preset release
+
+# Host code again under ASan/UBSan (clang-14, no CUDA, no MPI), with the libFuzzer targets for the
+# JSON readers run briefly (docs/gate.md). FUSEBENCH_SKIP_ASAN=1 leaves it out of a quick local run.
+if [ "${FUSEBENCH_SKIP_ASAN:-0}" != 1 ]; then
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan
+  ctest --preset asan
+fi

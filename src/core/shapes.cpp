@@ -53,7 +53,9 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // Not only parse_error: a number too large for a double throws out_of_range (found by
+    // fuzz/fuzz_hf_config), which must still surface as the documented invalid_argument.
     throw std::invalid_argument(name + ": not valid JSON (" + e.what() + ")");
   }
   if (!root.is_object()) throw std::invalid_argument(name + ": top level must be a JSON object");
