@@ -14,6 +14,10 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 
+#ifdef FUSEBENCH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fusebench::bench {
 namespace {
 
@@ -363,6 +367,19 @@ void TpRun::wait_local_ranks() {
 }
 
 void TpRun::region() {
+#ifdef FUSEBENCH_HAVE_CUDA
+  // A graph captured on rank 0 would hold rank 0's collectives while the other ranks ran theirs
+  // at once: refuse instead of letting them wait for each other until the timeout.
+  if (comm_ != nullptr && !comm_->modelled() && ws_.backend().stream() != nullptr) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(static_cast<cudaStream_t>(ws_.backend().stream()), &status);
+    if (status != cudaStreamCaptureStatusNone) {
+      throw std::runtime_error(
+          "timing:graph cannot capture the collectives of several ranks (comm:" + kind_ +
+          "); use --timing=batch,eager");
+    }
+  }
+#endif
   if (leader_) send(Command::run);
   post_to_local_ranks();
   ws_.run(comm_);
