@@ -136,6 +136,9 @@ def plot_figure(model, op, groups, reports, args, summary):
             ridge = ceil[0] / ceil[1]
             rt = ridge_tokens(split.values(), ridge)
             mark = (report.label, round(ridge, 3))
+            if not rt and mark not in ridge_marked:
+                ridge_marked.add(mark)
+                notes.append(f"ridge {ridge:.0f} FLOP/B ({ceil[2]}): not reached in the measured token range")
             if rt and mark not in ridge_marked:
                 ridge_marked.add(mark)
                 for ax in axes:

@@ -58,6 +58,32 @@ assert all(x["model_prediction"] is None for x in d["crossovers"] if x["report"]
 print("two reports: ok")
 PY
 [ -s "$out/two/crossover_qwen3-0.6b_qkv.png" ] || { echo "FAIL: two-report PNG missing"; exit 1; }
+# A GPU-like report (synthesised from the CPU one: gpu_name, eager and graph entries, measured
+# launches and DRAM bytes, no ceilings): nominal H200 ceilings, both regimes, the eager/graph panel.
+python3 - "$dir/report.json" "$dir/gpu_like.json" <<'PY'
+import copy, json, sys
+d = json.load(open(sys.argv[1]))
+d["context"] = {"backend": "cuda", "gpu_name": "NVIDIA H200"}
+out = []
+for b in d["benchmarks"]:
+    for timing, f in (("eager", 1.0), ("graph", 0.6)):
+        e = copy.deepcopy(b)
+        e["name"] = e["run_name"] = e["name"].replace("timing:eager/", "") .replace("/manual_time", f"/timing:{timing}/manual_time")
+        e.update(timing=timing, dtype="bf16", real_time=b["real_time"] * f, launches=b["model_launches"],
+                 dram_read_bytes=b["model_bytes"] * 1.1, dram_write_bytes=b["model_bytes"] * 0.05)
+        out.append(e)
+d["benchmarks"] = out
+json.dump(d, open(sys.argv[2], "w"))
+PY
+python3 "$src/scripts/plot_crossover.py" "$dir/gpu_like.json" -o "$out/gpu" >/dev/null
+python3 - "$out/gpu/crossover.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["crossovers"]
+assert {x["timing"] for x in c} == {"eager", "graph"}, c
+assert all(x["ceilings"]["source"] == "nominal H200" for x in c), [x["ceilings"] for x in c]
+print("gpu-like report: ok")
+PY
+[ -s "$out/gpu/crossover_qwen3-0.6b_qkv.png" ] || { echo "FAIL: gpu-like PNG missing"; exit 1; }
 echo '{"benchmarks": 3}' >"$dir/bad.json"
 rc=0
 python3 "$src/scripts/plot_crossover.py" "$dir/bad.json" -o "$out/bad" 2>/dev/null || rc=$?
