@@ -187,3 +187,21 @@ TEST(LinkModel, NcclTestsConventions) {
   EXPECT_THROW(find_link_profile("custom:10"), std::invalid_argument);
   EXPECT_THROW(find_link_profile("custom:10:0"), std::invalid_argument);
 }
+
+TEST(TpPlans, WindowsAreSlicesOfTheWholeLogicalTensor) {
+  const auto whole = logical_tensor("w_down", 6, 10, BufferRole::weight, DType::bf16, 5);
+  const auto window =
+      logical_window("w_down", 6, 10, 2, 3, 3, 4, BufferRole::weight, DType::bf16, 5);
+  ASSERT_EQ(window.size(), 12u);
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 4; ++c)
+      EXPECT_EQ(window[static_cast<std::size_t>(r * 4 + c)],
+                whole[static_cast<std::size_t>((2 + r) * 10 + 3 + c)]);
+  }
+  for (float v : whole) {
+    EXPECT_NE(v, 0.0f);
+    EXPECT_LE(std::abs(v), 1.0f / std::sqrt(10.0f) + 1e-6f);  // weights scaled by 1/sqrt(cols)
+  }
+  EXPECT_THROW(logical_window("w", 6, 10, 4, 0, 3, 10, BufferRole::weight, DType::f32, 5),
+               std::invalid_argument);
+}

@@ -1,7 +1,6 @@
 #include "fusebench/workspace.hpp"
 
 #include <cmath>
-#include <random>
 #include <stdexcept>
 #include <type_traits>
 
@@ -20,15 +19,34 @@ std::uint64_t fnv1a(const std::string& text, std::uint64_t seed) {
 
 std::vector<float> logical_tensor(const std::string& name, std::int64_t rows, std::int64_t cols,
                                   BufferRole role, DType dtype, std::uint64_t seed) {
-  std::mt19937_64 rng(fnv1a(name, seed));
+  return logical_window(name, rows, cols, 0, 0, rows, cols, role, dtype, seed);
+}
+
+std::vector<float> logical_window(const std::string& name, std::int64_t logical_rows,
+                                  std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
+                                  std::int64_t rows, std::int64_t cols, BufferRole role, DType dtype,
+                                  std::uint64_t seed) {
+  if (row0 < 0 || col0 < 0 || row0 + rows > logical_rows || col0 + cols > logical_cols) {
+    throw std::invalid_argument("window of " + name + " outside its " + std::to_string(logical_rows) + "x" +
+                                std::to_string(logical_cols) + " tensor");
+  }
+  // Counter-based (splitmix64 of the element index): element (r, c) depends only on (seed, name,
+  // r, c), so a rank's shard is generated without the rest of the unsharded tensor.
+  const std::uint64_t key = fnv1a(name, seed);
   // Weights scaled by 1/sqrt(K) keep every output O(1), so one tolerance fits all shapes.
-  const float scale = role == BufferRole::weight ? 1.0f / std::sqrt(static_cast<float>(cols)) : 1.0f;
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const float scale =
+      role == BufferRole::weight ? 1.0f / std::sqrt(static_cast<float>(logical_cols)) : 1.0f;
   std::vector<float> values(static_cast<std::size_t>(rows * cols));
-  for (auto& v : values) {
-    float x = dist(rng);
-    if (x == 0.0f) x = 0.5f;  // never zero
-    v = x * scale;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      std::uint64_t z = key + static_cast<std::uint64_t>((row0 + r) * logical_cols + col0 + c + 1) * 0x9E3779B97F4A7C15ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      z ^= z >> 31;
+      float x = static_cast<float>(z >> 40) * 0x1.0p-23f - 1.0f;  // uniform in [-1, 1)
+      if (x == 0.0f) x = 0.5f;                                     // never zero
+      values[static_cast<std::size_t>(r * cols + c)] = x * scale;
+    }
   }
   // Round to the dtype so the float64 reference sees exactly what the device sees.
   return decode(encode(values, dtype).data(), values.size(), dtype);
@@ -66,13 +84,11 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed)
       } else {
         values.reserve(static_cast<std::size_t>(b.rows * b.cols));
         for (std::size_t p = 0; p < b.parts.size(); ++p) {
-          if (p < b.part_windows.size()) {  // crop this rank's window out of the whole tensor
+          if (p < b.part_windows.size()) {  // only this rank's window of the whole tensor
             const auto& w = b.part_windows[p];
-            const auto whole = logical_tensor(b.parts[p], w.logical_rows, w.logical_cols, b.role, plan_.dtype, seed);
-            for (std::int64_t r = w.row0; r < w.row0 + b.part_rows[p]; ++r) {
-              const auto first = whole.begin() + r * w.logical_cols + w.col0;
-              values.insert(values.end(), first, first + b.cols);
-            }
+            const auto part = logical_window(b.parts[p], w.logical_rows, w.logical_cols, w.row0, w.col0,
+                                             b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
+            values.insert(values.end(), part.begin(), part.end());
             continue;
           }
           const auto part = logical_tensor(b.parts[p], b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
