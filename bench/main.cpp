@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
     std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
     bench::CommSettings comm;
     comm.requested = options.comm;
-    comm.link = find_link_profile(options.link_profile);
+    comm.link = options.link_profile == "measured" ? bench::measure_link_profile(backend, comm)
+                                                   : find_link_profile(options.link_profile);
     comm.timeout_s = default_comm_timeout();
     std::unique_ptr<Communicator> world;
     if (mpi && mpi->size() > 1) {

@@ -26,7 +26,8 @@ int parse_options(int argc, char** argv, Options& o) {
       ->check(CLI::IsMember({"auto", "nccl", "modelled", "inprocess", "mpi"}));
   app.add_option("--link-profile", o.link_profile,
                  "link model of comm:modelled: nvlink-h100, nvlink-h200, nvlink-b200, pcie-gen5, "
-                 "pcie-gen4, ib-ndr400, or custom:<latency_us>:<busbw_GBps>");
+                 "pcie-gen4, ib-ndr400, custom:<latency_us>:<busbw_GBps>, or measured (fitted to all-reduces "
+                 "timed here; needs 2+ GPUs, or the CPU in-process ranks)");
   app.add_flag("--collective-sweep", o.collective_sweep,
                "add allreduce/allgather entries over the message sizes of the TP pipelines (tp >= 2)");
   try {

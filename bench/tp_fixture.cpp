@@ -464,6 +464,53 @@ void TpRun::report(benchmark::State& state, nlohmann::json& fields) {
   }
 }
 
+LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings) {
+  const bool gpu = backend.name() != "cpu";
+  const int ranks = gpu ? std::min(cuda_device_count(), 8) : 2;
+  if (ranks < 2 || (gpu && !nccl_built())) {
+    throw std::invalid_argument(
+        "--link-profile=measured needs 2 or more GPUs with NCCL (this machine: " +
+        std::to_string(cuda_device_count()) +
+        " GPU(s)); name a profile or give custom:<latency_us>:<busbw_GBps>");
+  }
+  const DType dtype = gpu ? DType::bf16 : DType::f32;
+  const ModelShape probe{"link-probe", 4096, 8 * ranks, 8 * ranks, 128, 4096 * ranks, 1};
+  CommSettings s = settings;
+  s.requested = "auto";
+  s.world = nullptr;
+  double t[2] = {0, 0}, bytes[2] = {0, 0};
+  const std::int64_t tokens[2] = {1, 1024};  // 8 KB and 8 MB of bf16 (16 KB, 16 MB of fp32)
+  for (int i = 0; i < 2; ++i) {
+    Fixture f{"allreduce", "sum", probe, shard(probe, ranks), tokens[i], dtype};
+    f.comm = resolve_comm(s, backend, f.op, ranks);
+    Workspace ws(backend, build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype), 1);
+    TpRun run(ws, f, 1, s);
+    for (int w = 0; w < 3; ++w) run.region();  // warm-up (NCCL connections, first touch)
+    backend.synchronize();
+    const int reps = 20;
+    auto timer = backend.make_timer();
+    timer->start();
+    for (int r = 0; r < reps; ++r) run.region();
+    timer->stop();
+    t[i] = timer->seconds() / reps;
+    bytes[i] =
+        static_cast<double>(tokens[i] * probe.hidden) * static_cast<double>(dtype_size(dtype));
+  }
+  const double f = bus_factor(CollectiveKind::all_reduce, ranks);
+  const double slope = (t[1] - t[0]) / (bytes[1] - bytes[0]);  // seconds per byte
+  LinkProfile p;
+  p.name = "measured";
+  p.busbw = slope > 0 ? f / slope : bytes[1] * f / t[1];
+  p.latency_s = std::max(0.0, t[0] - bytes[0] * f / p.busbw);
+  p.source = "measured here: all-reduce over " + std::to_string(ranks) + " ranks (" +
+             (gpu ? "nccl" : "inprocess") + "), " + std::to_string(t[0] * 1e6) + " us at " +
+             std::to_string(static_cast<long long>(bytes[0])) + " B and " +
+             std::to_string(t[1] * 1e6) + " us at " +
+             std::to_string(static_cast<long long>(bytes[1])) +
+             " B, fitted to latency + bytes*f/busbw";
+  return p;
+}
+
 void TpRun::follow(const std::vector<Fixture>& fixtures, Backend& backend, std::uint64_t seed,
                    const CommSettings& settings) {
   Communicator& comm = *settings.world;

@@ -46,6 +46,11 @@ void pin_local_gpu();
 nlohmann::json tp_context(const CommSettings& settings, int processes);
 nlohmann::json tp_counter_definitions();
 
+// --link-profile=measured: all-reduces of 8 KB and 8 MB timed on this machine with the
+// communicator --comm=auto picks for the most ranks available here (GPU: NCCL over min(GPUs, 8);
+// CPU: 2 in-process ranks), fitted to latency + bytes*f/busbw. Throws when only one GPU exists.
+LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings);
+
 class TpRun {
  public:
   // `ws` is this process's rank of the fixture (its plan's shard.rank is that rank).

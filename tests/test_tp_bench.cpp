@@ -118,3 +118,17 @@ TEST(TpBench, ImpossibleRequestsFailWithAMessage) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("unknown link profile"), std::string::npos) << r.output;
 }
+
+TEST(TpBench, MeasuredLinkProfileIsFittedOnThisMachine) {
+  const auto path = temp_path("measured.json");
+  const Result r =
+      run("--ops=tp_attn --variants=paired --tp=2 --tokens=2 --dtypes=fp32 --comm=modelled "
+          "--link-profile=measured --report=" +
+          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto link = load(path)["context"]["tp"]["link_profile"];
+  EXPECT_EQ(link["name"], "measured");
+  EXPECT_GT(link["busbw_bytes_per_s"].get<double>(), 0);
+  EXPECT_GE(link["latency_s"].get<double>(), 0);
+  EXPECT_NE(link["source"].get<std::string>().find("measured here"), std::string::npos);
+}
