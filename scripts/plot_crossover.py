@@ -138,12 +138,12 @@ def plot_figure(model, op, groups, reports, args, summary):
             mark = (report.label, round(ridge, 3))
             if not rt and mark not in ridge_marked:
                 ridge_marked.add(mark)
-                notes.append(f"ridge {ridge:.0f} FLOP/B ({ceil[2]}): not reached in the measured token range")
+                notes.append(f"ridge {ridge:.3g} FLOP/B ({key[1]}, {ceil[2]}): not reached in the measured token range")
             if rt and mark not in ridge_marked:
                 ridge_marked.add(mark)
                 for ax in axes:
                     ax.axvline(rt, color="0.3", linestyle=":", linewidth=1.2)
-                ax_s.annotate(f"ridge {ridge:.0f} FLOP/B\n({ceil[2]}{', ' + report.label if multi['report'] else ''})",
+                ax_s.annotate(f"ridge {ridge:.3g} FLOP/B\n({key[1]}, {ceil[2]}{', ' + report.label if multi['report'] else ''})",
                               xy=(rt, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4),
                               textcoords="offset points", va="top", fontsize=7, color="0.3")
 
