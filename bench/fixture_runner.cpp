@@ -1,5 +1,6 @@
 #include "fixture_runner.hpp"
 
+#include <algorithm>
 #include <exception>
 
 #include "fusebench/cost_model.hpp"
@@ -24,8 +25,9 @@ void set_model_counters(benchmark::State& state, const Fixture& f, const Cost& c
 }  // namespace
 
 Workspace& FixtureRunner::workspace_for(const Fixture& f) {
-  const std::string name = f.name();
+  const std::string name = f.data_name();  // the timing regimes of a fixture share its buffers
   if (!current_ || current_name_ != name) {
+    rotation_.reset();
     tp_.reset();  // its ranks use current_
     current_.reset();  // free the previous fixture's buffers before allocating
     current_name_.clear();
@@ -43,11 +45,14 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
     Workspace& ws = workspace_for(f);
     const auto region = [&ws, this] { tp_ ? tp_->region() : ws.run(); };  // TP: every rank
     backend_.take_algorithm_log();
-    time_region(state, backend_, region);
+    time_region(state, f, ws, region, rotation_, timing_, fields_[f.name()]);
     auto& fields = fields_[f.name()];
     if (const auto algos = backend_.take_algorithm_log(); !algos.empty()) {
-      // One entry per GEMM of the plan, in step order.
-      fields["gemm_algorithms"] = std::vector<std::string>(algos.begin(), algos.begin() + std::min(algos.size(), ws.plan().steps.size()));
+      // One entry per GEMM step of the plan (a grouped/batched step is one), in step order.
+      const auto gemm_steps = static_cast<std::size_t>(std::count_if(ws.plan().steps.begin(), ws.plan().steps.end(), [](const Step& s) {
+        return std::holds_alternative<GemmStep>(s) || std::holds_alternative<GroupedGemmStep>(s);
+      }));
+      fields["gemm_algorithms"] = std::vector<std::string>(algos.begin(), algos.begin() + std::min(algos.size(), gemm_steps));
     }
     RegionCounters measured;
     for (const auto& collector : collectors_) measured.merge(collector->collect(f.name(), region));
@@ -57,6 +62,7 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
     if (tp_) tp_->report(state, fields);  // compute/comm split, bus bandwidth
     set_model_counters(state, f, cost_of(ws.plan()));
   } catch (const std::exception& e) {
+    rotation_.reset();
     tp_.reset();
     current_.reset();
     current_name_.clear();

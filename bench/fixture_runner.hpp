@@ -13,6 +13,7 @@
 #include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
 #include "sweep.hpp"
+#include "timing_loop.hpp"
 #include "tp_fixture.hpp"
 
 namespace fusebench::bench {
@@ -28,9 +29,12 @@ class FixtureRunner {
   void add_collector(std::unique_ptr<CounterCollector> collector) { collectors_.push_back(std::move(collector)); }
   // Never throws: a failing fixture is reported with SkipWithError and the sweep goes on.
   void run(benchmark::State& state, const Fixture& fixture);
+  // Regimes, stopping rule, ceilings (timing_loop.hpp, docs/timing.md).
+  void set_timing(TimingSettings settings) { timing_ = std::move(settings); }
   void set_comm(CommSettings settings) { comm_ = std::move(settings); }
   void release() {
     tp_.reset();
+    rotation_.reset();
     current_.reset();
   }
 
@@ -43,11 +47,11 @@ class FixtureRunner {
   std::vector<std::unique_ptr<CounterCollector>> collectors_;
   std::string current_name_;
   std::unique_ptr<Workspace> current_;
+  TimingSettings timing_;
+  RotationState rotation_;  // cache-rotation copies of current_'s buffers
   CommSettings comm_;            // TP fixtures (tp_fixture.hpp)
   std::unique_ptr<TpRun> tp_;    // the other ranks of a TP fixture; goes before current_
 };
 
-// The timed loop (timing_loop.cpp): sets the iteration times of `state` from `region`.
-void time_region(benchmark::State& state, Backend& backend, const std::function<void()>& region);
 
 }  // namespace fusebench::bench

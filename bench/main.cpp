@@ -142,9 +142,8 @@ int main(int argc, char** argv) {
     nlohmann::json context = collect_context(backend.context(), argc, argv);
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
-    context["timing"] = backend.name() == "cpu"
-                            ? "host steady_clock around each iteration (manual time)"
-                            : "CUDA events around each iteration on the benchmark stream (manual time)";
+    // Regimes, stopping rule, measured ceilings (docs/timing.md); sets context["timing"].
+    bench::TimingSetup timing = bench::setup_timing(options, backend, sweep, context);
     context["counter_definitions"] = {
         {"model_flops", "matmul FLOPs of the plan per iteration (2*M*N*K per GEMM)"},
         {"model_bytes", "minimal bytes per iteration: each step reads its inputs and writes its outputs once"},
@@ -168,6 +167,7 @@ int main(int argc, char** argv) {
 
     bench::EntryFields fields;
     bench::FixtureRunner runner(backend, seed, fields);
+    runner.set_timing(timing.settings);
     runner.set_comm(comm);
     context["tp"] = bench::tp_context(comm, mpi ? mpi->size() : 1);
     const nlohmann::json tp_definitions = bench::tp_counter_definitions();
@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
                       {"backend", backend.name()}};
       if (!f.comm.empty()) fields[name]["comm"] = f.comm;
       auto* b = benchmark::RegisterBenchmark(name.c_str(), [&runner, f](benchmark::State& st) { runner.run(st, f); });
-      b->UseManualTime()->Unit(benchmark::kMicrosecond);
+      // One iteration = one complete measurement under the stopping rule (timing_loop.hpp).
+      b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
     }
     bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), fields);
     benchmark::RunSpecifiedBenchmarks(&writer);

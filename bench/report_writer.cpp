@@ -15,6 +15,11 @@ std::string fixture_name(const std::string& run_name) {
   if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
     name.resize(name.size() - suffix.size());
   }
+  // Fixtures run with Iterations(1) (one measurement each, docs/timing.md) get "/iterations:1".
+  if (const auto at = name.rfind("/iterations:"); at != std::string::npos &&
+      name.find('/', at + 1) == std::string::npos) {
+    name.resize(at);
+  }
   return name;
 }
 

@@ -4,12 +4,17 @@
 #include <stdexcept>
 
 #include "fusebench/ops.hpp"
+#include "measure/timing_policy.hpp"
 #include "fusebench/tp.hpp"
 #include "tp_fixture.hpp"
 
 namespace fusebench::bench {
 
 std::string Fixture::name() const {
+  return data_name() + (timing.empty() ? "" : "/timing:" + timing);
+}
+
+std::string Fixture::data_name() const {
   return op + "/" + variant + "/model:" + model.name + "/tokens:" + std::to_string(tokens) +
          "/tp:" + std::to_string(shard.tp) + "/dtype:" + std::string(to_string(dtype)) +
          (comm.empty() ? "" : "/comm:" + comm);
@@ -60,6 +65,16 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     }
     s.dtypes.push_back(dtype);
   }
+  // Timing regimes (docs/timing.md). GPU default batch,eager: the two the decomposition needs,
+  // sized so the default sweep fits a device check of a few minutes; cold and graph on request.
+  s.timing = o.timing;
+  if (s.timing.empty()) s.timing = gpu ? std::vector<std::string>{"batch", "eager"} : std::vector<std::string>{"eager"};
+  for (const auto& t : s.timing) {
+    if (measure::regime_needs_gpu(measure::parse_regime(t)) && !gpu) {
+      throw std::invalid_argument("--timing: " + t + " needs a GPU (this run uses the " + backend.name() +
+                                  " backend, which supports eager only)");
+    }
+  }
 
   for (const auto& model : s.models) {
     for (int tp : s.tp) {
@@ -72,8 +87,20 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
               std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end()) {
             continue;
           }
+          // One-launch variants (grouped/batched GEMM) where the backend cannot issue them as one
+          // launch: skipped by default, refused when asked for (timing them would mislead).
+          if (const auto caveat = backend.one_launch_gemm_caveat(); !caveat.empty()) {
+            const Plan probe = build_plan(op.name, variant, shard_shape, 1, s.dtypes.front());
+            const bool one_launch = std::any_of(probe.steps.begin(), probe.steps.end(), [](const Step& st) {
+              return std::holds_alternative<GroupedGemmStep>(st);
+            });
+            if (one_launch && o.variants.empty()) continue;
+            if (one_launch) throw std::invalid_argument("--variants: " + variant + " is not timed here: " + caveat);
+          }
           for (DType dtype : s.dtypes) {
-            for (auto m : s.tokens) s.fixtures.push_back({op.name, variant, model, shard_shape, m, dtype});
+            for (auto m : s.tokens) {
+              for (const auto& t : s.timing) s.fixtures.push_back({op.name, variant, model, shard_shape, m, dtype, t});
+            }
           }
         }
       }

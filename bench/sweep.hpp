@@ -20,10 +20,13 @@ struct Fixture {
   ShardShape shard;
   std::int64_t tokens = 0;
   DType dtype = DType::bf16;
+  std::string timing;  // regime (docs/timing.md); empty: none named
   std::string comm;  // TP ops: none|inprocess|mpi|nccl|modelled (tp_fixture.hpp); else empty
 
-  // <op>/<variant>/model:<name>/tokens:<M>/tp:<T>/dtype:<d>
+  // <op>/<variant>/model:<name>/tokens:<M>/tp:<T>/dtype:<d>[/timing:<regime>]
   std::string name() const;
+  // name() without the timing segment: the regimes of one fixture share its buffers.
+  std::string data_name() const;
 };
 
 struct Sweep {
@@ -32,6 +35,7 @@ struct Sweep {
   std::vector<std::int64_t> tokens;
   std::vector<int> tp;
   std::vector<DType> dtypes;
+  std::vector<std::string> timing;  // regimes, innermost axis
   std::vector<Fixture> fixtures;
 };
 

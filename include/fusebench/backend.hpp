@@ -59,6 +59,12 @@ class Backend {
   virtual void gemm_grouped(std::span<const GemmArgs> gemms);
   // One launch for all members, which share one shape (strided-batched GEMM).
   virtual void gemm_batched(std::span<const GemmArgs> gemms);
+  // Empty when gemm_grouped/gemm_batched are one launch; else why timing them would mislead
+  // (the sweep then skips the one-launch variants).
+  virtual std::string one_launch_gemm_caveat() const { return {}; }
+  // "timed": the fastest of the top heuristic candidates, timed per shape; "heuristic": the
+  // library's first choice. A no-op where the library offers no choice (OpenBLAS).
+  virtual void set_gemm_algo_policy(const std::string& policy) { (void)policy; }
   virtual void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) = 0;
   virtual void synchronize() = 0;
   // Evicts the last-level cache (GPU: writes an L2-sized scratch buffer on the stream) so the

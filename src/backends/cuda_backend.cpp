@@ -1,6 +1,9 @@
 // CUDA backend: cuBLASLt GEMMs (fp32 accumulate) and our SiLU-and-mul kernel on one stream.
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
 
 #include <map>
 #include <sstream>
@@ -15,6 +18,8 @@ namespace fusebench {
 namespace {
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLASLt workspace, as PyTorch uses on sm90
+constexpr int kTimedCandidates = 8;  // top heuristic candidates timed per shape ("timed" policy)
+constexpr std::size_t kMaxLoggedAlgorithms = 64;  // algorithm log entries kept between takes
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
@@ -79,6 +84,11 @@ class CudaBackend final : public Backend {
     FUSEBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     FUSEBENCH_CUBLAS(cublasLtCreate(&lt_));
     FUSEBENCH_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
+    // cuBLAS (grouped GEMM) with its own workspace so graph capture never allocates.
+    FUSEBENCH_CUBLAS(cublasCreate(&blas_));
+    FUSEBENCH_CUBLAS(cublasSetStream(blas_, stream_));
+    FUSEBENCH_CUDA(cudaMalloc(&blas_workspace_, kWorkspaceBytes));
+    FUSEBENCH_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kWorkspaceBytes));
   }
   ~CudaBackend() override {
     for (auto& [key, p] : plans_) {
@@ -87,6 +97,9 @@ class CudaBackend final : public Backend {
       cublasLtMatrixLayoutDestroy(p.c);
       cublasLtMatmulDescDestroy(p.desc);
     }
+    for (auto& [key, arrays] : pointer_arrays_) cudaFree(arrays);
+    cublasDestroy(blas_);
+    cudaFree(blas_workspace_);
     cudaFree(workspace_);
     cudaFree(flush_buffer_);
     cublasLtDestroy(lt_);
@@ -122,13 +135,80 @@ class CudaBackend final : public Backend {
   }
 
   void gemm(const GemmArgs& g) override {
-    const LtPlan& p = plan_for(g);
-    const float alpha = 1.0f, beta = 0.0f;
-    // Row-major y = x w^T is column-major y^T = w x^T: A = w (transposed), B = x.
-    FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, g.w.data, p.a, g.x.data, p.b, &beta,
-                                    g.y.data, p.c, g.y.data, p.c, &p.algo, workspace_,
-                                    kWorkspaceBytes, stream_));
-    algorithm_log_.push_back(p.algo_text);
+    const LtPlan& p = plan_for(g, 1, 0, 0, 0);
+    matmul(p, g);
+    log_algorithm(p.algo_text);
+  }
+
+  // One launch through cublasGemmGroupedBatchedEx (cuBLAS 12.5+): each member its own group of
+  // one. cuBLAS picks the kernel; there is no algorithm to time or record beyond that.
+  void gemm_grouped(std::span<const GemmArgs> gemms) override {
+    const int n = static_cast<int>(gemms.size());
+    std::vector<cublasOperation_t> ta(n, CUBLAS_OP_T), tb(n, CUBLAS_OP_N);
+    std::vector<int> m(n), nn(n), k(n), lda(n), ldb(n), ldc(n), group_size(n, 1);
+    std::vector<float> alpha(n, 1.0f), beta(n, 0.0f);
+    std::vector<const void*> ptrs;
+    for (int i = 0; i < n; ++i) {
+      const GemmArgs& g = gemms[static_cast<std::size_t>(i)];
+      if (g.x.dtype != gemms[0].x.dtype) throw std::runtime_error("grouped GEMM members differ in dtype");
+      m[i] = static_cast<int>(g.y.cols);  // column-major y^T = w x^T, as in gemm()
+      nn[i] = static_cast<int>(g.y.rows);
+      k[i] = static_cast<int>(g.x.cols);
+      lda[i] = static_cast<int>(g.w.ld);
+      ldb[i] = static_cast<int>(g.x.ld);
+      ldc[i] = static_cast<int>(g.y.ld);
+    }
+    for (const auto& g : gemms) ptrs.push_back(g.w.data);
+    for (const auto& g : gemms) ptrs.push_back(g.x.data);
+    for (const auto& g : gemms) ptrs.push_back(g.y.data);
+    void** dev = pointer_array(ptrs);
+    const cudaDataType_t type = cuda_type(gemms[0].x.dtype);
+    FUSEBENCH_CUBLAS(cublasGemmGroupedBatchedEx(
+        blas_, ta.data(), tb.data(), m.data(), nn.data(), k.data(), alpha.data(),
+        const_cast<const void* const*>(dev), type, lda.data(), const_cast<const void* const*>(dev + n), type,
+        ldb.data(), beta.data(), dev + 2 * n, type, ldc.data(), n, group_size.data(), CUBLAS_COMPUTE_32F));
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms) {
+      log_algorithm("cublasGemmGroupedBatchedEx groups=" + std::to_string(n) +
+                    " (cuBLAS chooses the kernel; not timed)");
+    }
+  }
+
+  // One cuBLASLt strided-batched matmul when the members sit at constant strides (x may be
+  // shared: stride 0), with the same algorithm policy as gemm().
+  void gemm_batched(std::span<const GemmArgs> gemms) override {
+    const GemmArgs& g0 = gemms[0];
+    const auto elem = static_cast<std::int64_t>(dtype_size(g0.x.dtype));
+    const auto stride = [&](auto member) -> std::int64_t {
+      if (gemms.size() < 2) return 0;
+      const auto diff = static_cast<const std::byte*>(member(gemms[1]).data) - static_cast<const std::byte*>(member(g0).data);
+      for (std::size_t i = 1; i < gemms.size(); ++i) {
+        const auto d = static_cast<const std::byte*>(member(gemms[i]).data) -
+                       static_cast<const std::byte*>(member(gemms[i - 1]).data);
+        if (d != diff || d % elem != 0) {
+          throw std::runtime_error("batched GEMM members are not at a constant stride");
+        }
+      }
+      return diff / elem;
+    };
+    for (const auto& g : gemms) {
+      if (g.y.rows != g0.y.rows || g.y.cols != g0.y.cols || g.x.cols != g0.x.cols || g.x.ld != g0.x.ld ||
+          g.w.ld != g0.w.ld || g.y.ld != g0.y.ld || g.x.dtype != g0.x.dtype) {
+        throw std::runtime_error("batched GEMM members differ in shape");
+      }
+    }
+    const std::int64_t sx = stride([](const GemmArgs& g) { return g.x; });
+    const std::int64_t sw = stride([](const GemmArgs& g) { return g.w; });
+    const std::int64_t sy = stride([](const GemmArgs& g) { return g.y; });
+    const LtPlan& p = plan_for(g0, static_cast<int>(gemms.size()), sx, sw, sy);
+    matmul(p, g0);
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms) log_algorithm(p.algo_text + " batch=" + std::to_string(gemms.size()));
+  }
+
+  void set_gemm_algo_policy(const std::string& policy) override {
+    if (policy != "timed" && policy != "heuristic") {
+      throw std::invalid_argument("--gemm-algo: unknown policy '" + policy + "' (valid: timed, heuristic)");
+    }
+    timed_ = policy == "timed";
   }
 
   void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) override {
@@ -172,13 +252,90 @@ class CudaBackend final : public Backend {
             {"gpu_memory_bus_bits", attr(cudaDevAttrGlobalMemoryBusWidth)},
             {"cuda_driver_version", driver},
             {"cuda_runtime_version", runtime},
-            {"cublaslt_version", cublasLtGetVersion()}};
+            {"cublaslt_version", cublasLtGetVersion()},
+            {"gemm_algo_policy", timed_ ? "timed: fastest of the top " + std::to_string(kTimedCandidates) +
+                                              " cuBLASLt heuristic candidates per shape"
+                                        : std::string("heuristic: cuBLASLt's first candidate")}};
   }
 
  private:
-  const LtPlan& plan_for(const GemmArgs& g) {
+  // The log only needs the first runs' choices (in step order); bounding it keeps string copies
+  // out of the host cost the eager regime measures.
+  void log_algorithm(const std::string& text) {
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms) algorithm_log_.push_back(text);
+  }
+
+  void matmul(const LtPlan& p, const GemmArgs& g, const cublasLtMatmulAlgo_t* algo = nullptr) {
+    const float alpha = 1.0f, beta = 0.0f;
+    // Row-major y = x w^T is column-major y^T = w x^T: A = w (transposed), B = x.
+    FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, g.w.data, p.a, g.x.data, p.b, &beta,
+                                    g.y.data, p.c, g.y.data, p.c, algo ? algo : &p.algo, workspace_,
+                                    kWorkspaceBytes, stream_));
+  }
+
+  // A device array of pointers, uploaded once per distinct set (graph capture needs it stable).
+  void** pointer_array(const std::vector<const void*>& ptrs) {
+    auto& dev = pointer_arrays_[ptrs];
+    if (dev == nullptr) {
+      FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&dev), ptrs.size() * sizeof(void*)));
+      FUSEBENCH_CUDA(cudaMemcpyAsync(dev, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice, stream_));
+      FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
+    }
+    return dev;
+  }
+
+  // Times each candidate on the call's own operands: one warm-up, then enough runs to cover
+  // ~0.2 ms; the fastest mean wins. Same rule for every GEMM, split or fused.
+  int pick_fastest(const LtPlan& p, const GemmArgs& g, const std::vector<cublasLtMatmulHeuristicResult_t>& c,
+                   std::vector<double>* times) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    FUSEBENCH_CUDA(cudaStreamIsCapturing(stream_, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) {
+      throw std::logic_error("GEMM algorithm selection inside a graph capture: warm the shape up first");
+    }
+    cudaEvent_t e0{}, e1{};
+    FUSEBENCH_CUDA(cudaEventCreate(&e0));
+    FUSEBENCH_CUDA(cudaEventCreate(&e1));
+    int best = 0;
+    double best_s = 0;
+    try {
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        const auto time = [&](int reps) {
+          FUSEBENCH_CUDA(cudaEventRecord(e0, stream_));
+          for (int r = 0; r < reps; ++r) matmul(p, g, &c[i].algo);
+          FUSEBENCH_CUDA(cudaEventRecord(e1, stream_));
+          FUSEBENCH_CUDA(cudaEventSynchronize(e1));
+          float ms = 0;
+          FUSEBENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+          return ms * 1e-3 / reps;
+        };
+        double s = 0;
+        try {
+          time(1);  // warm-up
+          s = time(1);
+          if (s < 2e-4) s = time(std::clamp(static_cast<int>(2e-4 / std::max(s, 1e-7)), 1, 50));
+        } catch (const std::exception&) {
+          s = -1;  // a candidate that fails to run is skipped
+        }
+        times->push_back(s);
+        if (s > 0 && (best_s == 0 || s < best_s)) {
+          best_s = s;
+          best = static_cast<int>(i);
+        }
+      }
+    } catch (...) {
+      cudaEventDestroy(e0);
+      cudaEventDestroy(e1);
+      throw;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return best;
+  }
+
+  const LtPlan& plan_for(const GemmArgs& g, int batch, std::int64_t sx, std::int64_t sw, std::int64_t sy) {
     const auto key = std::make_tuple(g.y.rows, g.y.cols, g.x.cols, g.x.ld, g.w.ld, g.y.ld,
-                                     static_cast<int>(g.x.dtype));
+                                     static_cast<int>(g.x.dtype), batch, sx, sw, sy);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows), n = static_cast<std::uint64_t>(g.y.cols),
                         k = static_cast<std::uint64_t>(g.x.cols);
@@ -191,20 +348,46 @@ class CudaBackend final : public Backend {
     FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, type, k, n, static_cast<std::int64_t>(g.w.ld)));
     FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, type, k, m, static_cast<std::int64_t>(g.x.ld)));
     FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, type, n, m, static_cast<std::int64_t>(g.y.ld)));
+    if (batch > 1) {
+      const auto set_batch = [&](cublasLtMatrixLayout_t l, std::int64_t stride) {
+        FUSEBENCH_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+        FUSEBENCH_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+      };
+      set_batch(p.a, sw);
+      set_batch(p.b, sx);
+      set_batch(p.c, sy);
+    }
     cublasLtMatmulPreference_t pref{};
     FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     const std::size_t ws = kWorkspaceBytes;
     FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    cublasLtMatmulHeuristicResult_t result{};
+    std::vector<cublasLtMatmulHeuristicResult_t> results(timed_ ? kTimedCandidates : 1);
     int returned = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &returned);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
+                                                             static_cast<int>(results.size()), results.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.c);
+      cublasLtMatmulDescDestroy(p.desc);
       throw std::runtime_error("cuBLASLt has no algorithm for m=" + std::to_string(m) + " n=" +
-                               std::to_string(n) + " k=" + std::to_string(k));
+                               std::to_string(n) + " k=" + std::to_string(k) + " batch=" + std::to_string(batch));
     }
-    p.algo = result.algo;
+    results.resize(static_cast<std::size_t>(returned));
+    int chosen = 0;
+    std::vector<double> times;
+    if (timed_ && returned > 1) chosen = pick_fastest(p, g, results, &times);
+    p.algo = results[static_cast<std::size_t>(chosen)].algo;
     p.algo_text = describe_algo(p.algo);
+    if (!times.empty()) {
+      std::ostringstream t;
+      t << " (timed: heuristic #" << chosen << " fastest of " << returned << ", " << times[static_cast<std::size_t>(chosen)] * 1e6
+        << " us; #0 " << times[0] * 1e6 << " us)";
+      p.algo_text += t.str();
+    } else {
+      p.algo_text += timed_ ? " (heuristic #0, the only candidate)" : " (heuristic #0)";
+    }
     return plans_.emplace(key, p).first->second;
   }
 
@@ -215,7 +398,14 @@ class CudaBackend final : public Backend {
   void* flush_buffer_ = nullptr;
   std::size_t flush_bytes_ = 0;
   int flush_value_ = 0;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int>, LtPlan> plans_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int,
+                      std::int64_t, std::int64_t, std::int64_t>,
+           LtPlan>
+      plans_;
+  cublasHandle_t blas_{};
+  void* blas_workspace_ = nullptr;
+  std::map<std::vector<const void*>, void**> pointer_arrays_;
+  bool timed_ = true;
   std::vector<std::string> algorithm_log_;
 };
 

@@ -35,6 +35,21 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     p.outputs = {{"gate", columns(p, y, 0, inter)},
                  {"up", columns(p, y, inter, inter)},
                  {"act", whole(p, a)}};
+  } else if (variant == "batched") {
+    // One strided-batched GEMM: batch 2 over the gate and up weights (stored at a fixed stride,
+    // [w_gate; w_up]), x shared (stride 0), outputs [2, M, inter]: gate = rows [0, M), up = rows
+    // [M, 2M). Then SiLU-and-mul over the two. Same weight bytes as fused; one launch.
+    const int w = add_weight(p, "w_gate_up", {{"w_gate", inter}, {"w_up", inter}}, h);
+    const int y = add_output(p, "gate_up_batched", 2 * m, inter);
+    const int a = add_output(p, "act", m, inter);
+    const View w_gate{w, 0, 0, inter, h}, w_up{w, inter, 0, inter, h};
+    const View gate{y, 0, 0, m, inter}, up{y, m, 0, m, inter};
+    p.steps.push_back(GroupedGemmStep{"gate_up_batched",
+                                      {GemmStep{"gate_proj", whole(p, x), w_gate, gate},
+                                       GemmStep{"up_proj", whole(p, x), w_up, up}},
+                                      true});
+    p.steps.push_back(SiluMulStep{"silu_and_mul", gate, up, whole(p, a)});
+    p.outputs = {{"gate", gate}, {"up", up}, {"act", whole(p, a)}};
   } else {
     unknown_variant(gate_up_op(), variant);
   }
@@ -55,8 +70,9 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
 
 OpInfo gate_up_op() {
   return {"gate_up",
-          "gate/up projections + SiLU-and-mul: 2 GEMMs + act (split) vs 1 GEMM + act (fused)",
-          {"split", "fused"}, build, reference};
+          "gate/up projections + SiLU-and-mul: 2 GEMMs + act (split) vs 1 GEMM + act (fused) vs 1 "
+          "strided-batched GEMM + act (batched)",
+          {"split", "fused", "batched"}, build, reference};
 }
 
 }  // namespace fusebench::ops

@@ -32,6 +32,21 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     p.outputs = {{"q", columns(p, y, 0, q)},
                  {"k", columns(p, y, q, kv)},
                  {"v", columns(p, y, q + kv, kv)}};
+  } else if (variant == "grouped") {
+    // One grouped GEMM over the three separate weights: fusion of launches without
+    // concatenating weights (cublasGemmGroupedBatchedEx on CUDA).
+    const int wq = add_weight(p, "w_q", {{"w_q", q}}, h);
+    const int wk = add_weight(p, "w_k", {{"w_k", kv}}, h);
+    const int wv = add_weight(p, "w_v", {{"w_v", kv}}, h);
+    const int yq = add_output(p, "q", m, q);
+    const int yk = add_output(p, "k", m, kv);
+    const int yv = add_output(p, "v", m, kv);
+    p.steps.push_back(GroupedGemmStep{"qkv_grouped",
+                                      {GemmStep{"q_proj", whole(p, x), whole(p, wq), whole(p, yq)},
+                                       GemmStep{"k_proj", whole(p, x), whole(p, wk), whole(p, yk)},
+                                       GemmStep{"v_proj", whole(p, x), whole(p, wv), whole(p, yv)}},
+                                      false});
+    p.outputs = {{"q", whole(p, yq)}, {"k", whole(p, yk)}, {"v", whole(p, yv)}};
   } else {
     unknown_variant(qkv_op(), variant);
   }
@@ -49,8 +64,10 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
 }  // namespace
 
 OpInfo qkv_op() {
-  return {"qkv", "q/k/v projections: 3 GEMMs (split) vs 1 GEMM on the merged weight (fused)",
-          {"split", "fused"}, build, reference};
+  return {"qkv",
+          "q/k/v projections: 3 GEMMs (split) vs 1 GEMM on the merged weight (fused) vs 1 grouped "
+          "GEMM on the separate weights (grouped)",
+          {"split", "fused", "grouped"}, build, reference};
 }
 
 }  // namespace fusebench::ops

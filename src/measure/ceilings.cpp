@@ -1,0 +1,117 @@
+#include "measure/ceilings.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+namespace fusebench::measure {
+namespace {
+
+double host_copy_bandwidth(std::size_t bytes, int reps) {
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  double best = 0;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(i % 2 ? a.data() : b.data(), i % 2 ? b.data() : a.data(), bytes);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / s);
+  }
+  return best;
+}
+
+// Best FLOP/s of an n x n x n product y = x w^T on random data.
+double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps) {
+  const std::size_t elems = static_cast<std::size_t>(n * n);
+  const std::size_t bytes = elems * dtype_size(dtype);
+  // Random, never-zero values (power draw, hence clocks, depend on the data); a 1 Mi-element
+  // pattern repeated keeps host generation cheap for the 8192^2 GPU operands.
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> dist(0.1f, 1.0f);
+  std::vector<float> pattern(std::min<std::size_t>(elems, 1u << 20));
+  for (auto& v : pattern) v = (rng() & 1 ? 1.0f : -1.0f) * dist(rng) / static_cast<float>(n);
+  std::vector<float> values(elems);
+  for (std::size_t i = 0; i < elems; ++i) values[i] = pattern[i % pattern.size()];
+  const auto encoded = encode(values, dtype);
+  void* x = backend.allocate(bytes);
+  void* w = nullptr;
+  void* y = nullptr;
+  double best = 0;
+  try {
+    w = backend.allocate(bytes);
+    y = backend.allocate(bytes);
+    backend.upload(x, encoded.data(), bytes);
+    backend.upload(w, encoded.data(), bytes);
+    const GemmArgs args{{x, dtype, n, n, n}, {w, dtype, n, n, n}, {y, dtype, n, n, n}};
+    backend.gemm(args);  // warm-up (algorithm selection)
+    backend.synchronize();
+    auto timer = backend.make_timer();
+    for (int i = 0; i < reps; ++i) {
+      timer->start();
+      backend.gemm(args);
+      timer->stop();
+      const double s = timer->seconds();
+      if (s > 0) best = std::max(best, 2.0 * static_cast<double>(n) * n * n / s);
+    }
+    backend.take_algorithm_log();
+  } catch (...) {
+    backend.release(x);
+    if (w) backend.release(w);
+    if (y) backend.release(y);
+    throw;
+  }
+  backend.release(x);
+  backend.release(w);
+  backend.release(y);
+  return best;
+}
+
+}  // namespace
+
+Ceilings MeasuredCeilings::for_dtype(DType dtype) const {
+  Ceilings c;
+  c.bandwidth = bandwidth;
+  if (auto it = peak_flops.find(dtype); it != peak_flops.end()) c.peak_flops = it->second;
+  c.source = "measured";
+  return c;
+}
+
+MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dtypes,
+                                  DeviceTiming* device) {
+  MeasuredCeilings out;
+  const bool gpu = device != nullptr;
+  // GPU: 1 GiB per buffer is far beyond L2; CPU: 64 MiB beyond any LLC here, and cheap.
+  const std::size_t copy_bytes = gpu ? (std::size_t{1} << 30) : (std::size_t{64} << 20);
+  const int copy_reps = gpu ? 10 : 4;
+  out.bandwidth = gpu ? device->copy_bandwidth(copy_bytes, copy_reps)
+                      : host_copy_bandwidth(copy_bytes, copy_reps);
+  const std::int64_t n = gpu ? 8192 : 1024;
+  const int reps = gpu ? 10 : 3;
+  nlohmann::json by_dtype = nlohmann::json::object();
+  for (DType d : dtypes) {
+    if (!backend.unsupported_reason(d).empty() || out.peak_flops.count(d)) continue;
+    out.peak_flops[d] = gemm_peak(backend, d, n, reps);
+    by_dtype[std::string(to_string(d))] = out.peak_flops[d];
+  }
+  out.json = {{"source", "measured"},
+              {"bandwidth", out.bandwidth},
+              {"bandwidth_method",
+               std::string(gpu ? "cudaMemcpyAsync device-to-device" : "memcpy") + " of " +
+                   std::to_string(copy_bytes >> 20) +
+                   " MiB, (read + written bytes) / time, best of " + std::to_string(copy_reps)},
+              {"peak_flops_by_dtype", by_dtype},
+              {"gemm_method", "backend GEMM " + std::to_string(n) + "^3 on random data, best of " +
+                                  std::to_string(reps)}};
+  if (!dtypes.empty() && out.peak_flops.count(dtypes.front())) {
+    out.json["peak_flops"] = out.peak_flops.at(dtypes.front());
+    out.json["peak_flops_dtype"] = to_string(dtypes.front());
+  }
+  return out;
+}
+
+double roofline_fraction(const Plan& plan, double measured_s, const Ceilings& c) {
+  if (!(measured_s > 0) || !(c.peak_flops > 0) || !(c.bandwidth > 0)) return -1;
+  return roofline_seconds(plan, c) / measured_s;
+}
+
+}  // namespace fusebench::measure

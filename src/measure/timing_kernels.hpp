@@ -1,0 +1,18 @@
+#pragma once
+// Host entry points of the timing kernels (timing_kernels.cu).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace fusebench::measure::cuda {
+
+// Spins until *release != 0 (a host-mapped flag) or timeout_ns of globaltimer passed; in the
+// latter case sets *timed_out = 1.
+cudaError_t launch_blocking_kernel(const volatile int* release, int* timed_out,
+                                   std::uint64_t timeout_ns, cudaStream_t stream);
+// Writes {clock64 delta, globaltimer delta in ns} measured by one thread over >= window_ns,
+// starting at a globaltimer tick edge so the timer's granularity does not bias the ratio.
+cudaError_t launch_clock_probe(unsigned long long* out2, std::uint64_t window_ns,
+                               cudaStream_t stream);
+
+}  // namespace fusebench::measure::cuda

@@ -1,0 +1,257 @@
+// Timing regimes: the pure policies (rotation, runs per sample, decomposition), the CPU report
+// entries, and the GPU pieces (skipped without a device).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fusebench/backend.hpp"
+#include "fusebench/cost_model.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/verify.hpp"
+#include "fusebench/workspace.hpp"
+#include "measure/ceilings.hpp"
+#include "measure/timing_device.hpp"
+#include "measure/timing_policy.hpp"
+
+using namespace fusebench;
+using namespace fusebench::measure;
+
+TEST(TimingPolicy, ParsesRegimes) {
+  EXPECT_EQ(parse_regime("cold"), Regime::cold);
+  EXPECT_EQ(parse_regime("graph"), Regime::graph);
+  EXPECT_FALSE(regime_needs_gpu(Regime::eager));
+  EXPECT_TRUE(regime_needs_gpu(Regime::batch));
+  try {
+    parse_regime("hot");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("valid: cold, batch, eager, graph"), std::string::npos);
+  }
+}
+
+TEST(TimingPolicy, RotationCoversTwiceTheCache) {
+  const std::size_t mib = 1 << 20;
+  const auto r = rotation_sets(4 * mib, 60 * mib, 4096 * mib);
+  EXPECT_EQ(r.sets, 31u);  // ceil(120 / 4) + 1: the other 30 sets move 2x L2 between uses
+  EXPECT_TRUE(r.covers_cache);
+  EXPECT_GE((r.sets - 1) * 4 * mib, 2 * 60 * mib);
+}
+
+TEST(TimingPolicy, NoRotationWhenOneSetExceedsTheCache) {
+  const std::size_t mib = 1 << 20;
+  EXPECT_EQ(rotation_sets(100 * mib, 60 * mib, 4096 * mib).sets, 1u);
+  EXPECT_EQ(rotation_sets(4 * mib, 0, 4096 * mib).sets, 1u);  // unknown cache
+}
+
+TEST(TimingPolicy, RotationRespectsMemoryBudget) {
+  const std::size_t mib = 1 << 20;
+  const auto r = rotation_sets(4 * mib, 60 * mib, 40 * mib);
+  EXPECT_EQ(r.sets, 10u);
+  EXPECT_FALSE(r.covers_cache);  // said, not hidden
+  EXPECT_EQ(rotation_sets(1024, 60 * mib, 4096 * mib, 64).sets, 64u);
+}
+
+TEST(TimingPolicy, RunsPerSample) {
+  EXPECT_EQ(runs_per_sample(10e-6, 1e-3, 1000), 100);
+  EXPECT_EQ(runs_per_sample(10e-6, 1e-3, 64), 64);  // the batch queue bound
+  EXPECT_EQ(runs_per_sample(5e-3, 1e-3, 1000), 1);
+  EXPECT_EQ(runs_per_sample(0, 1e-3, 1000), 1);
+}
+
+TEST(TimingDecomposition, PartsSumToTheEagerSaving) {
+  // split: 3 launches, eager 30 us, device 18 us; fused: 1 launch, eager 14 us, device 12 us.
+  const VariantTimes split{30e-6, 18e-6, 12e6, 3};
+  const VariantTimes fused{14e-6, 12e-6, 10e6, 1};
+  const double bw = 4e12;  // 4 TB/s
+  const Decomposition d = decompose(split, fused, bw);
+  EXPECT_NEAR(d.total_s, 16e-6, 1e-15);
+  EXPECT_NEAR(d.host_launch_s, (30e-6 - 18e-6) - (14e-6 - 12e-6), 1e-15);  // 10 us
+  EXPECT_NEAR(d.device_s, 6e-6, 1e-15);
+  EXPECT_NEAR(d.bytes_saved, 2e6, 1e-6);
+  EXPECT_NEAR(d.bytes_s, 0.5e-6, 1e-15);  // 2 MB at 4 TB/s
+  EXPECT_NEAR(d.device_overhead_s, 5.5e-6, 1e-15);
+  EXPECT_NEAR(d.host_launch_s + d.bytes_s + d.device_overhead_s, d.total_s, 1e-15);
+  EXPECT_EQ(d.launches_saved, 2);
+  ASSERT_TRUE(d.device_overhead_per_launch_s.has_value());
+  EXPECT_NEAR(*d.device_overhead_per_launch_s, 2.75e-6, 1e-15);
+  EXPECT_NEAR(*d.host_launch_per_launch_s, 5e-6, 1e-15);
+  const auto j = to_json(d);
+  EXPECT_TRUE(j.contains("host_launch_saving_s"));
+  EXPECT_TRUE(j.contains("device_overhead_per_launch_s"));
+}
+
+TEST(TimingDecomposition, NoPerLaunchFiguresWithoutSavedLaunches) {
+  const Decomposition d = decompose({10e-6, 8e-6, 1e6, 2}, {11e-6, 9e-6, 1e6, 2}, 1e12);
+  EXPECT_LT(d.total_s, 0);  // a loss is reported as a negative saving
+  EXPECT_FALSE(d.device_overhead_per_launch_s.has_value());
+  EXPECT_FALSE(to_json(d).contains("device_overhead_per_launch_s"));
+}
+
+TEST(TimingDecomposition, RejectsMissingInputs) {
+  EXPECT_THROW(decompose({1, 1, 0, 1}, {1, 1, 0, 1}, 0), std::invalid_argument);
+  EXPECT_THROW(decompose({1, 0, 0, 1}, {1, 1, 0, 1}, 1), std::invalid_argument);
+}
+
+TEST(TimingCeilings, RooflineFraction) {
+  const ShardShape s = shard(find_model("qwen3-0.6b"), 1);
+  const Plan plan = build_plan("qkv", "fused", s, 1, DType::f32);
+  Ceilings c{1e12, 1e11, "measured"};
+  const double roof = roofline_seconds(plan, c);
+  EXPECT_NEAR(roofline_fraction(plan, 2 * roof, c), 0.5, 1e-12);
+  EXPECT_LT(roofline_fraction(plan, 0, c), 0);  // not computable: negative, never NaN
+  EXPECT_LT(roofline_fraction(plan, 1, Ceilings{}), 0);
+}
+
+TEST(TimingCeilings, CpuCeilingsAreMeasuredQuickly) {
+  auto backend = make_cpu_backend();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto m = measure_ceilings(*backend, {DType::f32}, nullptr);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GT(m.bandwidth, 1e8);
+  EXPECT_GT(m.peak_flops.at(DType::f32), 1e8);
+  EXPECT_EQ(m.json["source"], "measured");
+  EXPECT_LT(s, 10.0);  // ~2 s budget on two busy cores, with margin
+}
+
+TEST(OneLaunchVariants, VerifiedAgainstSplitOnCpu) {
+  auto backend = make_cpu_backend();
+  const ShardShape s = shard(find_model("qwen3-0.6b"), 1);
+  for (const auto& [op, variant] : {std::pair{"qkv", "grouped"}, std::pair{"gate_up", "batched"}}) {
+    const Plan plan = build_plan(op, variant, s, 3, DType::f32);
+    ASSERT_TRUE(std::holds_alternative<GroupedGemmStep>(plan.steps.front())) << op;
+    EXPECT_EQ(cost_of(plan).gemm_launches, 1) << op;
+    bool seen = false;
+    for (const auto& r : verify_op(*backend, op, s, 3, DType::f32, 99, true)) {
+      if (r.variant != variant) continue;
+      seen = true;
+      EXPECT_TRUE(r.ok()) << r.summary();
+      EXPECT_FALSE(r.comparisons.empty());
+    }
+    EXPECT_TRUE(seen) << op << "/" << variant;
+  }
+  EXPECT_FALSE(backend->one_launch_gemm_caveat().empty());
+}
+
+namespace {
+
+std::unique_ptr<Backend> gpu_backend(std::string* why) { return make_cuda_backend(why); }
+
+}  // namespace
+
+TEST(TimingGpu, BlockingKernelHoldsTheStreamUntilReleased) {
+  std::string why;
+  auto backend = gpu_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  auto dev = make_device_timing(*backend, &why);
+  ASSERT_TRUE(dev) << why;
+  dev->block(5.0);
+  auto timer = backend->make_timer();
+  timer->start();
+  timer->stop();
+  dev->release();
+  backend->synchronize();
+  EXPECT_FALSE(dev->block_timed_out());
+  dev->block(0.01);  // never released: gives up after 10 ms
+  backend->synchronize();
+  EXPECT_TRUE(dev->block_timed_out());
+}
+
+TEST(TimingGpu, ClockProbeAndGraphReplay) {
+  std::string why;
+  auto backend = gpu_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  auto dev = make_device_timing(*backend, &why);
+  ASSERT_TRUE(dev) << why;
+  dev->probe_clock();
+  backend->synchronize();
+  EXPECT_GT(dev->probed_clock_mhz(), 100);
+  EXPECT_LT(dev->probed_clock_mhz(), 5000);
+  EXPECT_GT(dev->default_clock_mhz(), 0);
+  const ShardShape s = shard(find_model("qwen3-0.6b"), 1);
+  Workspace ws(*backend, build_plan("qkv", "fused", s, 4, DType::bf16), 7);
+  ws.run();  // algorithm selection outside the capture
+  const auto before = ws.read(ws.plan().outputs.at("q"));
+  auto graph = dev->capture([&] { ws.run(); });
+  graph->launch();
+  backend->synchronize();
+  EXPECT_EQ(ws.read(ws.plan().outputs.at("q")), before);  // same inputs, same result
+  EXPECT_GT(dev->copy_bandwidth(64 << 20, 3), 1e11);
+}
+
+TEST(TimingGpu, OneLaunchVariantsEqualSplit) {
+  std::string why;
+  auto backend = gpu_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  const ShardShape s = shard(find_model("llama3-8b"), 1);
+  for (const char* op : {"qkv", "gate_up"}) {
+    for (std::int64_t tokens : {1, 37}) {
+      for (const auto& r : verify_op(*backend, op, s, tokens, DType::bf16, 5, tokens == 1)) {
+        EXPECT_TRUE(r.ok()) << r.summary();
+      }
+    }
+  }
+}
+
+// End to end on the CPU: the binary's report entries carry the timing statistics.
+namespace {
+
+int run_binary(const std::string& args, std::string* output) {
+  const std::string cmd = std::string(FUSEBENCH_BIN_DIR) + "/fusebench " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe)) *output += buf.data();
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST(TimingReport, CpuEntriesCarryStatistics) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("fusebench_timing_" + std::to_string(::getpid()) + ".json");
+  std::string out;
+  const int rc = run_binary(
+      "--backend=cpu --ops=qkv --tokens=1 --dtypes=fp32 --timing-max-time=0.2 --report=" +
+          path.string(),
+      &out);
+  ASSERT_EQ(rc, 0) << out;
+  std::ifstream in(path);
+  const auto report = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  EXPECT_EQ(report["context"]["ceilings"]["source"], "measured");
+  EXPECT_GT(report["context"]["ceilings"]["bandwidth"].get<double>(), 0);
+  EXPECT_EQ(report["context"]["timing"]["regimes"], nlohmann::json::array({"eager"}));
+  int entries = 0;
+  for (const auto& b : report["benchmarks"]) {
+    ++entries;
+    EXPECT_EQ(b["timing"], "eager");
+    EXPECT_NE(b["name"].get<std::string>().find("/timing:eager"), std::string::npos);
+    for (const char* key : {"time_median", "time_mean", "time_min", "time_cv", "samples",
+                            "samples_dropped_throttled", "roofline_fraction", "runs_per_sample"}) {
+      EXPECT_TRUE(b.contains(key)) << key;
+    }
+    EXPECT_GE(b["samples"].get<double>(), 1);
+    EXPECT_LE(b["time_min"].get<double>(), b["time_median"].get<double>());
+    // real_time (us) is the per-run median.
+    EXPECT_NEAR(b["real_time"].get<double>() * 1e-6, b["time_median"].get<double>(),
+                1e-9 + 1e-6 * b["time_median"].get<double>());
+    EXPECT_TRUE(b.contains("sm_clock_unavailable"));  // said, not zero
+  }
+  EXPECT_EQ(entries, 2);  // split and fused; grouped is skipped on the CPU
+}
+
+TEST(TimingReport, GpuRegimesOnCpuFailAtStartup) {
+  std::string out;
+  EXPECT_EQ(run_binary("--backend=cpu --ops=qkv --tokens=1 --timing=batch --list", &out), 2) << out;
+  EXPECT_NE(out.find("needs a GPU"), std::string::npos) << out;
+  out.clear();
+  EXPECT_NE(run_binary("--backend=cpu --ops=qkv --tokens=1 --variants=grouped --list", &out), 0)
+      << out;
+  EXPECT_NE(out.find("not one launch"), std::string::npos) << out;
+}
