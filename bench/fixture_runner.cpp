@@ -4,6 +4,8 @@
 #include <exception>
 
 #include "fusebench/cost_model.hpp"
+#include "fusebench/counter_passes.hpp"
+#include "fusebench/nvtx.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 
@@ -42,10 +44,14 @@ Workspace& FixtureRunner::workspace_for(const Fixture& f) {
 
 void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
   try {
+    NvtxRange fixture_range(f.name());
     Workspace& ws = workspace_for(f);
     const auto region = [&ws, this] { tp_ ? tp_->region() : ws.run(); };  // TP: every rank
     backend_.take_algorithm_log();
-    time_region(state, f, ws, region, rotation_, timing_, fields_[f.name()]);
+    {
+      NvtxRange timed_range(f.name() + "/timed");
+      time_region(state, f, ws, region, rotation_, timing_, fields_[f.name()]);
+    }
     auto& fields = fields_[f.name()];
     if (const auto algos = backend_.take_algorithm_log(); !algos.empty()) {
       // One entry per GEMM step of the plan (a grouped/batched step is one), in step order.
@@ -54,13 +60,23 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
       }));
       fields["gemm_algorithms"] = std::vector<std::string>(algos.begin(), algos.begin() + std::min(algos.size(), gemm_steps));
     }
-    RegionCounters measured;
-    for (const auto& collector : collectors_) measured.merge(collector->collect(f.name(), region));
+    // The counter passes run once per fixture, after its first timed pass: Google Benchmark
+    // calls this body several times (iteration-count search, repetitions) and the counts of a
+    // region do not depend on how often it was timed.
+    if (counted_name_ != f.name()) {
+      counted_ = RegionCounters{};
+      counted_name_.clear();
+      for (const auto& collector : collectors_) counted_.merge(collector->collect(f.name(), region));
+      counted_name_ = f.name();
+    }
+    const Cost cost = cost_of(ws.plan());
+    RegionCounters measured = counted_;
+    add_model_ratios(measured, cost.launches, cost.bytes);
     for (const auto& [counter, value] : measured.values) state.counters[counter] = benchmark::Counter(value);
     if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
     if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
     if (tp_) tp_->report(state, fields);  // compute/comm split, bus bandwidth
-    set_model_counters(state, f, cost_of(ws.plan()));
+    set_model_counters(state, f, cost);
   } catch (const std::exception& e) {
     rotation_.reset();
     tp_.reset();

@@ -13,8 +13,8 @@
 #include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
 #include "sweep.hpp"
-#include "timing_loop.hpp"
 #include "tp_fixture.hpp"
+#include "timing_loop.hpp"
 
 namespace fusebench::bench {
 
@@ -47,10 +47,12 @@ class FixtureRunner {
   std::vector<std::unique_ptr<CounterCollector>> collectors_;
   std::string current_name_;
   std::unique_ptr<Workspace> current_;
-  TimingSettings timing_;
-  RotationState rotation_;  // cache-rotation copies of current_'s buffers
   CommSettings comm_;            // TP fixtures (tp_fixture.hpp)
   std::unique_ptr<TpRun> tp_;    // the other ranks of a TP fixture; goes before current_
+  TimingSettings timing_;
+  RotationState rotation_;  // cache-rotation copies of current_'s buffers
+  std::string counted_name_;  // fixture whose counter passes ran; their result is counted_
+  RegionCounters counted_;
 };
 
 

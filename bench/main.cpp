@@ -7,6 +7,7 @@
 
 #include "fixture_runner.hpp"
 #include "fusebench/cost_model.hpp"
+#include "fusebench/counter_passes.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/link_model.hpp"
@@ -138,7 +139,6 @@ int main(int argc, char** argv) {
       }
     }
 
-
     nlohmann::json context = collect_context(backend.context(), argc, argv);
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
@@ -172,6 +172,22 @@ int main(int argc, char** argv) {
     context["tp"] = bench::tp_context(comm, mpi ? mpi->size() : 1);
     const nlohmann::json tp_definitions = bench::tp_counter_definitions();
     for (const auto& [counter, definition] : tp_definitions.items()) context["counter_definitions"][counter] = definition;
+    {
+      // Launch-count and DRAM passes (docs/counters.md), probed once here so the context says
+      // which counters this run can read and why not.
+      CounterPassOptions pass_options;
+      pass_options.launch_counts = options.launch_counts == "on";
+      pass_options.dram_counters = options.dram_counters == "on";
+      pass_options.backend_reason = choice.reason;
+      CounterPasses passes = make_counter_passes(backend, pass_options);
+      context["counters"] = passes.status;
+      context["counter_passes"] = passes.setup;
+      const nlohmann::json definitions = measured_counter_definitions();
+      for (const auto& [counter, definition] : definitions.items()) {
+        context["counter_definitions"][counter] = definition;
+      }
+      for (auto& collector : passes.collectors) runner.add_collector(std::move(collector));
+    }
     for (const auto& f : sweep.fixtures) {
       const std::string name = f.name();
       fields[name] = {{"op", f.op}, {"variant", f.variant}, {"model", f.model.name},

@@ -20,11 +20,6 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--seed", o.seed, "random seed for inputs and weights (0: fresh)");
   app.add_flag("--verify", o.verify, "check every fused variant against split and a float64 reference first");
   app.add_flag("--list", o.list, "list the fixtures and exit");
-  app.add_option("--timing", o.timing, "timing regimes: cold,batch,eager,graph (GPU default batch,eager; CPU: eager)")->delimiter(',');
-  app.add_option("--timing-target-cv", o.timing_target_cv, "stop sampling below this relative stdev (default 0.005)")->check(CLI::PositiveNumber);
-  app.add_option("--timing-min-time", o.timing_min_time, "seconds of measured time before stopping (GPU 0.05, CPU 0.02)");
-  app.add_option("--timing-max-time", o.timing_max_time, "wall-clock timeout per entry in seconds (GPU 1, CPU 0.5)");
-  app.add_option("--gemm-algo", o.gemm_algo, "timed: fastest of the top cuBLASLt heuristics per shape; heuristic: the first")->check(CLI::IsMember({"timed", "heuristic"}));
   app.add_option("--comm", o.comm,
                  "TP collectives: auto (CPU: inprocess; GPU: nccl when tp GPUs, else modelled; under "
                  "mpirun: nccl/mpi) | nccl | modelled | inprocess | mpi")
@@ -35,6 +30,13 @@ int parse_options(int argc, char** argv, Options& o) {
                  "timed here; needs 2+ GPUs, or the CPU in-process ranks)");
   app.add_flag("--collective-sweep", o.collective_sweep,
                "add allreduce/allgather entries over the message sizes of the TP pipelines (tp >= 2)");
+  app.add_option("--launch-counts", o.launch_counts, "launch-count pass after timing: on | off")->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--dram-counters", o.dram_counters, "DRAM/L2 bytes pass (CUPTI Range Profiler) after timing: on | off")->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--timing", o.timing, "timing regimes: cold,batch,eager,graph (GPU default batch,eager; CPU: eager)")->delimiter(',');
+  app.add_option("--timing-target-cv", o.timing_target_cv, "stop sampling below this relative stdev (default 0.005)")->check(CLI::PositiveNumber);
+  app.add_option("--timing-min-time", o.timing_min_time, "seconds of measured time before stopping (GPU 0.05, CPU 0.02)");
+  app.add_option("--timing-max-time", o.timing_max_time, "wall-clock timeout per entry in seconds (GPU 1, CPU 0.5)");
+  app.add_option("--gemm-algo", o.gemm_algo, "timed: fastest of the top cuBLASLt heuristics per shape; heuristic: the first")->check(CLI::IsMember({"timed", "heuristic"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

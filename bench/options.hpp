@@ -21,16 +21,19 @@ struct Options {
   std::uint64_t seed = 0;           // 0: fresh random seed, recorded in the report
   bool verify = false;              // check every variant before the sweep
   bool list = false;                // print the fixtures and exit
+  // Tensor-parallel fixtures (docs/tp.md).
+  std::string comm = "auto";                 // auto | nccl | modelled | inprocess | mpi
+  std::string link_profile = "nvlink-h200";  // link model of comm:modelled entries
+  bool collective_sweep = false;             // add the allreduce and allgather ops
+  // Counter passes after timing (docs/counters.md).
+  std::string launch_counts = "on";  // on | off: CUPTI activity (GPU) / library calls (CPU)
+  std::string dram_counters = "on";  // on | off: CUPTI Range Profiler (GPU)
   // Timing (docs/timing.md). Empty regimes: backend default; negative times: backend default.
   std::vector<std::string> timing;  // cold, batch, eager, graph
   double timing_target_cv = 0.005;
   double timing_min_time = -1;      // s of measured time before convergence may be declared
   double timing_max_time = -1;      // s of wall time per entry before giving up
   std::string gemm_algo = "timed";  // timed | heuristic
-  // Tensor-parallel fixtures (docs/tp.md).
-  std::string comm = "auto";                 // auto | nccl | modelled | inprocess | mpi
-  std::string link_profile = "nvlink-h200";  // link model of comm:modelled entries
-  bool collective_sweep = false;             // add the allreduce and allgather ops
 };
 
 // Parses argv after Google Benchmark removed its own flags. Returns -1 when the run should go

@@ -1,0 +1,76 @@
+// Counter passes on a real GPU; every test skips without a CUDA device.
+#include <gtest/gtest.h>
+
+#include "fusebench/cost_model.hpp"
+#include "fusebench/counter_passes.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/workspace.hpp"
+
+using namespace fusebench;
+
+namespace {
+
+struct GpuPasses {
+  std::unique_ptr<Backend> backend;
+  CounterPasses passes;
+};
+
+RegionCounters measure(CounterPasses& passes, Workspace& ws, const std::string& name) {
+  ws.run();  // warm-up: heuristics and lazy module loading stay out of the counts
+  ws.backend().synchronize();
+  RegionCounters c;
+  for (auto& pass : passes.collectors) c.merge(pass->collect(name, [&ws] { ws.run(); }));
+  return c;
+}
+
+}  // namespace
+
+// The GPU counts the kernels cuBLASLt really ran: split qkv is 3 GEMM kernels, fused 1, unless
+// cuBLASLt added kernels (split-K reduce), which the failure message then names.
+TEST(GpuCounterPasses, QkvSplitLaunchesThreeKernelsFusedOne) {
+  std::string why;
+  auto backend = make_cuda_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  CounterPassOptions options;
+  options.dram_counters = false;
+  CounterPasses passes = make_counter_passes(*backend, options);
+  if (passes.status.at("launches") != "available") {
+    GTEST_SKIP() << "launch counting unavailable here: " << passes.status.at("launches");
+  }
+  const ShardShape s = shard(find_model("llama3-8b"), 1);
+  for (const auto& [variant, expected] :
+       std::map<std::string, double>{{"split", 3}, {"fused", 1}}) {
+    Workspace ws(*backend, build_plan("qkv", variant, s, 16, DType::bf16), 5);
+    const RegionCounters c = measure(passes, ws, "qkv/" + variant);
+    ASSERT_EQ(c.values.count("launches"), 1u)
+        << (c.unavailable.count("launches") ? c.unavailable.at("launches") : "");
+    std::string names;
+    for (const auto& n : c.kernel_names) names += "\n  " + n;
+    EXPECT_DOUBLE_EQ(c.values.at("launches"), expected) << variant << " kernels:" << names;
+    EXPECT_DOUBLE_EQ(c.values.at("launches"), cost_of(ws.plan()).launches) << variant;
+    EXPECT_DOUBLE_EQ(c.values.at("memcpys"), 0.0);
+  }
+}
+
+// DRAM bytes of a weight-dominated decode GEMM: at least the weights must come from DRAM after
+// the L2 flush, and not wildly more than the minimal bytes.
+TEST(GpuCounterPasses, DramBytesCoverTheWeights) {
+  std::string why;
+  auto backend = make_cuda_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  CounterPassOptions options;
+  options.launch_counts = false;
+  CounterPasses passes = make_counter_passes(*backend, options);
+  if (passes.status.at("dram_read_bytes") != "available") {
+    GTEST_SKIP() << "DRAM counters unavailable here: " << passes.status.at("dram_read_bytes");
+  }
+  const ShardShape s = shard(find_model("llama3-8b"), 1);
+  Workspace ws(*backend, build_plan("qkv", "fused", s, 1, DType::bf16), 5);
+  RegionCounters c = measure(passes, ws, "qkv/fused");
+  const Cost cost = cost_of(ws.plan());
+  ASSERT_EQ(c.values.count("dram_read_bytes"), 1u) << c.unavailable.begin()->second;
+  add_model_ratios(c, cost.launches, cost.bytes);
+  EXPECT_GT(c.values.at("bytes_vs_model"), 0.8) << "read " << c.values.at("dram_read_bytes");
+  EXPECT_LT(c.values.at("bytes_vs_model"), 2.0) << "read " << c.values.at("dram_read_bytes");
+  EXPECT_GT(c.values.at("l2_bytes"), 0.0);
+}
