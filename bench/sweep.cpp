@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "fusebench/ops.hpp"
-#include "measure/timing_policy.hpp"
 #include "fusebench/tp.hpp"
+#include "measure/timing_policy.hpp"
 #include "tp_fixture.hpp"
 
 namespace fusebench::bench {
