@@ -24,18 +24,6 @@ using namespace fusebench;
 
 namespace {
 
-bool cuda_backend_usable() {
-  std::string why;
-  return make_cuda_backend(&why) != nullptr;
-}
-
-bool has_flag(int argc, char** argv, const char* prefix) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) return true;
-  }
-  return false;
-}
-
 // Verifies every op variant on a decode-sized and an odd-sized token count; the float64
 // reference is skipped where it would take too long on the host.
 nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std::uint64_t seed, bool& ok) {
@@ -88,18 +76,18 @@ int main(int argc, char** argv) {
   bench::pin_local_gpu();
   std::unique_ptr<MpiSession> mpi;
   if (launched_by_mpi() && mpi_built()) mpi = std::make_unique<MpiSession>(&argc, &argv);
-  // Google Benchmark appends "/min_time:X" to names given a per-benchmark MinTime, so a default
-  // is passed as its global flag instead (a plain number: 1.7.1 rejects "0.1s").
-  std::vector<char*> args(argv, argv + argc);
-  std::string default_min_time;
-  if (!has_flag(argc, argv, "--benchmark_min_time")) {
-    const bool cpu_only = has_flag(argc, argv, "--backend=cpu") || !cuda_backend_usable();
-    default_min_time = std::string("--benchmark_min_time=") + (cpu_only ? "0.05" : "0.1");
-    args.push_back(default_min_time.data());
+  // Our help first, then Google Benchmark's (its Initialize would print only its own).
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      bench::Options ignored;
+      char help[] = "--help";
+      char* help_argv[] = {argv[0], help, nullptr};
+      bench::parse_options(2, help_argv, ignored);
+      std::cout << "\nGoogle Benchmark's flags (accepted too):\n";
+      benchmark::PrintDefaultHelp();
+      return 0;
+    }
   }
-  args.push_back(nullptr);
-  argc = static_cast<int>(args.size()) - 1;
-  argv = args.data();
   benchmark::Initialize(&argc, argv);
   bench::Options options;
   if (int code = bench::parse_options(argc, argv, options); code >= 0) return code;

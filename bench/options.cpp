@@ -11,7 +11,7 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--backend", o.backend, "auto | cuda | cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   app.add_option("--models", o.models, "model presets: qwen3-0.6b,llama3-8b,qwen3-32b,llama3-70b")->delimiter(',');
   app.add_option("--model-config", o.model_configs, "HF config.json of a model (repeatable)")->delimiter(',');
-  app.add_option("--ops", o.ops, "ops to run: qkv,gate_up")->delimiter(',');
+  app.add_option("--ops", o.ops, "ops: qkv,gate_up (default); tp_attn,tp_mlp (TP pipelines); allreduce,allgather")->delimiter(',');
   app.add_option("--variants", o.variants, "variants to run (default: all of each op)")->delimiter(',');
   app.add_option("--tokens", o.tokens, "token counts M, e.g. 1,16,128,4096")->delimiter(',');
   app.add_option("--tp", o.tp, "tensor-parallel sizes (one rank's shard is run)")->delimiter(',');
