@@ -7,12 +7,7 @@ namespace fusebench::ops {
 namespace {
 
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
-  Plan p;
-  p.op = "gate_up";
-  p.variant = variant;
-  p.tokens = m;
-  p.dtype = dtype;
-  p.shard = s;
+  Plan p = start_plan("gate_up", s, m, dtype, variant);
   const std::int64_t h = s.hidden, inter = s.intermediate;
   const int x = add_input(p, "x", m, h);
   if (variant == "split") {

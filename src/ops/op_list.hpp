@@ -13,6 +13,9 @@ OpInfo allreduce_op();
 OpInfo allgather_op();
 
 // Shared helpers for op definitions.
+// An empty plan of `op`/`variant` for one rank's shard, `m` tokens and `dtype`.
+Plan start_plan(const std::string& op, const ShardShape& s, std::int64_t m, DType dtype,
+                const std::string& variant);
 View whole(const Plan& plan, int buffer);
 View columns(const Plan& plan, int buffer, std::int64_t col0, std::int64_t cols);
 int add_input(Plan& plan, const std::string& name, std::int64_t rows, std::int64_t cols);
@@ -20,9 +23,24 @@ int add_input(Plan& plan, const std::string& name, std::int64_t rows, std::int64
 int add_weight(Plan& plan, const std::string& name,
                const std::vector<std::pair<std::string, std::int64_t>>& parts, std::int64_t cols);
 int add_output(Plan& plan, const std::string& name, std::int64_t rows, std::int64_t cols);
-// y = x * w^T in float64 for row-major x[m,k], w[n,k].
-std::vector<double> reference_linear(const std::vector<float>& x, const std::vector<float>& w,
-                                     std::int64_t m, std::int64_t n, std::int64_t k);
+// y = x * w^T in float64 for row-major x[m,k], w[n,k]; x is the float inputs or a float64
+// intermediate (the TP pipelines chain two layers).
+template <class X>
+std::vector<double> reference_linear(const std::vector<X>& x, const std::vector<float>& w,
+                                     std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::vector<double> y(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        acc += static_cast<double>(x[static_cast<std::size_t>(i * k + p)]) *
+               static_cast<double>(w[static_cast<std::size_t>(j * k + p)]);
+      }
+      y[static_cast<std::size_t>(i * n + j)] = acc;
+    }
+  }
+  return y;
+}
 double silu(double v);
 [[noreturn]] void unknown_variant(const OpInfo& op, const std::string& variant);
 

@@ -6,12 +6,7 @@ namespace fusebench::ops {
 namespace {
 
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
-  Plan p;
-  p.op = "qkv";
-  p.variant = variant;
-  p.tokens = m;
-  p.dtype = dtype;
-  p.shard = s;
+  Plan p = start_plan("qkv", s, m, dtype, variant);
   const std::int64_t h = s.hidden, q = s.q_size(), kv = s.kv_size();
   const int x = add_input(p, "x", m, h);
   if (variant == "split") {

@@ -31,6 +31,17 @@ Plan build_plan(std::string_view op, const std::string& variant, const ShardShap
 
 namespace ops {
 
+Plan start_plan(const std::string& op, const ShardShape& s, std::int64_t m, DType dtype,
+                const std::string& variant) {
+  Plan p;
+  p.op = op;
+  p.variant = variant;
+  p.tokens = m;
+  p.dtype = dtype;
+  p.shard = s;
+  return p;
+}
+
 View whole(const Plan& plan, int buffer) {
   const auto& b = plan.buffers.at(static_cast<std::size_t>(buffer));
   return View{buffer, 0, 0, b.rows, b.cols};
@@ -60,22 +71,6 @@ int add_weight(Plan& plan, const std::string& name,
 
 int add_output(Plan& plan, const std::string& name, std::int64_t rows, std::int64_t cols) {
   return plan.add_buffer({name, rows, cols, BufferRole::output, {}, {}});
-}
-
-std::vector<double> reference_linear(const std::vector<float>& x, const std::vector<float>& w,
-                                     std::int64_t m, std::int64_t n, std::int64_t k) {
-  std::vector<double> y(static_cast<std::size_t>(m * n));
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (std::int64_t p = 0; p < k; ++p) {
-        acc += static_cast<double>(x[static_cast<std::size_t>(i * k + p)]) *
-               static_cast<double>(w[static_cast<std::size_t>(j * k + p)]);
-      }
-      y[static_cast<std::size_t>(i * n + j)] = acc;
-    }
-  }
-  return y;
 }
 
 double silu(double v) { return v / (1.0 + std::exp(-v)); }

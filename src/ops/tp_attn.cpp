@@ -16,7 +16,7 @@ namespace {
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   if (variant != "naive" && variant != "paired") unknown_variant(tp_attn_op(), variant);
   const tp::Full f = tp::full_sizes(s);
-  Plan p = tp::start_plan("tp_attn", s, m, dtype, variant);
+  Plan p = start_plan("tp_attn", s, m, dtype, variant);
   const std::int64_t h = s.hidden, q = s.q_size(), kv = s.kv_size(), qkv = s.qkv_size();
   const std::int64_t r = s.rank, d = s.head_dim;
   const int x = add_input(p, "x", m, h);
@@ -51,11 +51,11 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const auto& x = in.at("x");
   const std::vector<double> xd(x.begin(), x.end());
   ReferenceOutputs out;
-  const auto q = tp::matmul_t(xd, in.at("w_q"), m, f.q, h);
-  out["out"] = tp::matmul_t(q, in.at("w_o"), m, h, f.q);
+  const auto q = reference_linear(xd, in.at("w_q"), m, f.q, h);
+  out["out"] = reference_linear(q, in.at("w_o"), m, h, f.q);
   if (p.outputs.count("qkv_gathered")) {
-    const auto k = tp::matmul_t(xd, in.at("w_k"), m, f.kv, h);
-    const auto v = tp::matmul_t(xd, in.at("w_v"), m, f.kv, h);
+    const auto k = reference_linear(xd, in.at("w_k"), m, f.kv, h);
+    const auto v = reference_linear(xd, in.at("w_v"), m, f.kv, h);
     std::vector<double> g;
     const std::int64_t ql = s.q_size(), kvl = s.kv_size();
     for (std::int64_t i = 0; i < m; ++i) {

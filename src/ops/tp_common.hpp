@@ -45,33 +45,6 @@ inline int add_windowed(Plan& plan, const std::string& name, BufferRole role,
   return plan.add_buffer(std::move(spec));
 }
 
-inline Plan start_plan(const char* op, const ShardShape& s, std::int64_t m, DType dtype,
-                       const std::string& variant) {
-  Plan p;
-  p.op = op;
-  p.variant = variant;
-  p.tokens = m;
-  p.dtype = dtype;
-  p.shard = s;
-  return p;
-}
-
-inline std::vector<double> matmul_t(const std::vector<double>& x, const std::vector<float>& w,
-                                    std::int64_t m, std::int64_t n, std::int64_t k) {
-  std::vector<double> y(static_cast<std::size_t>(m * n));
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (std::int64_t p = 0; p < k; ++p) {
-        acc += x[static_cast<std::size_t>(i * k + p)] *
-               static_cast<double>(w[static_cast<std::size_t>(j * k + p)]);
-      }
-      y[static_cast<std::size_t>(i * n + j)] = acc;
-    }
-  }
-  return y;
-}
-
 // Columns [c0, c0+n) of a row-major [m, cols] matrix.
 inline std::vector<double> column_slice(const std::vector<double>& a, std::int64_t m,
                                         std::int64_t cols, std::int64_t c0, std::int64_t n) {

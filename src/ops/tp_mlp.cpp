@@ -14,7 +14,7 @@ namespace {
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   if (variant != "naive" && variant != "paired") unknown_variant(tp_mlp_op(), variant);
   const tp::Full f = tp::full_sizes(s);
-  Plan p = tp::start_plan("tp_mlp", s, m, dtype, variant);
+  Plan p = start_plan("tp_mlp", s, m, dtype, variant);
   const std::int64_t h = s.hidden, il = s.intermediate, r = s.rank;
   const int x = add_input(p, "x", m, h);
   const int w_gu = tp::add_windowed(p, "w_gate_up", BufferRole::weight,
@@ -50,12 +50,12 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const std::int64_t m = p.tokens, h = s.hidden, il = s.intermediate;
   const auto& x = in.at("x");
   const std::vector<double> xd(x.begin(), x.end());
-  const auto gate = tp::matmul_t(xd, in.at("w_gate"), m, f.intermediate, h);
-  const auto up = tp::matmul_t(xd, in.at("w_up"), m, f.intermediate, h);
+  const auto gate = reference_linear(xd, in.at("w_gate"), m, f.intermediate, h);
+  const auto up = reference_linear(xd, in.at("w_up"), m, f.intermediate, h);
   std::vector<double> act(gate.size());
   for (std::size_t i = 0; i < act.size(); ++i) act[i] = silu(gate[i]) * up[i];
   ReferenceOutputs out;
-  out["out"] = tp::matmul_t(act, in.at("w_down"), m, h, f.intermediate);
+  out["out"] = reference_linear(act, in.at("w_down"), m, h, f.intermediate);
   if (p.outputs.count("gate_up_gathered")) {
     std::vector<double> g;
     for (std::int64_t i = 0; i < m; ++i) {
