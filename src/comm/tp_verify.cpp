@@ -10,31 +10,6 @@
 #include "fusebench/workspace.hpp"
 
 namespace fusebench {
-namespace {
-
-template <class T>
-Comparison compare(const std::string& output, const std::string& against,
-                   const std::vector<float>& got, const std::vector<T>& want, Tolerance tol) {
-  Comparison c{output, against, 0, 0, 0, static_cast<std::int64_t>(want.size()), true};
-  if (got.size() != want.size()) {
-    c.ok = false;
-    c.mismatches = c.elements;
-    return c;
-  }
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const double g = got[i], w = static_cast<double>(want[i]);
-    const double err = std::abs(g - w);
-    if (!(err <= tol.atol + tol.rtol * std::abs(w))) ++c.mismatches;  // NaN is a mismatch
-    if (!(err <= c.max_abs_error)) c.max_abs_error = err;
-    const double rel = err / std::max(std::abs(w), 1e-6);
-    if (!(rel <= c.max_rel_error)) c.max_rel_error = rel;
-  }
-  c.ok = c.mismatches == 0;
-  return c;
-}
-
-}  // namespace
-
 bool is_tp_op(std::string_view op) {
   return op == "tp_attn" || op == "tp_mlp" || is_collective_op(op);
 }
@@ -81,14 +56,14 @@ VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::str
   for (const auto& [name, view] : ws.plan().outputs) {
     got[name] = ws.read(view);
     if (with_reference)
-      result.comparisons.push_back(compare(name, "float64", got[name], reference.at(name), tol));
+      result.comparisons.push_back(compare_outputs(name, "float64", got[name], reference.at(name), tol));
   }
   if (!is_collective_op(op)) {
     // The unsharded layer pair on one device: the same op at tp = 1 (no collectives).
     Workspace one(backend, build_plan(op, "paired", unsharded(shard), tokens, dtype), seed);
     one.run(nullptr);
     result.comparisons.push_back(
-        compare("out", "unsharded", got.at("out"), one.read(one.plan().outputs.at("out")), tol));
+        compare_outputs("out", "unsharded", got.at("out"), one.read(one.plan().outputs.at("out")), tol));
   }
   return result;
 }

@@ -44,6 +44,16 @@ Comparison compare(const std::string& output, const std::string& against, const 
 
 }  // namespace
 
+Comparison compare_outputs(const std::string& output, const std::string& against,
+                           const std::vector<float>& got, const std::vector<double>& want, Tolerance tol) {
+  return compare(output, against, got, want, tol);
+}
+
+Comparison compare_outputs(const std::string& output, const std::string& against,
+                           const std::vector<float>& got, const std::vector<float>& want, Tolerance tol) {
+  return compare(output, against, got, want, tol);
+}
+
 bool VerifyResult::ok() const {
   for (const auto& c : comparisons) {
     if (!c.ok) return false;
