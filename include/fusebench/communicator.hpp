@@ -3,6 +3,7 @@
 // in-process threads and MPI (CPU), and modelled (priced by a link model, data untouched).
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,20 @@ double default_comm_timeout();
 
 // A stable 64-bit hash (FNV-1a) used for the cross-rank configuration check.
 std::uint64_t config_hash(const std::string& text);
+
+// Throws, naming the ranks whose configuration hash differs from rank 0's (`hashes` holds every
+// rank's config_hash, gathered by the communicator).
+template <class Hashes>
+void require_same_config(const Hashes& hashes, const std::string& config) {
+  std::string differ;
+  for (std::size_t r = 0; r < hashes.size(); ++r) {
+    if (hashes[r] != hashes[0]) differ.append(" ").append(std::to_string(r));
+  }
+  if (!differ.empty()) {
+    throw std::runtime_error("configuration mismatch across ranks: rank(s)" + differ +
+                             " differ from rank 0 (this rank runs: " + config + ")");
+  }
+}
 
 // In-process group: `size` communicators sharing memory, one per thread (CPU backends only:
 // collectives read the other ranks' host buffers). Blocking; a rank that waits longer than

@@ -145,16 +145,9 @@ class InProcessCommunicator final : public Communicator {
   void check_same_config(const std::string& config) override {
     s_->hashes[static_cast<std::size_t>(rank_)] = config_hash(config);
     s_->barrier(rank_, "check_same_config");
-    std::string differ;
-    for (int r = 0; r < s_->size; ++r) {
-      if (s_->hashes[static_cast<std::size_t>(r)] != s_->hashes[0])
-        differ.append(" ").append(std::to_string(r));
-    }
+    const auto hashes = s_->hashes;  // copied before the next barrier lets a rank move on
     s_->barrier(rank_, "check_same_config");
-    if (!differ.empty()) {
-      throw std::runtime_error("configuration mismatch across ranks: rank(s)" + differ +
-                               " differ from rank 0 (this rank runs: " + config + ")");
-    }
+    require_same_config(hashes, config);
   }
 
  private:

@@ -176,14 +176,7 @@ class NcclCommunicator final : public Communicator {
     const cudaError_t err = cudaStreamSynchronize(stream_);
     throw_if_failed();
     NCCLCOMM_CUDA(err);
-    std::string differ;
-    for (int r = 0; r < size_; ++r) {
-      if (all[static_cast<std::size_t>(r)] != all[0]) differ.append(" ").append(std::to_string(r));
-    }
-    if (!differ.empty()) {
-      throw std::runtime_error("configuration mismatch across ranks: rank(s)" + differ +
-                               " differ from rank 0 (this rank runs: " + config + ")");
-    }
+    require_same_config(all, config);
   }
 
  private:
