@@ -60,14 +60,14 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
       }));
       fields["gemm_algorithms"] = std::vector<std::string>(algos.begin(), algos.begin() + std::min(algos.size(), gemm_steps));
     }
-    // The counter passes run once per fixture, after its first timed pass: Google Benchmark
-    // calls this body several times (iteration-count search, repetitions) and the counts of a
-    // region do not depend on how often it was timed.
-    if (counted_name_ != f.name()) {
+    // The counter passes run once per fixture, after its first timed pass: the timing regimes
+    // and repetitions of a fixture run the same region, whose counts do not depend on how it was
+    // timed, so they share one count.
+    if (counted_name_ != f.data_name()) {
       counted_ = RegionCounters{};
       counted_name_.clear();
       for (const auto& collector : collectors_) counted_.merge(collector->collect(f.name(), region));
-      counted_name_ = f.name();
+      counted_name_ = f.data_name();
     }
     const Cost cost = cost_of(ws.plan());
     RegionCounters measured = counted_;
