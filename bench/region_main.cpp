@@ -7,6 +7,7 @@
 
 #include "fusebench/backend.hpp"
 #include "fusebench/cost_model.hpp"
+#include "fusebench/nvtx.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/workspace.hpp"
 
@@ -39,7 +40,10 @@ int main(int argc, char** argv) {
     backend->synchronize();
     for (int i = 0; i < iterations; ++i) {
       if (flush) backend->flush_l2();
+      // Profilers select this range: ncu --nvtx --nvtx-include "fusebench@region/"
+      NvtxRange range("region");
       ws.run();
+      backend->synchronize();
     }
     backend->synchronize();
     const Cost cost = cost_of(plan);

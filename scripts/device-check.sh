@@ -5,7 +5,8 @@
 # It builds (the GPU box has nvcc/cmake/ninja but none of our libraries: they come from .deps),
 # runs the GPU tests, verifies every variant, counts launches and DRAM bytes, times a
 # representative sweep, cross-checks with ncu and PyTorch, and writes everything under $OUT
-# (at most 8 files come back). The short table printed last is what the reply shows.
+# (at most 8 files come back: gpu.txt, build-and-test.log, report.json, report-tp.json,
+# bench-console.txt, ncu.csv, torch.json, summary.txt). The short table printed last is what the reply shows.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/fusebench-device-out}"
@@ -44,13 +45,20 @@ step "GPU tests (ctest)"
 ctest --test-dir build-device -j4 --output-on-failure >> "$OUT/build-and-test.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/build-and-test.log" | tail -15
 
-step "verify + counters + timed sweep"
-SWEEP_ARGS=${SWEEP_ARGS:---models=qwen3-0.6b,llama3-8b --tokens=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384}
+step "verify + counters + timed sweep (qkv, gate_up; all four regimes)"
+SWEEP_ARGS=${SWEEP_ARGS:---models=qwen3-0.6b,llama3-8b --ops=qkv,gate_up --tokens=1,4,16,64,256,1024,4096,16384 --timing=cold,batch,eager,graph}
 # shellcheck disable=SC2086
-timeout 300 build-device/bin/fusebench --verify --report="$OUT/report.json" $SWEEP_ARGS \
+timeout 240 build-device/bin/fusebench --verify --report="$OUT/report.json" $SWEEP_ARGS \
   > "$OUT/bench-console.txt" 2>&1
 echo "fusebench exit: $?"
 grep -E "verif|error|FAIL|unavailable" "$OUT/bench-console.txt" | head -10
+
+step "TP pipelines: tp=1 real, tp>1 modelled (one GPU)"
+# shellcheck disable=SC2086
+timeout 90 build-device/bin/fusebench --ops=tp_attn,tp_mlp --tp=1,2,4,8 --models=llama3-8b \
+  --tokens=1,64,1024,8192 --timing=batch --collective-sweep --report="$OUT/report-tp.json" \
+  >> "$OUT/bench-console.txt" 2>&1
+echo "fusebench (tp) exit: $?"
 
 step "ncu cross-check (launches and DRAM bytes of one region each)"
 if command -v ncu >/dev/null; then
@@ -76,6 +84,8 @@ timeout 120 python3 scripts/torch_linear_baseline.py --out "$OUT/torch.json" > /
   echo "torch baseline failed"
 
 step "summary"
-python3 scripts/summarize_report.py "$OUT/report.json" --torch "$OUT/torch.json" --ncu "$OUT/ncu.csv" \
-  | tee "$OUT/summary.txt"
+{
+  python3 scripts/summarize_report.py "$OUT/report.json" --torch "$OUT/torch.json" --ncu "$OUT/ncu.csv"
+  python3 scripts/summarize_report.py "$OUT/report-tp.json"
+} | tee "$OUT/summary.txt"
 step "done"
