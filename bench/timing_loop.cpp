@@ -175,9 +175,14 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
       }
       case Regime::batch: {
         dev->block(st.block_timeout_s);
-        timer->start();
-        for (std::int64_t r = 0; r < runs; ++r) run_next();
-        timer->stop();
+        try {
+          timer->start();
+          for (std::int64_t r = 0; r < runs; ++r) run_next();
+          timer->stop();
+        } catch (...) {
+          dev->release();  // a failed enqueue must not leave the stream held until the timeout
+          throw;
+        }
         dev->release();
         s.total_seconds = timer->seconds();
         s.seconds = s.total_seconds / static_cast<double>(runs);

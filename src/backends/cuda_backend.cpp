@@ -63,18 +63,30 @@ struct LtPlan {
 };
 
 std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
-  const auto attr = [&](cublasLtMatmulAlgoConfigAttributes_t which) {
-    std::int32_t v = 0;
+  // Each attribute must be read at its own size (cublasLt.h): a mismatched sizeInBytes returns
+  // CUBLAS_STATUS_INVALID_VALUE and the report showed 0 (the cluster shape id is uint16_t).
+  const auto attr = [&]<class T>(cublasLtMatmulAlgoConfigAttributes_t which, T) -> long long {
+    T v = 0;
     std::size_t written = 0;
     cublasLtMatmulAlgoConfigGetAttribute(&algo, which, &v, sizeof(v), &written);
-    return v;
+    return static_cast<long long>(v);
   };
   std::ostringstream out;
-  out << "algo=" << attr(CUBLASLT_ALGO_CONFIG_ID) << " tile=" << attr(CUBLASLT_ALGO_CONFIG_TILE_ID)
-      << " stages=" << attr(CUBLASLT_ALGO_CONFIG_STAGES_ID)
-      << " splitk=" << attr(CUBLASLT_ALGO_CONFIG_SPLITK_NUM)
-      << " cluster=" << attr(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  out << "algo=" << attr(CUBLASLT_ALGO_CONFIG_ID, std::int32_t{})
+      << " tile=" << attr(CUBLASLT_ALGO_CONFIG_TILE_ID, std::uint32_t{})
+      << " stages=" << attr(CUBLASLT_ALGO_CONFIG_STAGES_ID, std::uint32_t{})
+      << " splitk=" << attr(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, std::int32_t{})
+      << " cluster=" << attr(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, std::uint16_t{});
   return out.str();
+}
+
+// Alignment in bytes (a power of two, at most 256) shared by every matrix of a strided batch that
+// starts at p. cuBLASLt's heuristic assumes 256 unless told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*),
+// and column views (o_proj's q slice, batch members at M*N offsets) can be less aligned.
+std::uint32_t alignment(const void* p, std::int64_t stride_elems, std::size_t elem) {
+  std::uint64_t bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)) | 256u;
+  if (stride_elems != 0) bits |= static_cast<std::uint64_t>(stride_elems < 0 ? -stride_elems : stride_elems) * elem;
+  return static_cast<std::uint32_t>(bits & (~bits + 1));
 }
 
 class CudaBackend final : public Backend {
@@ -91,6 +103,11 @@ class CudaBackend final : public Backend {
     FUSEBENCH_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kWorkspaceBytes));
   }
   ~CudaBackend() override {
+    // A TP rank's backend (device r) may be destroyed on another thread, whose current device is
+    // not device_: make it current for the frees and handle teardown, then restore the caller's.
+    int caller_device = -1;
+    const bool switched = cudaGetDevice(&caller_device) == cudaSuccess && caller_device != device_ &&
+                          cudaSetDevice(device_) == cudaSuccess;
     for (auto& [key, p] : plans_) {
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
@@ -104,6 +121,7 @@ class CudaBackend final : public Backend {
     cudaFree(flush_buffer_);
     cublasLtDestroy(lt_);
     cudaStreamDestroy(stream_);
+    if (switched) cudaSetDevice(caller_device);
   }
 
   std::string name() const override { return "cuda"; }
@@ -334,8 +352,14 @@ class CudaBackend final : public Backend {
   }
 
   const LtPlan& plan_for(const GemmArgs& g, int batch, std::int64_t sx, std::int64_t sw, std::int64_t sy) {
+    const std::size_t elem = dtype_size(g.x.dtype);
+    const std::uint32_t align_a = alignment(g.w.data, sw, elem), align_b = alignment(g.x.data, sx, elem),
+                        align_c = alignment(g.y.data, sy, elem);
+    // The alignments are part of the key: an algorithm chosen for 256-byte aligned operands may
+    // be refused for a less aligned view of the same shape.
     const auto key = std::make_tuple(g.y.rows, g.y.cols, g.x.cols, g.x.ld, g.w.ld, g.y.ld,
-                                     static_cast<int>(g.x.dtype), batch, sx, sw, sy);
+                                     static_cast<int>(g.x.dtype), batch, sx, sw, sy,
+                                     align_a | align_b << 9 | align_c << 18);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows), n = static_cast<std::uint64_t>(g.y.cols),
                         k = static_cast<std::uint64_t>(g.x.cols);
@@ -361,6 +385,10 @@ class CudaBackend final : public Backend {
     FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     const std::size_t ws = kWorkspaceBytes;
     FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c)));
     std::vector<cublasLtMatmulHeuristicResult_t> results(timed_ ? kTimedCandidates : 1);
     int returned = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
@@ -372,7 +400,12 @@ class CudaBackend final : public Backend {
       cublasLtMatrixLayoutDestroy(p.c);
       cublasLtMatmulDescDestroy(p.desc);
       throw std::runtime_error("cuBLASLt has no algorithm for m=" + std::to_string(m) + " n=" +
-                               std::to_string(n) + " k=" + std::to_string(k) + " batch=" + std::to_string(batch));
+                               std::to_string(n) + " k=" + std::to_string(k) + " batch=" + std::to_string(batch) +
+                               // Name the strides: a shared operand (stride 0) is what a batched
+                               // plan is most likely to be refused for.
+                               (batch > 1 ? " (batch strides x=" + std::to_string(sx) + " w=" + std::to_string(sw) +
+                                                " y=" + std::to_string(sy) + " elements)"
+                                          : std::string()));
     }
     results.resize(static_cast<std::size_t>(returned));
     int chosen = 0;
@@ -399,7 +432,7 @@ class CudaBackend final : public Backend {
   std::size_t flush_bytes_ = 0;
   int flush_value_ = 0;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int,
-                      std::int64_t, std::int64_t, std::int64_t>,
+                      std::int64_t, std::int64_t, std::int64_t, std::uint32_t>,
            LtPlan>
       plans_;
   cublasHandle_t blas_{};
