@@ -98,17 +98,23 @@ class NcclCommunicator final : public Communicator {
         monitor_([this] { monitor(); }) {}
 
   ~NcclCommunicator() override {
+    // The destructor may run on another rank's thread (the owner of the TP run): restore its
+    // device, or that thread's later work would land on this communicator's GPU.
+    int caller_device = -1;
+    cudaGetDevice(&caller_device);
+    cudaSetDevice(device_);
+    // Drain the stream while the monitor still runs: a collective stuck on a dead peer is then
+    // aborted after the timeout instead of hanging this synchronisation forever.
+    cudaStreamSynchronize(stream_);
     {
       std::lock_guard lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
     monitor_.join();
-    cudaSetDevice(device_);
     if (aborted_) {
       // ncclCommAbort already freed it.
     } else {
-      cudaStreamSynchronize(stream_);
       ncclCommFinalize(comm_);
       ncclResult_t state = ncclInProgress;
       const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
@@ -124,6 +130,7 @@ class NcclCommunicator final : public Communicator {
     for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
     for (auto& p : pending_) cudaEventDestroy(p.event);
     if (scratch_) cudaFree(scratch_);
+    if (caller_device >= 0) cudaSetDevice(caller_device);
   }
 
   std::string name() const override { return "nccl"; }
@@ -134,8 +141,12 @@ class NcclCommunicator final : public Communicator {
   void all_reduce(const MatRef& data) override {
     require_contiguous(data, "all_reduce");
     const auto count = static_cast<std::size_t>(data.rows * data.cols);
-    call(ncclAllReduce(data.data, data.data, count, nccl_type(data.dtype), ncclSum, comm_, stream_),
-         "all_reduce");
+    call(
+        [&] {
+          return ncclAllReduce(data.data, data.data, count, nccl_type(data.dtype), ncclSum, comm_,
+                               stream_);
+        },
+        "all_reduce");
   }
 
   void all_gather(const MatRef& src, const MatRef& dst) override {
@@ -145,14 +156,19 @@ class NcclCommunicator final : public Communicator {
     const auto count = static_cast<std::size_t>(src.rows * src.cols);
     const std::size_t elem = dtype_size(src.dtype);
     if (src.rows == 1 && dst.ld == dst.cols) {  // [n][1][c] is [1][n*c]: straight into dst
-      call(ncclAllGather(src.data, dst.data, count, nccl_type(src.dtype), comm_, stream_),
-           "all_gather");
+      call(
+          [&] {
+            return ncclAllGather(src.data, dst.data, count, nccl_type(src.dtype), comm_, stream_);
+          },
+          "all_gather");
       return;
     }
     // NCCL concatenates rank-major ([n][M][c]); columns need one 2D copy per rank (as vLLM's
     // all_gather does with its movedim copy).
     void* stage = scratch(count * elem * static_cast<std::size_t>(size_));
-    call(ncclAllGather(src.data, stage, count, nccl_type(src.dtype), comm_, stream_), "all_gather");
+    call(
+        [&] { return ncclAllGather(src.data, stage, count, nccl_type(src.dtype), comm_, stream_); },
+        "all_gather");
     for (int r = 0; r < size_; ++r) {
       NCCLCOMM_CUDA(cudaMemcpy2DAsync(
           static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(r * src.cols) * elem,
@@ -169,7 +185,8 @@ class NcclCommunicator final : public Communicator {
         scratch(sizeof(mine) * static_cast<std::size_t>(size_ + 1)));
     NCCLCOMM_CUDA(
         cudaMemcpyAsync(dev + size_, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream_));
-    call(ncclAllGather(dev + size_, dev, 1, ncclUint64, comm_, stream_), "configuration check");
+    call([&] { return ncclAllGather(dev + size_, dev, 1, ncclUint64, comm_, stream_); },
+         "configuration check");
     std::vector<unsigned long long> all(static_cast<std::size_t>(size_));
     NCCLCOMM_CUDA(cudaMemcpyAsync(all.data(), dev, sizeof(mine) * all.size(),
                                   cudaMemcpyDeviceToHost, stream_));
@@ -198,13 +215,30 @@ class NcclCommunicator final : public Communicator {
     if (!failure_.empty()) throw std::runtime_error(failure_);
   }
 
-  // Checks the call, then hands an event after it to the monitor.
-  void call(ncclResult_t rc, const char* what) {
-    throw_if_failed();
-    if (rc == ncclInProgress) {
-      wait_ready(comm_, timeout_, what);
-    } else if (rc != ncclSuccess) {
-      throw std::runtime_error(std::string("NCCL ") + what + ": " + ncclGetErrorString(rc));
+  // Issues the call, checks it, then hands an event after it to the monitor. The issue and the
+  // polling run under mu_ and only when the monitor has not aborted comm_: the monitor aborts
+  // (frees) comm_ from its own thread, and an NCCL call on it afterwards or meanwhile would be a
+  // use after free. A timeout here marks the communicator aborted so neither the monitor nor the
+  // destructor touch comm_ again.
+  template <class Issue>
+  void call(Issue&& issue, const char* what) {
+    {
+      std::lock_guard lock(mu_);
+      if (!failure_.empty()) throw std::runtime_error(failure_);
+      const ncclResult_t rc = issue();
+      if (rc == ncclInProgress) {
+        try {
+          wait_ready(comm_, timeout_, what);
+        } catch (const std::exception& e) {
+          failure_ = e.what();
+          aborted_ = true;  // wait_ready aborted comm_
+          for (auto& p : pending_) free_events_.push_back(p.event);
+          pending_.clear();
+          throw;
+        }
+      } else if (rc != ncclSuccess) {
+        throw std::runtime_error(std::string("NCCL ") + what + ": " + ncclGetErrorString(rc));
+      }
     }
     cudaEvent_t ev{};
     {
@@ -320,8 +354,19 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_local_group(
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   NCCLCOMM_CUDA(cudaSetDevice(caller_device));
-  for (int i = 0; i < n; ++i)
-    wait_ready(comms[static_cast<std::size_t>(i)], timeout_s, "init of rank " + std::to_string(i));
+  for (int i = 0; i < n; ++i) {
+    try {
+      wait_ready(comms[static_cast<std::size_t>(i)], timeout_s,
+                 "init of rank " + std::to_string(i));
+    } catch (...) {
+      // wait_ready aborted rank i; abort the others too, or their init/proxy threads stay
+      // behind waiting for it.
+      for (int j = 0; j < n; ++j) {
+        if (j != i) ncclCommAbort(comms[static_cast<std::size_t>(j)]);
+      }
+      throw;
+    }
+  }
   std::vector<std::unique_ptr<Communicator>> out;
   for (int i = 0; i < n; ++i) {
     out.push_back(std::make_unique<NcclCommunicator>(

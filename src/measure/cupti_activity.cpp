@@ -26,18 +26,26 @@ struct ActivityState {
   std::mutex mutex;
   ActivityAggregator aggregator;
   bool recording = false;
+  // Activity records are process-wide: a single-process TP run also records the kernels of the
+  // other ranks' GPUs (threads of this process). Only the pass's own device counts, as with one
+  // process per GPU; -1 counts every device.
+  int device = -1;
 };
 ActivityState& state() {
   static ActivityState s;
   return s;
 }
 
-std::optional<ActivityRecord> convert(const CUpti_Activity* record) {
+std::optional<ActivityRecord> convert(const CUpti_Activity* record, int device) {
   ActivityRecord r;
+  const auto other_device = [device](std::uint32_t id) {
+    return device >= 0 && id != static_cast<std::uint32_t>(device);
+  };
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      if (other_device(k->deviceId)) return std::nullopt;
       r.kind = ActivityKind::kernel;
       r.name = demangle(k->name != nullptr ? k->name : "<unnamed kernel>");
       r.correlation_id = k->correlationId;
@@ -47,6 +55,7 @@ std::optional<ActivityRecord> convert(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      if (other_device(m->deviceId)) return std::nullopt;
       r.kind = ActivityKind::memcpy;
       r.bytes = m->bytes;
       r.correlation_id = m->correlationId;
@@ -56,6 +65,7 @@ std::optional<ActivityRecord> convert(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      if (other_device(m->deviceId)) return std::nullopt;
       r.kind = ActivityKind::memset;
       r.bytes = m->bytes;
       r.correlation_id = m->correlationId;
@@ -65,6 +75,17 @@ std::optional<ActivityRecord> convert(const CUpti_Activity* record) {
     }
     default:
       return std::nullopt;
+  }
+}
+
+std::string parse_records(std::uint8_t* buffer, std::size_t valid_bytes, ActivityAggregator& out,
+                          int device) {
+  CUpti_Activity* record = nullptr;
+  for (;;) {
+    const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
+    if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) return {};
+    if (r != CUPTI_SUCCESS) return cupti_reason(r, "cuptiActivityGetNextRecord");
+    if (const auto converted = convert(record, device)) out.add(*converted);
   }
 }
 
@@ -80,7 +101,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
   ActivityState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (buffer != nullptr && s.recording) {
-    if (std::string why = parse_activity_buffer(buffer, valid, s.aggregator); !why.empty()) {
+    if (std::string why = parse_records(buffer, valid, s.aggregator, s.device); !why.empty()) {
       s.aggregator.fail(why);
     }
   }
@@ -122,8 +143,13 @@ class ActivityLaunchCounter final : public CounterCollector {
     NvtxRange range(region_name + "/launch-count");
     ActivityState& s = state();
     device_synchronize();  // nothing issued before the pass may land in it
+    int device = -1;
+    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) {
+      throw std::runtime_error(std::string("cudaGetDevice: ") + cudaGetErrorString(e));
+    }
     {
       std::lock_guard<std::mutex> lock(s.mutex);
+      s.device = device;
       s.aggregator.reset();
       s.recording = true;
     }
@@ -168,13 +194,7 @@ class ActivityLaunchCounter final : public CounterCollector {
 
 std::string parse_activity_buffer(std::uint8_t* buffer, std::size_t valid_bytes,
                                   ActivityAggregator& out) {
-  CUpti_Activity* record = nullptr;
-  for (;;) {
-    const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
-    if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) return {};
-    if (r != CUPTI_SUCCESS) return cupti_reason(r, "cuptiActivityGetNextRecord");
-    if (const auto converted = convert(record)) out.add(*converted);
-  }
+  return parse_records(buffer, valid_bytes, out, -1);
 }
 
 std::unique_ptr<CounterCollector> make_activity_launch_counter(Backend&, int iterations,
