@@ -47,21 +47,6 @@ std::string config_of(const Fixture& f, std::uint64_t seed) {
   return tp_config_string(f.op, f.variant, f.shard, f.tokens, f.dtype, seed) + " comm=" + f.comm;
 }
 
-// The compute-only pass: collectives skipped.
-class SkipCollectives final : public Communicator {
- public:
-  SkipCollectives(int rank, int size) : rank_(rank), size_(size) {}
-  std::string name() const override { return "skip"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  void all_reduce(const MatRef&) override {}
-  void all_gather(const MatRef&, const MatRef&) override {}
-  void check_same_config(const std::string&) override {}
-
- private:
-  int rank_, size_;
-};
-
 // Times every collective of this rank on the backend's clock (CUDA events on the GPU). Each
 // timer read synchronises, so this pass is kept apart from the timed one.
 class TimedCollectives final : public Communicator {

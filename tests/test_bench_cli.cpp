@@ -1,38 +1,22 @@
 // End-to-end: the fusebench binary as a user runs it, on the CPU backend.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <map>
+
+#include "cli_run.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using fusebench::testing::CliResult;
+using fusebench::testing::load_json;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(FUSEBENCH_BIN_DIR) + "/fusebench --backend=cpu " + args + " 2>&1";
-  Result r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliResult run(const std::string& args) { return fusebench::testing::run_fusebench("--backend=cpu " + args); }
 
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("fusebench_cli_" + std::to_string(::getpid()) + "_" + name);
-}
+std::filesystem::path temp_path(const std::string& name) { return fusebench::testing::temp_path("fusebench_cli", name); }
 
-nlohmann::json load(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);  // strict: throws on NaN or truncation
-}
+nlohmann::json load(const std::filesystem::path& p) { return load_json(p); }
 
 const nlohmann::json* find_entry(const nlohmann::json& report, const std::string& op, const std::string& variant,
                                  int tokens) {
@@ -46,7 +30,7 @@ const nlohmann::json* find_entry(const nlohmann::json& report, const std::string
 
 TEST(BenchCli, CpuReportHasAllVariantsWithModelLaunchesAndContext) {
   const auto report_path = temp_path("report.json");
-  const Result r = run("--tokens=1,3 --dtypes=fp32 --verify --report=" + report_path.string());
+  const CliResult r = run("--tokens=1,3 --dtypes=fp32 --verify --report=" + report_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("fusebench: backend cpu"), std::string::npos) << r.output;
   const auto report = load(report_path);
@@ -69,14 +53,14 @@ TEST(BenchCli, CpuReportHasAllVariantsWithModelLaunchesAndContext) {
 }
 
 TEST(BenchCli, IndivisibleTpFailsWithClearMessage) {
-  const Result r = run("--models=qwen3-0.6b --tp=3 --list");
+  const CliResult r = run("--models=qwen3-0.6b --tp=3 --list");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("tp=3"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("valid tp sizes: 1, 2, 4, 8, 16"), std::string::npos) << r.output;
 }
 
 TEST(BenchCli, UnknownModelListsPresets) {
-  const Result r = run("--models=gpt-9 --list");
+  const CliResult r = run("--models=gpt-9 --list");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown model 'gpt-9'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("qwen3-0.6b"), std::string::npos) << r.output;
@@ -88,7 +72,7 @@ TEST(BenchCli, ModelConfigWithQSizeNotHiddenGivesTheRightFlops) {
   std::ofstream(dir / "config.json") << R"({"hidden_size": 512, "num_attention_heads": 8,
       "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 1024})";
   const auto report_path = temp_path("cfg.json");
-  const Result r = run("--model-config=" + (dir / "config.json").string() +
+  const CliResult r = run("--model-config=" + (dir / "config.json").string() +
                        " --ops=qkv --variants=fused --tokens=4 --dtypes=fp32 --report=" + report_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto report = load(report_path);
@@ -102,7 +86,7 @@ TEST(BenchCli, ModelConfigWithQSizeNotHiddenGivesTheRightFlops) {
 
 TEST(BenchCli, TpLargerThanKvHeadsShardsLikeVllm) {
   const auto report_path = temp_path("tp16.json");
-  const Result r = run("--models=qwen3-0.6b --tp=16 --ops=qkv --variants=fused --tokens=2 --dtypes=fp32 --report=" +
+  const CliResult r = run("--models=qwen3-0.6b --tp=16 --ops=qkv --variants=fused --tokens=2 --dtypes=fp32 --report=" +
                        report_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto report = load(report_path);

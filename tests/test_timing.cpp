@@ -1,6 +1,8 @@
 // Timing regimes: the pure policies (rotation, runs per sample, decomposition), the CPU report
 // entries, and the GPU pieces (skipped without a device).
 #include <gtest/gtest.h>
+
+#include "cli_run.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -202,12 +204,9 @@ TEST(TimingGpu, OneLaunchVariantsEqualSplit) {
 namespace {
 
 int run_binary(const std::string& args, std::string* output) {
-  const std::string cmd = std::string(FUSEBENCH_BIN_DIR) + "/fusebench " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe)) *output += buf.data();
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const auto r = fusebench::testing::run_fusebench(args);
+  *output += r.output;
+  return r.exit_code;
 }
 
 }  // namespace

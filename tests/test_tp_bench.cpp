@@ -3,43 +3,21 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <set>
 
+#include "cli_run.hpp"
 #include "fusebench/link_model.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using fusebench::testing::CliResult;
 
-Result run(const std::string& args) {
-  const std::string cmd =
-      std::string(FUSEBENCH_BIN_DIR) + "/fusebench --backend=cpu " + args + " 2>&1";
-  Result r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliResult run(const std::string& args) { return fusebench::testing::run_fusebench("--backend=cpu " + args); }
 
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() /
-         ("fusebench_tp_" + std::to_string(::getpid()) + "_" + name);
-}
+std::filesystem::path temp_path(const std::string& name) { return fusebench::testing::temp_path("fusebench_tp", name); }
 
-nlohmann::json load(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
+nlohmann::json load(const std::filesystem::path& p) { return fusebench::testing::load_json(p); }
 
 // qwen3-0.6b: hidden 1024, q 2048, kv 8 heads x 128, intermediate 3072; fp32.
 constexpr double kHidden = 1024, kQ = 2048, kKvHeads = 8, kHeadDim = 128, kInter = 3072, kElem = 4;
@@ -58,7 +36,7 @@ double expected_comm_bytes(const std::string& op, const std::string& variant, in
 
 TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
   const auto path = temp_path("inprocess.json");
-  const Result r =
+  const CliResult r =
       run("--ops=tp_attn,tp_mlp --tp=1,2,4 --tokens=2 --dtypes=fp32 --seed=3 --report=" +
           path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -85,7 +63,7 @@ TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
 
 TEST(TpBench, ModelledEntriesSayModelledAndFollowTheLinkModel) {
   const auto path = temp_path("modelled.json");
-  const Result r =
+  const CliResult r =
       run("--ops=tp_mlp --tp=2 --tokens=4 --dtypes=fp32 --comm=modelled "
           "--link-profile=custom:30:50 --collective-sweep --report=" +
           path.string());
@@ -111,7 +89,7 @@ TEST(TpBench, ModelledEntriesSayModelledAndFollowTheLinkModel) {
 }
 
 TEST(TpBench, ImpossibleRequestsFailWithAMessage) {
-  Result r = run("--ops=tp_attn --tp=2 --comm=nccl --list");
+  CliResult r = run("--ops=tp_attn --tp=2 --comm=nccl --list");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--comm=nccl"), std::string::npos) << r.output;
   r = run("--ops=tp_attn --tp=2 --link-profile=nvlink-h300 --list");
@@ -121,7 +99,7 @@ TEST(TpBench, ImpossibleRequestsFailWithAMessage) {
 
 TEST(TpBench, MeasuredLinkProfileIsFittedOnThisMachine) {
   const auto path = temp_path("measured.json");
-  const Result r =
+  const CliResult r =
       run("--ops=tp_attn --variants=paired --tp=2 --tokens=2 --dtypes=fp32 --comm=modelled "
           "--link-profile=measured --report=" +
           path.string());

@@ -33,6 +33,21 @@ class Communicator {
 // overrides the default of 120 s).
 double default_comm_timeout();
 
+// Skips every collective: the compute-only pass of a TP fixture (the data are left as they are).
+class SkipCollectives final : public Communicator {
+ public:
+  SkipCollectives(int rank, int size) : rank_(rank), size_(size) {}
+  std::string name() const override { return "skip"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void all_reduce(const MatRef&) override {}
+  void all_gather(const MatRef&, const MatRef&) override {}
+  void check_same_config(const std::string&) override {}
+
+ private:
+  int rank_, size_;
+};
+
 // A stable 64-bit hash (FNV-1a) used for the cross-rank configuration check.
 std::uint64_t config_hash(const std::string& text);
 
