@@ -30,11 +30,13 @@ Workspace& FixtureRunner::workspace_for(const Fixture& f) {
   const std::string name = f.data_name();  // the timing regimes of a fixture share its buffers
   if (!current_ || current_name_ != name) {
     rotation_.reset();
-    tp_.reset();  // its ranks use current_
+    tp_.reset();       // its ranks use current_
     current_.reset();  // free the previous fixture's buffers before allocating
     current_name_.clear();
-    current_ = std::make_unique<Workspace>(backend_, build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype), seed_);
-    if (is_tp_op(f.op)) tp_ = std::make_unique<TpRun>(*current_, f, seed_, comm_);  // other ranks, comm
+    current_ = std::make_unique<Workspace>(
+        backend_, build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype), seed_);
+    if (is_tp_op(f.op))
+      tp_ = std::make_unique<TpRun>(*current_, f, seed_, comm_);  // other ranks, comm
     current_name_ = name;
     tp_ ? tp_->region() : current_->run();  // warm-up: cuBLASLt heuristics, lazy module loading
     backend_.synchronize();
@@ -55,10 +57,13 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
     auto& fields = fields_[f.name()];
     if (const auto algos = backend_.take_algorithm_log(); !algos.empty()) {
       // One entry per GEMM step of the plan (a grouped/batched step is one), in step order.
-      const auto gemm_steps = static_cast<std::size_t>(std::count_if(ws.plan().steps.begin(), ws.plan().steps.end(), [](const Step& s) {
-        return std::holds_alternative<GemmStep>(s) || std::holds_alternative<GroupedGemmStep>(s);
-      }));
-      fields["gemm_algorithms"] = std::vector<std::string>(algos.begin(), algos.begin() + std::min(algos.size(), gemm_steps));
+      const auto gemm_steps = static_cast<std::size_t>(
+          std::count_if(ws.plan().steps.begin(), ws.plan().steps.end(), [](const Step& s) {
+            return std::holds_alternative<GemmStep>(s) ||
+                   std::holds_alternative<GroupedGemmStep>(s);
+          }));
+      fields["gemm_algorithms"] = std::vector<std::string>(
+          algos.begin(), algos.begin() + std::min(algos.size(), gemm_steps));
     }
     // The counter passes run once per fixture, after its first timed pass: the timing regimes
     // and repetitions of a fixture run the same region, whose counts do not depend on how it was
@@ -66,13 +71,15 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
     if (counted_name_ != f.data_name()) {
       counted_ = RegionCounters{};
       counted_name_.clear();
-      for (const auto& collector : collectors_) counted_.merge(collector->collect(f.name(), region));
+      for (const auto& collector : collectors_)
+        counted_.merge(collector->collect(f.name(), region));
       counted_name_ = f.data_name();
     }
     const Cost cost = cost_of(ws.plan());
     RegionCounters measured = counted_;
     add_model_ratios(measured, cost.launches, cost.bytes);
-    for (const auto& [counter, value] : measured.values) state.counters[counter] = benchmark::Counter(value);
+    for (const auto& [counter, value] : measured.values)
+      state.counters[counter] = benchmark::Counter(value);
     if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
     if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
     if (tp_) tp_->report(state, fields);  // compute/comm split, bus bandwidth

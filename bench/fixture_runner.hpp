@@ -2,19 +2,19 @@
 // Runs one fixture as a Google Benchmark body: materialises its plan (cached across the calls
 // Google Benchmark makes for the same fixture), times it, runs the counter passes, and sets the
 // counters. Each of those steps lives in its own file.
+#include <benchmark/benchmark.h>
+
 #include <map>
 #include <memory>
-#include <vector>
-
-#include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "fusebench/backend.hpp"
 #include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
 #include "sweep.hpp"
-#include "tp_fixture.hpp"
 #include "timing_loop.hpp"
+#include "tp_fixture.hpp"
 
 namespace fusebench::bench {
 
@@ -26,7 +26,9 @@ class FixtureRunner {
  public:
   FixtureRunner(Backend& backend, std::uint64_t seed, EntryFields& fields)
       : backend_(backend), seed_(seed), fields_(fields) {}
-  void add_collector(std::unique_ptr<CounterCollector> collector) { collectors_.push_back(std::move(collector)); }
+  void add_collector(std::unique_ptr<CounterCollector> collector) {
+    collectors_.push_back(std::move(collector));
+  }
   // Never throws: a failing fixture is reported with SkipWithError and the sweep goes on.
   void run(benchmark::State& state, const Fixture& fixture);
   // Regimes, stopping rule, ceilings (timing_loop.hpp, docs/timing.md).
@@ -47,13 +49,12 @@ class FixtureRunner {
   std::vector<std::unique_ptr<CounterCollector>> collectors_;
   std::string current_name_;
   std::unique_ptr<Workspace> current_;
-  CommSettings comm_;            // TP fixtures (tp_fixture.hpp)
-  std::unique_ptr<TpRun> tp_;    // the other ranks of a TP fixture; goes before current_
+  CommSettings comm_;          // TP fixtures (tp_fixture.hpp)
+  std::unique_ptr<TpRun> tp_;  // the other ranks of a TP fixture; goes before current_
   TimingSettings timing_;
-  RotationState rotation_;  // cache-rotation copies of current_'s buffers
+  RotationState rotation_;    // cache-rotation copies of current_'s buffers
   std::string counted_name_;  // fixture whose counter passes ran; their result is counted_
   RegionCounters counted_;
 };
-
 
 }  // namespace fusebench::bench

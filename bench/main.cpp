@@ -1,18 +1,18 @@
 // fusebench: registers the sweep with Google Benchmark, runs it, writes the JSON report.
+#include <benchmark/benchmark.h>
+
 #include <cstring>
 #include <iostream>
 #include <random>
 
-#include <benchmark/benchmark.h>
-
 #include "fixture_runner.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
-#include "fusebench/ops.hpp"
-#include "fusebench/report.hpp"
 #include "fusebench/link_model.hpp"
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/nccl_comm.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/verify.hpp"
 #include "options.hpp"
@@ -26,7 +26,8 @@ namespace {
 
 // Verifies every op variant on a decode-sized and an odd-sized token count; the float64
 // reference is skipped where it would take too long on the host.
-nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std::uint64_t seed, bool& ok) {
+nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std::uint64_t seed,
+                                bool& ok) {
   nlohmann::json results = nlohmann::json::array();
   ok = true;
   for (const auto& model : sweep.models) {
@@ -44,19 +45,24 @@ nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std
             const double macs = static_cast<double>(tokens) * static_cast<double>(s.hidden) *
                                 static_cast<double>(s.qkv_size() + 2 * s.intermediate);
             const bool with_reference = macs <= 2e9;
-            const auto verified = tp_on_cpu ? verify_tp_op_inprocess(op, s, tokens, dtype, seed, with_reference)
-                                            : verify_op(backend, op, s, tokens, dtype, seed, with_reference);
+            const auto verified =
+                tp_on_cpu ? verify_tp_op_inprocess(op, s, tokens, dtype, seed, with_reference)
+                          : verify_op(backend, op, s, tokens, dtype, seed, with_reference);
             for (const auto& r : verified) {
               std::cerr << "verify " << model.name << " tp=" << tp << " tokens=" << tokens << " "
                         << to_string(dtype) << ": " << r.summary() << "\n";
               ok = ok && r.ok();
-              nlohmann::json j = {{"op", r.op}, {"variant", r.variant}, {"model", model.name}, {"tp", tp},
-                                  {"tokens", tokens}, {"dtype", to_string(dtype)}, {"ok", r.ok()},
-                                  {"float64_reference", with_reference}};
+              nlohmann::json j = {{"op", r.op},          {"variant", r.variant},
+                                  {"model", model.name}, {"tp", tp},
+                                  {"tokens", tokens},    {"dtype", to_string(dtype)},
+                                  {"ok", r.ok()},        {"float64_reference", with_reference}};
               for (const auto& c : r.comparisons) {
-                j["comparisons"].push_back({{"output", c.output}, {"against", c.against},
-                                            {"max_abs_error", c.max_abs_error}, {"max_rel_error", c.max_rel_error},
-                                            {"mismatches", c.mismatches}, {"elements", c.elements}});
+                j["comparisons"].push_back({{"output", c.output},
+                                            {"against", c.against},
+                                            {"max_abs_error", c.max_abs_error},
+                                            {"max_rel_error", c.max_rel_error},
+                                            {"mismatches", c.mismatches},
+                                            {"elements", c.elements}});
               }
               results.push_back(j);
             }
@@ -134,7 +140,8 @@ int main(int argc, char** argv) {
     bench::TimingSetup timing = bench::setup_timing(options, backend, sweep, context);
     context["counter_definitions"] = {
         {"model_flops", "matmul FLOPs of the plan per iteration (2*M*N*K per GEMM)"},
-        {"model_bytes", "minimal bytes per iteration: each step reads its inputs and writes its outputs once"},
+        {"model_bytes",
+         "minimal bytes per iteration: each step reads its inputs and writes its outputs once"},
         {"model_launches", "kernels (GPU) or library calls (CPU) the plan issues per iteration"},
         {"model_intensity", "model_flops / model_bytes (FLOP/B)"},
         {"flops_per_second", "model_flops / measured time"},
@@ -146,7 +153,9 @@ int main(int argc, char** argv) {
       if (!ok) {
         std::cerr << "fusebench: verification FAILED; not benchmarking wrong results\n";
         if (!options.report.empty()) {
-          write_file_atomically(options.report, sanitize({{"context", context}, {"benchmarks", nlohmann::json::array()}}).dump(2));
+          write_file_atomically(
+              options.report,
+              sanitize({{"context", context}, {"benchmarks", nlohmann::json::array()}}).dump(2));
         }
         return 1;
       }
@@ -159,7 +168,8 @@ int main(int argc, char** argv) {
     runner.set_comm(comm);
     context["tp"] = bench::tp_context(comm, mpi ? mpi->size() : 1);
     const nlohmann::json tp_definitions = bench::tp_counter_definitions();
-    for (const auto& [counter, definition] : tp_definitions.items()) context["counter_definitions"][counter] = definition;
+    for (const auto& [counter, definition] : tp_definitions.items())
+      context["counter_definitions"][counter] = definition;
     {
       // Launch-count and DRAM passes (docs/counters.md), probed once here so the context says
       // which counters this run can read and why not.
@@ -178,11 +188,16 @@ int main(int argc, char** argv) {
     }
     for (const auto& f : sweep.fixtures) {
       const std::string name = f.name();
-      fields[name] = {{"op", f.op}, {"variant", f.variant}, {"model", f.model.name},
-                      {"tokens", f.tokens}, {"tp", f.shard.tp}, {"dtype", to_string(f.dtype)},
+      fields[name] = {{"op", f.op},
+                      {"variant", f.variant},
+                      {"model", f.model.name},
+                      {"tokens", f.tokens},
+                      {"tp", f.shard.tp},
+                      {"dtype", to_string(f.dtype)},
                       {"backend", backend.name()}};
       if (!f.comm.empty()) fields[name]["comm"] = f.comm;
-      auto* b = benchmark::RegisterBenchmark(name.c_str(), [&runner, f](benchmark::State& st) { runner.run(st, f); });
+      auto* b = benchmark::RegisterBenchmark(
+          name.c_str(), [&runner, f](benchmark::State& st) { runner.run(st, f); });
       // One iteration = one complete measurement under the stopping rule (timing_loop.hpp).
       b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
     }
@@ -196,7 +211,8 @@ int main(int argc, char** argv) {
       std::cerr << "fusebench: report written to " << options.report << "\n";
     }
     if (writer.failures() > 0) {
-      std::cerr << "fusebench: " << writer.failures() << " fixture(s) failed; see error_message in the report\n";
+      std::cerr << "fusebench: " << writer.failures()
+                << " fixture(s) failed; see error_message in the report\n";
       return 1;
     }
     return 0;

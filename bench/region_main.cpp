@@ -47,10 +47,11 @@ int main(int argc, char** argv) {
     }
     backend->synchronize();
     const Cost cost = cost_of(plan);
-    std::cout << "region " << op << "/" << variant << " model=" << model.name << " tokens=" << tokens
-              << " tp=" << tp << " dtype=" << dtype_name << " backend=" << backend->name()
-              << " runs=" << iterations << " model_launches=" << cost.launches
-              << " model_bytes=" << cost.bytes << " model_flops=" << cost.flops << "\n";
+    std::cout << "region " << op << "/" << variant << " model=" << model.name
+              << " tokens=" << tokens << " tp=" << tp << " dtype=" << dtype_name
+              << " backend=" << backend->name() << " runs=" << iterations
+              << " model_launches=" << cost.launches << " model_bytes=" << cost.bytes
+              << " model_flops=" << cost.flops << "\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "fusebench-region: error: " << e.what() << "\n";

@@ -12,12 +12,13 @@ namespace {
 std::string fixture_name(const std::string& run_name) {
   const std::string suffix = "/manual_time";
   std::string name = run_name;
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+  if (name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
     name.resize(name.size() - suffix.size());
   }
   // Fixtures run with Iterations(1) (one measurement each, docs/timing.md) get "/iterations:1".
-  if (const auto at = name.rfind("/iterations:"); at != std::string::npos &&
-      name.find('/', at + 1) == std::string::npos) {
+  if (const auto at = name.rfind("/iterations:");
+      at != std::string::npos && name.find('/', at + 1) == std::string::npos) {
     name.resize(at);
   }
   return name;
@@ -33,7 +34,10 @@ std::string format_seconds(double s) {
 
 ReportWriter::ReportWriter(std::string path, nlohmann::json context, std::size_t total,
                            const std::map<std::string, nlohmann::json>& entry_fields)
-    : path_(std::move(path)), context_(std::move(context)), total_(total), entry_fields_(entry_fields) {}
+    : path_(std::move(path)),
+      context_(std::move(context)),
+      total_(total),
+      entry_fields_(entry_fields) {}
 
 bool ReportWriter::ReportContext(const Context& context) {
   const nlohmann::json gbench = gbench_context_to_json(context);
@@ -56,10 +60,14 @@ void ReportWriter::ReportRuns(const std::vector<Run>& runs) {
   }
   if (!runs.empty() && runs.front().run_type == Run::RT_Iteration) {
     ++done_;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double left = done_ > 0 ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - std::min(done_, total_)) : 0;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double left = done_ > 0 ? elapsed / static_cast<double>(done_) *
+                                        static_cast<double>(total_ - std::min(done_, total_))
+                                  : 0;
     std::cerr << "[" << done_ << "/" << total_ << "] " << fixture_name(runs.front().run_name.str())
-              << "  elapsed " << format_seconds(elapsed) << ", about " << format_seconds(left) << " left\n";
+              << "  elapsed " << format_seconds(elapsed) << ", about " << format_seconds(left)
+              << " left\n";
   }
   flush();
 }

@@ -1,13 +1,13 @@
 #pragma once
 // A console reporter that also shows sweep progress on stderr and keeps the JSON report on disk
 // up to date after every entry, so a crash mid-sweep loses nothing already measured.
+#include <benchmark/benchmark.h>
+
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
-#include <nlohmann/json.hpp>
 
 namespace fusebench::bench {
 

@@ -27,8 +27,9 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // sized to finish in about a minute on two cores.
   std::vector<std::string> model_names = o.models;
   if (model_names.empty() && o.model_configs.empty()) {
-    model_names = gpu ? std::vector<std::string>{"qwen3-0.6b", "llama3-8b", "qwen3-32b", "llama3-70b"}
-                      : std::vector<std::string>{"qwen3-0.6b"};
+    model_names =
+        gpu ? std::vector<std::string>{"qwen3-0.6b", "llama3-8b", "qwen3-32b", "llama3-70b"}
+            : std::vector<std::string>{"qwen3-0.6b"};
   }
   for (const auto& name : model_names) s.models.push_back(find_model(name));
   for (const auto& path : o.model_configs) s.models.push_back(load_hf_config(path));
@@ -53,11 +54,13 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     }
   }
   for (auto m : s.tokens) {
-    if (m < 1) throw std::invalid_argument("--tokens: " + std::to_string(m) + " is invalid (must be >= 1)");
+    if (m < 1)
+      throw std::invalid_argument("--tokens: " + std::to_string(m) + " is invalid (must be >= 1)");
   }
   s.tp = o.tp;
   std::vector<std::string> dtype_names = o.dtypes;
-  if (dtype_names.empty()) dtype_names = gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
+  if (dtype_names.empty())
+    dtype_names = gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
   for (const auto& d : dtype_names) {
     const DType dtype = parse_dtype(d);
     if (auto why = backend.unsupported_reason(dtype); !why.empty()) {
@@ -68,11 +71,12 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // Timing regimes (docs/timing.md). GPU default batch,eager: the two the decomposition needs,
   // sized so the default sweep fits a device check of a few minutes; cold and graph on request.
   s.timing = o.timing;
-  if (s.timing.empty()) s.timing = gpu ? std::vector<std::string>{"batch", "eager"} : std::vector<std::string>{"eager"};
+  if (s.timing.empty())
+    s.timing = gpu ? std::vector<std::string>{"batch", "eager"} : std::vector<std::string>{"eager"};
   for (const auto& t : s.timing) {
     if (measure::regime_needs_gpu(measure::parse_regime(t)) && !gpu) {
-      throw std::invalid_argument("--timing: " + t + " needs a GPU (this run uses the " + backend.name() +
-                                  " backend, which supports eager only)");
+      throw std::invalid_argument("--timing: " + t + " needs a GPU (this run uses the " +
+                                  backend.name() + " backend, which supports eager only)");
     }
   }
 
@@ -91,15 +95,18 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
           // launch: skipped by default, refused when asked for (timing them would mislead).
           if (const auto caveat = backend.one_launch_gemm_caveat(); !caveat.empty()) {
             const Plan probe = build_plan(op.name, variant, shard_shape, 1, s.dtypes.front());
-            const bool one_launch = std::any_of(probe.steps.begin(), probe.steps.end(), [](const Step& st) {
-              return std::holds_alternative<GroupedGemmStep>(st);
-            });
+            const bool one_launch = std::any_of(
+                probe.steps.begin(), probe.steps.end(),
+                [](const Step& st) { return std::holds_alternative<GroupedGemmStep>(st); });
             if (one_launch && o.variants.empty()) continue;
-            if (one_launch) throw std::invalid_argument("--variants: " + variant + " is not timed here: " + caveat);
+            if (one_launch)
+              throw std::invalid_argument("--variants: " + variant +
+                                          " is not timed here: " + caveat);
           }
           for (DType dtype : s.dtypes) {
             for (auto m : s.tokens) {
-              for (const auto& t : s.timing) s.fixtures.push_back({op.name, variant, model, shard_shape, m, dtype, t});
+              for (const auto& t : s.timing)
+                s.fixtures.push_back({op.name, variant, model, shard_shape, m, dtype, t});
             }
           }
         }
@@ -115,11 +122,15 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     }
     std::string valid;
     for (const auto& v : all) valid += (valid.empty() ? "" : ", ") + v;
-    if (std::find(all.begin(), all.end(), wanted) == all.end()) throw std::invalid_argument("--variants: unknown variant '" + wanted + "' (valid: " + valid + ")");
+    if (std::find(all.begin(), all.end(), wanted) == all.end())
+      throw std::invalid_argument("--variants: unknown variant '" + wanted + "' (valid: " + valid +
+                                  ")");
   }
   // Which communicator each TP fixture uses (tp_fixture.hpp); empty for the other ops.
-  for (auto& f : s.fixtures) f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);
-  if (s.fixtures.empty()) throw std::invalid_argument("the sweep is empty: check --ops and --variants");
+  for (auto& f : s.fixtures)
+    f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);
+  if (s.fixtures.empty())
+    throw std::invalid_argument("the sweep is empty: check --ops and --variants");
   return s;
 }
 

@@ -21,7 +21,7 @@ struct Fixture {
   std::int64_t tokens = 0;
   DType dtype = DType::bf16;
   std::string timing;  // regime (docs/timing.md); empty: none named
-  std::string comm;  // TP ops: none|inprocess|mpi|nccl|modelled (tp_fixture.hpp); else empty
+  std::string comm;    // TP ops: none|inprocess|mpi|nccl|modelled (tp_fixture.hpp); else empty
 
   // <op>/<variant>/model:<name>/tokens:<M>/tp:<T>/dtype:<d>[/timing:<regime>]
   std::string name() const;
@@ -42,6 +42,7 @@ struct Sweep {
 // Throws std::invalid_argument naming the first bad value (unknown model or op, tp that does not
 // divide the heads, dtype the backend lacks, tokens < 1).
 // `comm` (tp_fixture.hpp) picks the communicator of the TP fixtures; null: --comm=auto.
-Sweep build_sweep(const Options& options, const Backend& backend, const CommSettings* comm = nullptr);
+Sweep build_sweep(const Options& options, const Backend& backend,
+                  const CommSettings* comm = nullptr);
 
 }  // namespace fusebench::bench

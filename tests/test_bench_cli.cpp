@@ -12,14 +12,18 @@ namespace {
 using fusebench::testing::CliResult;
 using fusebench::testing::load_json;
 
-CliResult run(const std::string& args) { return fusebench::testing::run_fusebench("--backend=cpu " + args); }
+CliResult run(const std::string& args) {
+  return fusebench::testing::run_fusebench("--backend=cpu " + args);
+}
 
-std::filesystem::path temp_path(const std::string& name) { return fusebench::testing::temp_path("fusebench_cli", name); }
+std::filesystem::path temp_path(const std::string& name) {
+  return fusebench::testing::temp_path("fusebench_cli", name);
+}
 
 nlohmann::json load(const std::filesystem::path& p) { return load_json(p); }
 
-const nlohmann::json* find_entry(const nlohmann::json& report, const std::string& op, const std::string& variant,
-                                 int tokens) {
+const nlohmann::json* find_entry(const nlohmann::json& report, const std::string& op,
+                                 const std::string& variant, int tokens) {
   for (const auto& b : report["benchmarks"]) {
     if (b["op"] == op && b["variant"] == variant && b["tokens"] == tokens) return &b;
   }
@@ -34,8 +38,10 @@ TEST(BenchCli, CpuReportHasAllVariantsWithModelLaunchesAndContext) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("fusebench: backend cpu"), std::string::npos) << r.output;
   const auto report = load(report_path);
-  const std::map<std::pair<std::string, std::string>, int> launches = {
-      {{"qkv", "split"}, 3}, {{"qkv", "fused"}, 1}, {{"gate_up", "split"}, 3}, {{"gate_up", "fused"}, 2}};
+  const std::map<std::pair<std::string, std::string>, int> launches = {{{"qkv", "split"}, 3},
+                                                                       {{"qkv", "fused"}, 1},
+                                                                       {{"gate_up", "split"}, 3},
+                                                                       {{"gate_up", "fused"}, 2}};
   for (const auto& [key, expected] : launches) {
     const auto* e = find_entry(report, key.first, key.second, 3);
     ASSERT_NE(e, nullptr) << key.first << "/" << key.second;
@@ -44,8 +50,8 @@ TEST(BenchCli, CpuReportHasAllVariantsWithModelLaunchesAndContext) {
     EXPECT_EQ((*e)["time_unit"], "us");
   }
   const auto& ctx = report["context"];
-  for (const char* key : {"backend", "backend_reason", "git_revision", "command_line", "libraries", "cpu_model",
-                          "seed", "verification", "num_cpus", "date"}) {
+  for (const char* key : {"backend", "backend_reason", "git_revision", "command_line", "libraries",
+                          "cpu_model", "seed", "verification", "num_cpus", "date"}) {
     EXPECT_TRUE(ctx.contains(key)) << key;
   }
   EXPECT_EQ(ctx["backend"], "cpu");
@@ -72,8 +78,9 @@ TEST(BenchCli, ModelConfigWithQSizeNotHiddenGivesTheRightFlops) {
   std::ofstream(dir / "config.json") << R"({"hidden_size": 512, "num_attention_heads": 8,
       "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 1024})";
   const auto report_path = temp_path("cfg.json");
-  const CliResult r = run("--model-config=" + (dir / "config.json").string() +
-                       " --ops=qkv --variants=fused --tokens=4 --dtypes=fp32 --report=" + report_path.string());
+  const CliResult r =
+      run("--model-config=" + (dir / "config.json").string() +
+          " --ops=qkv --variants=fused --tokens=4 --dtypes=fp32 --report=" + report_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto report = load(report_path);
   const auto* e = find_entry(report, "qkv", "fused", 4);
@@ -86,8 +93,9 @@ TEST(BenchCli, ModelConfigWithQSizeNotHiddenGivesTheRightFlops) {
 
 TEST(BenchCli, TpLargerThanKvHeadsShardsLikeVllm) {
   const auto report_path = temp_path("tp16.json");
-  const CliResult r = run("--models=qwen3-0.6b --tp=16 --ops=qkv --variants=fused --tokens=2 --dtypes=fp32 --report=" +
-                       report_path.string());
+  const CliResult r = run(
+      "--models=qwen3-0.6b --tp=16 --ops=qkv --variants=fused --tokens=2 --dtypes=fp32 --report=" +
+      report_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto report = load(report_path);
   const auto* e = find_entry(report, "qkv", "fused", 2);

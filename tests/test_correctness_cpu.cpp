@@ -15,13 +15,15 @@ void expect_all_ok(const std::vector<VerifyResult>& results) {
 }  // namespace
 
 namespace {
-std::string CaseName(const ::testing::TestParamInfo<std::tuple<std::string, DType, int, std::int64_t>>& info) {
+std::string CaseName(
+    const ::testing::TestParamInfo<std::tuple<std::string, DType, int, std::int64_t>>& info) {
   return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param))) + "_tp" +
          std::to_string(std::get<2>(info.param)) + "_m" + std::to_string(std::get<3>(info.param));
 }
 }  // namespace
 
-class CpuCorrectness : public ::testing::TestWithParam<std::tuple<std::string, DType, int, std::int64_t>> {};
+class CpuCorrectness
+    : public ::testing::TestWithParam<std::tuple<std::string, DType, int, std::int64_t>> {};
 
 TEST_P(CpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
   const auto [op, dtype, tp, tokens] = GetParam();
@@ -34,11 +36,11 @@ TEST_P(CpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
   for (const auto& r : results) EXPECT_GE(r.comparisons.size(), r.variant == "split" ? 1u : 2u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ops, CpuCorrectness,
-    ::testing::Combine(::testing::Values("qkv", "gate_up"), ::testing::Values(DType::f32, DType::bf16),
-                       ::testing::Values(1, 16), ::testing::Values(1, 7)),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Ops, CpuCorrectness,
+                         ::testing::Combine(::testing::Values("qkv", "gate_up"),
+                                            ::testing::Values(DType::f32, DType::bf16),
+                                            ::testing::Values(1, 16), ::testing::Values(1, 7)),
+                         CaseName);
 
 TEST(CpuCorrectness, VerifierCatchesAWrongResult) {
   // A verifier that cannot fail proves nothing: corrupt the fused weight and expect failure.
@@ -74,5 +76,6 @@ TEST(CpuCorrectness, Fp16IsRejectedWithReason) {
   const auto why = backend->unsupported_reason(DType::f16);
   EXPECT_NE(why.find("fp16"), std::string::npos);
   const ShardShape s = shard(find_model("qwen3-0.6b"), 1);
-  EXPECT_THROW(Workspace(*backend, build_plan("qkv", "split", s, 1, DType::f16), 1), std::invalid_argument);
+  EXPECT_THROW(Workspace(*backend, build_plan("qkv", "split", s, 1, DType::f16), 1),
+               std::invalid_argument);
 }

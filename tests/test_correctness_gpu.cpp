@@ -5,13 +5,15 @@
 using namespace fusebench;
 
 namespace {
-std::string CaseName(const ::testing::TestParamInfo<std::tuple<std::string, DType, std::int64_t>>& info) {
+std::string CaseName(
+    const ::testing::TestParamInfo<std::tuple<std::string, DType, std::int64_t>>& info) {
   return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param))) + "_m" +
          std::to_string(std::get<2>(info.param));
 }
 }  // namespace
 
-class GpuCorrectness : public ::testing::TestWithParam<std::tuple<std::string, DType, std::int64_t>> {};
+class GpuCorrectness
+    : public ::testing::TestWithParam<std::tuple<std::string, DType, std::int64_t>> {};
 
 TEST_P(GpuCorrectness, FusedEqualsSplitAndFloat64Reference) {
   std::string why;

@@ -35,7 +35,8 @@ TEST(CostModel, GateUpLaunchesAndActivationBytes) {
 TEST(CostModel, ConfigWithQSizeNotHiddenGivesFlopsFromHeads) {
   const ModelShape model = parse_hf_config(
       R"({"hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8,
-          "head_dim": 128, "intermediate_size": 3072})", "qwen-like");
+          "head_dim": 128, "intermediate_size": 3072})",
+      "qwen-like");
   const Cost c = cost_of(build_plan("qkv", "fused", shard(model, 1), 10, DType::bf16));
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * 10 * (16 * 128 + 2 * 8 * 128) * 1024);
 }
@@ -45,7 +46,9 @@ TEST(CostModel, ComputeBoundCrossoverMatchesRoofline) {
   const Ceilings h200{990e12, 4.8e12, "nominal"};
   const auto m = predicted_compute_bound_tokens("qkv", "fused", s, DType::bf16, h200);
   ASSERT_GT(m, 1);
-  const auto ai = [&](std::int64_t t) { return cost_of(build_plan("qkv", "fused", s, t, DType::bf16)).arithmetic_intensity(); };
+  const auto ai = [&](std::int64_t t) {
+    return cost_of(build_plan("qkv", "fused", s, t, DType::bf16)).arithmetic_intensity();
+  };
   EXPECT_GE(ai(m), h200.ridge());
   EXPECT_LT(ai(m - 1), h200.ridge());
   EXPECT_GT(m, 100);  // DESIGN: projections turn compute-bound around a few hundred tokens

@@ -24,7 +24,8 @@ TEST(DType, Bf16RoundsToNearestEven) {
   // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0).
   EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
   // 1 + 3*2^-8 ties up to 1 + 2^-6 (even mantissa).
-  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8))), 1.0f + std::ldexp(1.0f, -6));
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8))),
+            1.0f + std::ldexp(1.0f, -6));
   EXPECT_EQ(bf16_to_float(float_to_bf16(-2.5f)), -2.5f);
 }
 

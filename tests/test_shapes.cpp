@@ -58,7 +58,8 @@ TEST(Shapes, IndivisibleTpNamesValueAndValidSizes) {
 TEST(Shapes, HfConfigWithExplicitHeadDim) {
   const ModelShape m = parse_hf_config(
       R"({"hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
-          "head_dim": 128, "intermediate_size": 6144, "num_hidden_layers": 48})", "custom");
+          "head_dim": 128, "intermediate_size": 6144, "num_hidden_layers": 48})",
+      "custom");
   EXPECT_EQ(m.q_size(), 4096);  // differs from hidden
   EXPECT_EQ(m.kv_size(), 512);
   EXPECT_EQ(m.layers, 48);
@@ -72,12 +73,19 @@ TEST(Shapes, HfConfigDefaultsHeadDimAndKvHeads) {
 }
 
 TEST(Shapes, MalformedConfigNamesField) {
-  EXPECT_NE(error_of([] { parse_hf_config(R"({"hidden_size": 4096})", "c.json"); }).find("num_attention_heads"),
+  EXPECT_NE(error_of([] {
+              parse_hf_config(R"({"hidden_size": 4096})", "c.json");
+            }).find("num_attention_heads"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_hf_config(R"({"hidden_size": -1, "num_attention_heads": 2, "intermediate_size": 8})", "c.json"); })
-                .find("hidden_size"),
+  EXPECT_NE(error_of([] {
+              parse_hf_config(
+                  R"({"hidden_size": -1, "num_attention_heads": 2, "intermediate_size": 8})",
+                  "c.json");
+            }).find("hidden_size"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_hf_config("{not json", "c.json"); }).find("not valid JSON"), std::string::npos);
-  EXPECT_NE(error_of([] { load_hf_config("/nonexistent/config.json"); }).find("/nonexistent/config.json"),
+  EXPECT_NE(error_of([] { parse_hf_config("{not json", "c.json"); }).find("not valid JSON"),
             std::string::npos);
+  EXPECT_NE(
+      error_of([] { load_hf_config("/nonexistent/config.json"); }).find("/nonexistent/config.json"),
+      std::string::npos);
 }

@@ -1,8 +1,6 @@
 // Timing regimes: the pure policies (rotation, runs per sample, decomposition), the CPU report
 // entries, and the GPU pieces (skipped without a device).
 #include <gtest/gtest.h>
-
-#include "cli_run.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"

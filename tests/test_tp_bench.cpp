@@ -13,9 +13,13 @@ namespace {
 
 using fusebench::testing::CliResult;
 
-CliResult run(const std::string& args) { return fusebench::testing::run_fusebench("--backend=cpu " + args); }
+CliResult run(const std::string& args) {
+  return fusebench::testing::run_fusebench("--backend=cpu " + args);
+}
 
-std::filesystem::path temp_path(const std::string& name) { return fusebench::testing::temp_path("fusebench_tp", name); }
+std::filesystem::path temp_path(const std::string& name) {
+  return fusebench::testing::temp_path("fusebench_tp", name);
+}
 
 nlohmann::json load(const std::filesystem::path& p) { return fusebench::testing::load_json(p); }
 

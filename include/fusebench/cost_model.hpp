@@ -25,9 +25,9 @@ struct Cost {
 Cost cost_of(const Plan& plan);
 
 struct Ceilings {
-  double peak_flops = 0;      // FLOP/s
-  double bandwidth = 0;       // bytes/s
-  std::string source;         // "measured", "nominal:<gpu>", ...
+  double peak_flops = 0;  // FLOP/s
+  double bandwidth = 0;   // bytes/s
+  std::string source;     // "measured", "nominal:<gpu>", ...
   double ridge() const { return bandwidth > 0 ? peak_flops / bandwidth : 0; }
 };
 

@@ -24,7 +24,8 @@ class CounterCollector {
   virtual ~CounterCollector() = default;
   virtual std::string name() const = 0;
   // Runs `region` as often as this pass needs and returns per-iteration counters.
-  virtual RegionCounters collect(const std::string& region_name, const std::function<void()>& region) = 0;
+  virtual RegionCounters collect(const std::string& region_name,
+                                 const std::function<void()>& region) = 0;
 };
 
 }  // namespace fusebench

@@ -1,11 +1,11 @@
 #pragma once
 // The JSON report: Google Benchmark's schema (context + benchmarks[]) plus our context and
 // per-entry fields. Strict JSON: non-finite numbers are dropped, never written as NaN.
+#include <benchmark/benchmark.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
-#include <nlohmann/json.hpp>
 
 namespace fusebench {
 

@@ -34,9 +34,9 @@ struct ShardShape {
   int tp = 1;
   std::int64_t hidden = 0;
   std::int64_t head_dim = 0;
-  std::int64_t q_heads = 0;      // per rank
-  std::int64_t kv_heads = 0;     // per rank (1 when replicated)
-  std::int64_t kv_replicas = 1;  // vLLM num_kv_head_replicas
+  std::int64_t q_heads = 0;       // per rank
+  std::int64_t kv_heads = 0;      // per rank (1 when replicated)
+  std::int64_t kv_replicas = 1;   // vLLM num_kv_head_replicas
   std::int64_t intermediate = 0;  // per rank
   int rank = 0;  // which rank's slices of the unsharded weights (the TP pipelines use it)
 

@@ -28,9 +28,11 @@ struct Comparison {
 
 // Element-wise |got - want| <= atol + rtol*|want|; NaN always counts as a mismatch.
 Comparison compare_outputs(const std::string& output, const std::string& against,
-                           const std::vector<float>& got, const std::vector<double>& want, Tolerance tol);
+                           const std::vector<float>& got, const std::vector<double>& want,
+                           Tolerance tol);
 Comparison compare_outputs(const std::string& output, const std::string& against,
-                           const std::vector<float>& got, const std::vector<float>& want, Tolerance tol);
+                           const std::vector<float>& got, const std::vector<float>& want,
+                           Tolerance tol);
 
 struct VerifyResult {
   std::string op, variant;

@@ -21,8 +21,8 @@ std::vector<float> logical_tensor(const std::string& name, std::int64_t rows, st
 // [logical_rows, logical_cols]: the same values logical_tensor gives there, without the rest.
 std::vector<float> logical_window(const std::string& name, std::int64_t logical_rows,
                                   std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
-                                  std::int64_t rows, std::int64_t cols, BufferRole role, DType dtype,
-                                  std::uint64_t seed);
+                                  std::int64_t rows, std::int64_t cols, BufferRole role,
+                                  DType dtype, std::uint64_t seed);
 LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed);
 
 class Workspace {

@@ -1,6 +1,6 @@
-#include <stdexcept>
-
 #include "fusebench/backend.hpp"
+
+#include <stdexcept>
 
 namespace fusebench {
 

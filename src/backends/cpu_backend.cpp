@@ -19,9 +19,12 @@ namespace {
 float load(const MatRef& m, std::int64_t r, std::int64_t c) {
   const std::size_t i = static_cast<std::size_t>(r * m.ld + c);
   switch (m.dtype) {
-    case DType::f32: return static_cast<const float*>(m.data)[i];
-    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(m.data)[i]);
-    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(m.data)[i]);
+    case DType::f32:
+      return static_cast<const float*>(m.data)[i];
+    case DType::bf16:
+      return bf16_to_float(static_cast<const std::uint16_t*>(m.data)[i]);
+    case DType::f16:
+      return f16_to_float(static_cast<const std::uint16_t*>(m.data)[i]);
   }
   return 0;
 }
@@ -29,16 +32,23 @@ float load(const MatRef& m, std::int64_t r, std::int64_t c) {
 void store(const MatRef& m, std::int64_t r, std::int64_t c, float v) {
   const std::size_t i = static_cast<std::size_t>(r * m.ld + c);
   switch (m.dtype) {
-    case DType::f32: static_cast<float*>(m.data)[i] = v; break;
-    case DType::bf16: static_cast<std::uint16_t*>(m.data)[i] = float_to_bf16(v); break;
-    case DType::f16: static_cast<std::uint16_t*>(m.data)[i] = float_to_f16(v); break;
+    case DType::f32:
+      static_cast<float*>(m.data)[i] = v;
+      break;
+    case DType::bf16:
+      static_cast<std::uint16_t*>(m.data)[i] = float_to_bf16(v);
+      break;
+    case DType::f16:
+      static_cast<std::uint16_t*>(m.data)[i] = float_to_f16(v);
+      break;
   }
 }
 
 std::vector<float> widen(const MatRef& m) {
   std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));
   for (std::int64_t r = 0; r < m.rows; ++r) {
-    for (std::int64_t c = 0; c < m.cols; ++c) out[static_cast<std::size_t>(r * m.cols + c)] = load(m, r, c);
+    for (std::int64_t c = 0; c < m.cols; ++c)
+      out[static_cast<std::size_t>(r * m.cols + c)] = load(m, r, c);
   }
   return out;
 }
@@ -67,16 +77,22 @@ class CpuBackend final : public Backend {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     const double total = static_cast<double>(pages) * static_cast<double>(page);
     if (static_cast<double>(bytes) > 0.8 * total) {
-      throw OutOfMemory("allocation of " + std::to_string(bytes >> 20) + " MiB exceeds 80% of the " +
-                        std::to_string(static_cast<long long>(total) >> 20) + " MiB of host memory");
+      throw OutOfMemory(
+          "allocation of " + std::to_string(bytes >> 20) + " MiB exceeds 80% of the " +
+          std::to_string(static_cast<long long>(total) >> 20) + " MiB of host memory");
     }
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (p == nullptr) throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
+    if (p == nullptr)
+      throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
   }
   void release(void* ptr) noexcept override { std::free(ptr); }
-  void upload(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void download(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
 
   void gemm(const GemmArgs& a) override {
     const auto m = static_cast<blasint>(a.y.rows), n = static_cast<blasint>(a.y.cols),
@@ -104,7 +120,8 @@ class CpuBackend final : public Backend {
                 0.0f, scratch_.data(), n);
 #endif
     for (blasint r = 0; r < m; ++r) {
-      for (blasint c = 0; c < n; ++c) store(a.y, r, c, scratch_[static_cast<std::size_t>(r) * n + c]);
+      for (blasint c = 0; c < n; ++c)
+        store(a.y, r, c, scratch_[static_cast<std::size_t>(r) * n + c]);
     }
   }
 
@@ -143,7 +160,9 @@ class CpuBackend final : public Backend {
 #ifdef FUSEBENCH_HAVE_SBGEMM
             {"cpu_bf16_gemm", "cblas_sbgemm (bf16 in, fp32 accumulate)"},
 #else
-            {"cpu_bf16_gemm", "bf16 widened to fp32 then cblas_sgemm (this OpenBLAS has no sbgemm); widening is timed"},
+            {"cpu_bf16_gemm",
+             "bf16 widened to fp32 then cblas_sgemm (this OpenBLAS has no sbgemm); widening is "
+             "timed"},
 #endif
             {"hardware_threads", std::thread::hardware_concurrency()}};
   }

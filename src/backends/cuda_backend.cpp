@@ -4,7 +4,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -23,9 +22,12 @@ constexpr std::size_t kMaxLoggedAlgorithms = 64;  // algorithm log entries kept 
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::f16:
+      return CUDA_R_16F;
+    case DType::bf16:
+      return CUDA_R_16BF;
   }
   return CUDA_R_32F;
 }
@@ -85,7 +87,8 @@ std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
 // and column views (o_proj's q slice, batch members at M*N offsets) can be less aligned.
 std::uint32_t alignment(const void* p, std::int64_t stride_elems, std::size_t elem) {
   std::uint64_t bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)) | 256u;
-  if (stride_elems != 0) bits |= static_cast<std::uint64_t>(stride_elems < 0 ? -stride_elems : stride_elems) * elem;
+  if (stride_elems != 0)
+    bits |= static_cast<std::uint64_t>(stride_elems < 0 ? -stride_elems : stride_elems) * elem;
   return static_cast<std::uint32_t>(bits & (~bits + 1));
 }
 
@@ -106,8 +109,8 @@ class CudaBackend final : public Backend {
     // A TP rank's backend (device r) may be destroyed on another thread, whose current device is
     // not device_: make it current for the frees and handle teardown, then restore the caller's.
     int caller_device = -1;
-    const bool switched = cudaGetDevice(&caller_device) == cudaSuccess && caller_device != device_ &&
-                          cudaSetDevice(device_) == cudaSuccess;
+    const bool switched = cudaGetDevice(&caller_device) == cudaSuccess &&
+                          caller_device != device_ && cudaSetDevice(device_) == cudaSuccess;
     for (auto& [key, p] : plans_) {
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
@@ -131,14 +134,15 @@ class CudaBackend final : public Backend {
     std::size_t free_bytes = 0, total = 0;
     FUSEBENCH_CUDA(cudaMemGetInfo(&free_bytes, &total));
     if (bytes > free_bytes) {
-      throw OutOfMemory("device allocation of " + std::to_string(bytes >> 20) + " MiB does not fit: " +
-                        std::to_string(free_bytes >> 20) + " MiB free of " +
+      throw OutOfMemory("device allocation of " + std::to_string(bytes >> 20) +
+                        " MiB does not fit: " + std::to_string(free_bytes >> 20) + " MiB free of " +
                         std::to_string(total >> 20) + " MiB; use fewer tokens or a smaller model");
     }
     void* p = nullptr;
     const cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
-      throw OutOfMemory("cudaMalloc(" + std::to_string(bytes) + " bytes) failed: " + cudaGetErrorString(err));
+      throw OutOfMemory("cudaMalloc(" + std::to_string(bytes) +
+                        " bytes) failed: " + cudaGetErrorString(err));
     }
     return p;
   }
@@ -168,7 +172,8 @@ class CudaBackend final : public Backend {
     std::vector<const void*> ptrs;
     for (int i = 0; i < n; ++i) {
       const GemmArgs& g = gemms[static_cast<std::size_t>(i)];
-      if (g.x.dtype != gemms[0].x.dtype) throw std::runtime_error("grouped GEMM members differ in dtype");
+      if (g.x.dtype != gemms[0].x.dtype)
+        throw std::runtime_error("grouped GEMM members differ in dtype");
       m[i] = static_cast<int>(g.y.cols);  // column-major y^T = w x^T, as in gemm()
       nn[i] = static_cast<int>(g.y.rows);
       k[i] = static_cast<int>(g.x.cols);
@@ -183,8 +188,9 @@ class CudaBackend final : public Backend {
     const cudaDataType_t type = cuda_type(gemms[0].x.dtype);
     FUSEBENCH_CUBLAS(cublasGemmGroupedBatchedEx(
         blas_, ta.data(), tb.data(), m.data(), nn.data(), k.data(), alpha.data(),
-        const_cast<const void* const*>(dev), type, lda.data(), const_cast<const void* const*>(dev + n), type,
-        ldb.data(), beta.data(), dev + 2 * n, type, ldc.data(), n, group_size.data(), CUBLAS_COMPUTE_32F));
+        const_cast<const void* const*>(dev), type, lda.data(),
+        const_cast<const void* const*>(dev + n), type, ldb.data(), beta.data(), dev + 2 * n, type,
+        ldc.data(), n, group_size.data(), CUBLAS_COMPUTE_32F));
     if (algorithm_log_.size() < kMaxLoggedAlgorithms) {
       log_algorithm("cublasGemmGroupedBatchedEx groups=" + std::to_string(n) +
                     " (cuBLAS chooses the kernel; not timed)");
@@ -198,7 +204,8 @@ class CudaBackend final : public Backend {
     const auto elem = static_cast<std::int64_t>(dtype_size(g0.x.dtype));
     const auto stride = [&](auto member) -> std::int64_t {
       if (gemms.size() < 2) return 0;
-      const auto diff = static_cast<const std::byte*>(member(gemms[1]).data) - static_cast<const std::byte*>(member(g0).data);
+      const auto diff = static_cast<const std::byte*>(member(gemms[1]).data) -
+                        static_cast<const std::byte*>(member(g0).data);
       for (std::size_t i = 1; i < gemms.size(); ++i) {
         const auto d = static_cast<const std::byte*>(member(gemms[i]).data) -
                        static_cast<const std::byte*>(member(gemms[i - 1]).data);
@@ -209,8 +216,8 @@ class CudaBackend final : public Backend {
       return diff / elem;
     };
     for (const auto& g : gemms) {
-      if (g.y.rows != g0.y.rows || g.y.cols != g0.y.cols || g.x.cols != g0.x.cols || g.x.ld != g0.x.ld ||
-          g.w.ld != g0.w.ld || g.y.ld != g0.y.ld || g.x.dtype != g0.x.dtype) {
+      if (g.y.rows != g0.y.rows || g.y.cols != g0.y.cols || g.x.cols != g0.x.cols ||
+          g.x.ld != g0.x.ld || g.w.ld != g0.w.ld || g.y.ld != g0.y.ld || g.x.dtype != g0.x.dtype) {
         throw std::runtime_error("batched GEMM members differ in shape");
       }
     }
@@ -219,12 +226,14 @@ class CudaBackend final : public Backend {
     const std::int64_t sy = stride([](const GemmArgs& g) { return g.y; });
     const LtPlan& p = plan_for(g0, static_cast<int>(gemms.size()), sx, sw, sy);
     matmul(p, g0);
-    if (algorithm_log_.size() < kMaxLoggedAlgorithms) log_algorithm(p.algo_text + " batch=" + std::to_string(gemms.size()));
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms)
+      log_algorithm(p.algo_text + " batch=" + std::to_string(gemms.size()));
   }
 
   void set_gemm_algo_policy(const std::string& policy) override {
     if (policy != "timed" && policy != "heuristic") {
-      throw std::invalid_argument("--gemm-algo: unknown policy '" + policy + "' (valid: timed, heuristic)");
+      throw std::invalid_argument("--gemm-algo: unknown policy '" + policy +
+                                  "' (valid: timed, heuristic)");
     }
     timed_ = policy == "timed";
   }
@@ -244,8 +253,12 @@ class CudaBackend final : public Backend {
     }
     FUSEBENCH_CUDA(cudaMemsetAsync(flush_buffer_, flush_value_++ & 0xff, flush_bytes_, stream_));
   }
-  std::unique_ptr<RegionTimer> make_timer() override { return std::make_unique<EventTimer>(stream_); }
-  std::vector<std::string> take_algorithm_log() override { return std::exchange(algorithm_log_, {}); }
+  std::unique_ptr<RegionTimer> make_timer() override {
+    return std::make_unique<EventTimer>(stream_);
+  }
+  std::vector<std::string> take_algorithm_log() override {
+    return std::exchange(algorithm_log_, {});
+  }
   void* stream() const override { return stream_; }
 
   nlohmann::json context() const override {
@@ -259,21 +272,23 @@ class CudaBackend final : public Backend {
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
-    return {{"backend", "cuda"},
-            {"gpu_name", prop.name},
-            {"gpu_compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-            {"gpu_sm_count", prop.multiProcessorCount},
-            {"gpu_memory_bytes", prop.totalGlobalMem},
-            {"gpu_l2_bytes", attr(cudaDevAttrL2CacheSize)},
-            {"gpu_sm_clock_khz", attr(cudaDevAttrClockRate)},
-            {"gpu_memory_clock_khz", attr(cudaDevAttrMemoryClockRate)},
-            {"gpu_memory_bus_bits", attr(cudaDevAttrGlobalMemoryBusWidth)},
-            {"cuda_driver_version", driver},
-            {"cuda_runtime_version", runtime},
-            {"cublaslt_version", cublasLtGetVersion()},
-            {"gemm_algo_policy", timed_ ? "timed: fastest of the top " + std::to_string(kTimedCandidates) +
-                                              " cuBLASLt heuristic candidates per shape"
-                                        : std::string("heuristic: cuBLASLt's first candidate")}};
+    return {
+        {"backend", "cuda"},
+        {"gpu_name", prop.name},
+        {"gpu_compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+        {"gpu_sm_count", prop.multiProcessorCount},
+        {"gpu_memory_bytes", prop.totalGlobalMem},
+        {"gpu_l2_bytes", attr(cudaDevAttrL2CacheSize)},
+        {"gpu_sm_clock_khz", attr(cudaDevAttrClockRate)},
+        {"gpu_memory_clock_khz", attr(cudaDevAttrMemoryClockRate)},
+        {"gpu_memory_bus_bits", attr(cudaDevAttrGlobalMemoryBusWidth)},
+        {"cuda_driver_version", driver},
+        {"cuda_runtime_version", runtime},
+        {"cublaslt_version", cublasLtGetVersion()},
+        {"gemm_algo_policy", timed_
+                                 ? "timed: fastest of the top " + std::to_string(kTimedCandidates) +
+                                       " cuBLASLt heuristic candidates per shape"
+                                 : std::string("heuristic: cuBLASLt's first candidate")}};
   }
 
  private:
@@ -296,7 +311,8 @@ class CudaBackend final : public Backend {
     auto& dev = pointer_arrays_[ptrs];
     if (dev == nullptr) {
       FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&dev), ptrs.size() * sizeof(void*)));
-      FUSEBENCH_CUDA(cudaMemcpyAsync(dev, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice, stream_));
+      FUSEBENCH_CUDA(cudaMemcpyAsync(dev, ptrs.data(), ptrs.size() * sizeof(void*),
+                                     cudaMemcpyHostToDevice, stream_));
       FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
     }
     return dev;
@@ -304,12 +320,14 @@ class CudaBackend final : public Backend {
 
   // Times each candidate on the call's own operands: one warm-up, then enough runs to cover
   // ~0.2 ms; the fastest mean wins. Same rule for every GEMM, split or fused.
-  int pick_fastest(const LtPlan& p, const GemmArgs& g, const std::vector<cublasLtMatmulHeuristicResult_t>& c,
+  int pick_fastest(const LtPlan& p, const GemmArgs& g,
+                   const std::vector<cublasLtMatmulHeuristicResult_t>& c,
                    std::vector<double>* times) {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     FUSEBENCH_CUDA(cudaStreamIsCapturing(stream_, &capturing));
     if (capturing != cudaStreamCaptureStatusNone) {
-      throw std::logic_error("GEMM algorithm selection inside a graph capture: warm the shape up first");
+      throw std::logic_error(
+          "GEMM algorithm selection inside a graph capture: warm the shape up first");
     }
     cudaEvent_t e0{}, e1{};
     FUSEBENCH_CUDA(cudaEventCreate(&e0));
@@ -351,9 +369,11 @@ class CudaBackend final : public Backend {
     return best;
   }
 
-  const LtPlan& plan_for(const GemmArgs& g, int batch, std::int64_t sx, std::int64_t sw, std::int64_t sy) {
+  const LtPlan& plan_for(const GemmArgs& g, int batch, std::int64_t sx, std::int64_t sw,
+                         std::int64_t sy) {
     const std::size_t elem = dtype_size(g.x.dtype);
-    const std::uint32_t align_a = alignment(g.w.data, sw, elem), align_b = alignment(g.x.data, sx, elem),
+    const std::uint32_t align_a = alignment(g.w.data, sw, elem),
+                        align_b = alignment(g.x.data, sx, elem),
                         align_c = alignment(g.y.data, sy, elem);
     // The alignments are part of the key: an algorithm chosen for 256-byte aligned operands may
     // be refused for a less aligned view of the same shape.
@@ -361,21 +381,29 @@ class CudaBackend final : public Backend {
                                      static_cast<int>(g.x.dtype), batch, sx, sw, sy,
                                      align_a | align_b << 9 | align_c << 18);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
-    const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows), n = static_cast<std::uint64_t>(g.y.cols),
+    const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows),
+                        n = static_cast<std::uint64_t>(g.y.cols),
                         k = static_cast<std::uint64_t>(g.x.cols);
     const cudaDataType_t type = cuda_type(g.x.dtype);
     LtPlan p;
     FUSEBENCH_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof(no_trans)));
-    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, type, k, n, static_cast<std::int64_t>(g.w.ld)));
-    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, type, k, m, static_cast<std::int64_t>(g.x.ld)));
-    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, type, n, m, static_cast<std::int64_t>(g.y.ld)));
+    FUSEBENCH_CUBLAS(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
+                                                    sizeof(no_trans)));
+    FUSEBENCH_CUBLAS(
+        cublasLtMatrixLayoutCreate(&p.a, type, k, n, static_cast<std::int64_t>(g.w.ld)));
+    FUSEBENCH_CUBLAS(
+        cublasLtMatrixLayoutCreate(&p.b, type, k, m, static_cast<std::int64_t>(g.x.ld)));
+    FUSEBENCH_CUBLAS(
+        cublasLtMatrixLayoutCreate(&p.c, type, n, m, static_cast<std::int64_t>(g.y.ld)));
     if (batch > 1) {
       const auto set_batch = [&](cublasLtMatrixLayout_t l, std::int64_t stride) {
-        FUSEBENCH_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
-        FUSEBENCH_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+        FUSEBENCH_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                          &batch, sizeof(batch)));
+        FUSEBENCH_CUBLAS(cublasLtMatrixLayoutSetAttribute(
+            l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
       };
       set_batch(p.a, sw);
       set_batch(p.b, sx);
@@ -384,28 +412,35 @@ class CudaBackend final : public Backend {
     cublasLtMatmulPreference_t pref{};
     FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     const std::size_t ws = kWorkspaceBytes;
-    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c)));
     std::vector<cublasLtMatmulHeuristicResult_t> results(timed_ ? kTimedCandidates : 1);
     int returned = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
-                                                             static_cast<int>(results.size()), results.data(), &returned);
+    const cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
+                                       static_cast<int>(results.size()), results.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
       cublasLtMatrixLayoutDestroy(p.c);
       cublasLtMatmulDescDestroy(p.desc);
-      throw std::runtime_error("cuBLASLt has no algorithm for m=" + std::to_string(m) + " n=" +
-                               std::to_string(n) + " k=" + std::to_string(k) + " batch=" + std::to_string(batch) +
-                               // Name the strides: a shared operand (stride 0) is what a batched
-                               // plan is most likely to be refused for.
-                               (batch > 1 ? " (batch strides x=" + std::to_string(sx) + " w=" + std::to_string(sw) +
-                                                " y=" + std::to_string(sy) + " elements)"
-                                          : std::string()));
+      throw std::runtime_error(
+          "cuBLASLt has no algorithm for m=" + std::to_string(m) + " n=" + std::to_string(n) +
+          " k=" + std::to_string(k) + " batch=" + std::to_string(batch) +
+          // Name the strides: a shared operand (stride 0) is what a batched
+          // plan is most likely to be refused for.
+          (batch > 1 ? " (batch strides x=" + std::to_string(sx) + " w=" + std::to_string(sw) +
+                           " y=" + std::to_string(sy) + " elements)"
+                     : std::string()));
     }
     results.resize(static_cast<std::size_t>(returned));
     int chosen = 0;
@@ -415,8 +450,8 @@ class CudaBackend final : public Backend {
     p.algo_text = describe_algo(p.algo);
     if (!times.empty()) {
       std::ostringstream t;
-      t << " (timed: heuristic #" << chosen << " fastest of " << returned << ", " << times[static_cast<std::size_t>(chosen)] * 1e6
-        << " us; #0 " << times[0] * 1e6 << " us)";
+      t << " (timed: heuristic #" << chosen << " fastest of " << returned << ", "
+        << times[static_cast<std::size_t>(chosen)] * 1e6 << " us; #0 " << times[0] * 1e6 << " us)";
       p.algo_text += t.str();
     } else {
       p.algo_text += timed_ ? " (heuristic #0, the only candidate)" : " (heuristic #0)";
@@ -431,9 +466,10 @@ class CudaBackend final : public Backend {
   void* flush_buffer_ = nullptr;
   std::size_t flush_bytes_ = 0;
   int flush_value_ = 0;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int,
-                      std::int64_t, std::int64_t, std::int64_t, std::uint32_t>,
-           LtPlan>
+  std::map<
+      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                 int, int, std::int64_t, std::int64_t, std::int64_t, std::uint32_t>,
+      LtPlan>
       plans_;
   cublasHandle_t blas_{};
   void* blas_workspace_ = nullptr;
@@ -449,8 +485,11 @@ bool cuda_backend_built() { return true; }
 // One backend per GPU for the ranks of a single-process multi-GPU run (docs/tp.md).
 std::unique_ptr<Backend> make_cuda_backend_on(int device, std::string* why) {
   int count = 0;
-  if (const cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess || device < 0 || device >= count) {
-    if (why) *why = "CUDA device " + std::to_string(device) + " is not available (" + std::to_string(count) + " visible)";
+  if (const cudaError_t err = cudaGetDeviceCount(&count);
+      err != cudaSuccess || device < 0 || device >= count) {
+    if (why)
+      *why = "CUDA device " + std::to_string(device) + " is not available (" +
+             std::to_string(count) + " visible)";
     return nullptr;
   }
   try {

@@ -9,7 +9,8 @@
 namespace fusebench::detail {
 
 inline void check_cuda(cudaError_t err, const char* call) {
-  if (err != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(err));
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(err));
 }
 inline void check_cublas(cublasStatus_t st, const char* call) {
   if (st != CUBLAS_STATUS_SUCCESS) {

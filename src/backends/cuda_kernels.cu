@@ -7,23 +7,36 @@ namespace fusebench::cuda {
 namespace {
 
 template <class T>
-__device__ float to_float(T v) { return static_cast<float>(v); }
+__device__ float to_float(T v) {
+  return static_cast<float>(v);
+}
 template <>
-__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 template <>
-__device__ float to_float(__half v) { return __half2float(v); }
+__device__ float to_float(__half v) {
+  return __half2float(v);
+}
 
 template <class T>
-__device__ T from_float(float v) { return static_cast<T>(v); }
+__device__ T from_float(float v) {
+  return static_cast<T>(v);
+}
 template <>
-__device__ __nv_bfloat16 from_float(float v) { return __float2bfloat16(v); }
+__device__ __nv_bfloat16 from_float(float v) {
+  return __float2bfloat16(v);
+}
 template <>
-__device__ __half from_float(float v) { return __float2half(v); }
+__device__ __half from_float(float v) {
+  return __float2half(v);
+}
 
 // Grid-stride loop: one launch whatever the size, like vLLM's act_and_mul kernel.
 template <class T>
-__global__ void silu_mul_kernel(const T* gate, std::int64_t ld_gate, const T* up, std::int64_t ld_up,
-                                T* out, std::int64_t ld_out, std::int64_t rows, std::int64_t cols) {
+__global__ void silu_mul_kernel(const T* gate, std::int64_t ld_gate, const T* up,
+                                std::int64_t ld_up, T* out, std::int64_t ld_out, std::int64_t rows,
+                                std::int64_t cols) {
   const std::int64_t total = rows * cols;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -41,9 +54,13 @@ cudaError_t launch(const void* gate, std::int64_t ld_gate, const void* up, std::
   constexpr int kThreads = 256;
   const std::int64_t blocks_needed = (rows * cols + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(blocks_needed < 65535 ? blocks_needed : 65535);
-  silu_mul_kernel<T><<<blocks > 0 ? blocks : 1, kThreads, 0, stream>>>(
+  const int grid = blocks > 0 ? blocks : 1;
+  // clang-format 14 splits "<T><<<" apart:
+  // clang-format off
+  silu_mul_kernel<T><<<grid, kThreads, 0, stream>>>(
       static_cast<const T*>(gate), ld_gate, static_cast<const T*>(up), ld_up, static_cast<T*>(out),
       ld_out, rows, cols);
+  // clang-format on
   return cudaGetLastError();
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Host entry points of the few CUDA kernels the suite owns (cuda_kernels.cu).
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "fusebench/dtype.hpp"
 

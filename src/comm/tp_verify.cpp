@@ -56,14 +56,15 @@ VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::str
   for (const auto& [name, view] : ws.plan().outputs) {
     got[name] = ws.read(view);
     if (with_reference)
-      result.comparisons.push_back(compare_outputs(name, "float64", got[name], reference.at(name), tol));
+      result.comparisons.push_back(
+          compare_outputs(name, "float64", got[name], reference.at(name), tol));
   }
   if (!is_collective_op(op)) {
     // The unsharded layer pair on one device: the same op at tp = 1 (no collectives).
     Workspace one(backend, build_plan(op, "paired", unsharded(shard), tokens, dtype), seed);
     one.run(nullptr);
-    result.comparisons.push_back(
-        compare_outputs("out", "unsharded", got.at("out"), one.read(one.plan().outputs.at("out")), tol));
+    result.comparisons.push_back(compare_outputs("out", "unsharded", got.at("out"),
+                                                 one.read(one.plan().outputs.at("out")), tol));
   }
   return result;
 }

@@ -9,9 +9,12 @@ namespace fusebench {
 
 std::string_view to_string(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "fp32";
-    case DType::f16: return "fp16";
-    case DType::bf16: return "bf16";
+    case DType::f32:
+      return "fp32";
+    case DType::f16:
+      return "fp16";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -42,7 +45,8 @@ std::uint16_t float_to_f16(float value) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = (x >> 16) & 0x8000;
   const std::uint32_t abs = x & 0x7fffffff;
-  if (abs >= 0x7f800000) return static_cast<std::uint16_t>(sign | (abs > 0x7f800000 ? 0x7e00 : 0x7c00));
+  if (abs >= 0x7f800000)
+    return static_cast<std::uint16_t>(sign | (abs > 0x7f800000 ? 0x7e00 : 0x7c00));
   if (abs >= 0x477ff000) return static_cast<std::uint16_t>(sign | 0x7c00);  // overflow to inf
   if (abs < 0x38800000) {  // subnormal or zero in half
     if (abs < 0x33000000) return static_cast<std::uint16_t>(sign);
@@ -78,7 +82,8 @@ std::vector<std::byte> encode(const std::vector<float>& values, DType dtype) {
     if (dtype == DType::f32) {
       std::memcpy(out.data() + 4 * i, &values[i], 4);
     } else {
-      const std::uint16_t h = dtype == DType::bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
+      const std::uint16_t h =
+          dtype == DType::bf16 ? float_to_bf16(values[i]) : float_to_f16(values[i]);
       std::memcpy(out.data() + 2 * i, &h, 2);
     }
   }

@@ -2,10 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace fusebench {
 namespace {
@@ -60,10 +59,10 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
   }
   if (!root.is_object()) throw std::invalid_argument(name + ": top level must be a JSON object");
   // Multimodal configs keep the language model under text_config.
-  const nlohmann::json& cfg =
-      (!root.contains("hidden_size") && root.contains("text_config") && root["text_config"].is_object())
-          ? root["text_config"]
-          : root;
+  const nlohmann::json& cfg = (!root.contains("hidden_size") && root.contains("text_config") &&
+                               root["text_config"].is_object())
+                                  ? root["text_config"]
+                                  : root;
   ModelShape m;
   m.name = name;
   m.hidden = read_positive(cfg, "hidden_size", name);
@@ -76,8 +75,9 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
     m.head_dim = read_positive(cfg, "head_dim", name);
   } else {
     if (m.hidden % m.heads != 0) {
-      throw std::invalid_argument(name + ": no head_dim and hidden_size=" + std::to_string(m.hidden) +
-                                  " is not divisible by num_attention_heads=" + std::to_string(m.heads));
+      throw std::invalid_argument(
+          name + ": no head_dim and hidden_size=" + std::to_string(m.hidden) +
+          " is not divisible by num_attention_heads=" + std::to_string(m.heads));
     }
     m.head_dim = m.hidden / m.heads;
   }
@@ -85,8 +85,9 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
     m.layers = cfg["num_hidden_layers"].get<std::int64_t>();
   }
   if (m.heads % m.kv_heads != 0) {
-    throw std::invalid_argument(name + ": num_attention_heads=" + std::to_string(m.heads) +
-                                " is not a multiple of num_key_value_heads=" + std::to_string(m.kv_heads));
+    throw std::invalid_argument(
+        name + ": num_attention_heads=" + std::to_string(m.heads) +
+        " is not a multiple of num_key_value_heads=" + std::to_string(m.kv_heads));
   }
   return m;
 }
@@ -106,8 +107,9 @@ ModelShape load_hf_config(const std::string& path) {
 
 ShardShape shard(const ModelShape& model, int tp) {
   const auto fail = [&](const std::string& what) {
-    throw std::invalid_argument("tp=" + std::to_string(tp) + " is invalid for " + model.name + ": " +
-                                what + " (valid tp sizes: " + join_ints(valid_tp_sizes(model)) + ")");
+    throw std::invalid_argument("tp=" + std::to_string(tp) + " is invalid for " + model.name +
+                                ": " + what +
+                                " (valid tp sizes: " + join_ints(valid_tp_sizes(model)) + ")");
   };
   if (tp < 1) fail("tp must be >= 1");
   if (model.heads % tp != 0) {

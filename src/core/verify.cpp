@@ -12,9 +12,12 @@ Tolerance tolerance_for(DType dtype) {
   // to the dtype (bf16: 2^-8, fp16: 2^-11 relative) plus fp32 accumulation-order differences
   // between algorithms (split-K, tiling), with a margin.
   switch (dtype) {
-    case DType::bf16: return {2e-2, 2e-2};
-    case DType::f16: return {4e-3, 4e-3};
-    case DType::f32: return {1e-4, 1e-4};
+    case DType::bf16:
+      return {2e-2, 2e-2};
+    case DType::f16:
+      return {4e-3, 4e-3};
+    case DType::f32:
+      return {1e-4, 1e-4};
   }
   return {};
 }
@@ -45,12 +48,14 @@ Comparison compare(const std::string& output, const std::string& against, const 
 }  // namespace
 
 Comparison compare_outputs(const std::string& output, const std::string& against,
-                           const std::vector<float>& got, const std::vector<double>& want, Tolerance tol) {
+                           const std::vector<float>& got, const std::vector<double>& want,
+                           Tolerance tol) {
   return compare(output, against, got, want, tol);
 }
 
 Comparison compare_outputs(const std::string& output, const std::string& against,
-                           const std::vector<float>& got, const std::vector<float>& want, Tolerance tol) {
+                           const std::vector<float>& got, const std::vector<float>& want,
+                           Tolerance tol) {
   return compare(output, against, got, want, tol);
 }
 
@@ -72,9 +77,9 @@ std::string VerifyResult::summary() const {
   return out.str();
 }
 
-std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op, const ShardShape& shard,
-                                    std::int64_t tokens, DType dtype, std::uint64_t seed,
-                                    bool with_reference) {
+std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
+                                    const ShardShape& shard, std::int64_t tokens, DType dtype,
+                                    std::uint64_t seed, bool with_reference) {
   const OpInfo& info = find_op(op);
   const Tolerance tol = tolerance_for(dtype);
   std::map<std::string, std::vector<float>> baseline;
@@ -93,7 +98,8 @@ std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op, con
       if (variant == info.variants.front()) {
         baseline[name] = got;
       } else {
-        result.comparisons.push_back(compare(name, info.variants.front(), got, baseline.at(name), tol));
+        result.comparisons.push_back(
+            compare(name, info.variants.front(), got, baseline.at(name), tol));
       }
       if (with_reference) {
         result.comparisons.push_back(compare(name, "float64", got, reference.at(name), tol));

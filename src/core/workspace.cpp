@@ -24,11 +24,12 @@ std::vector<float> logical_tensor(const std::string& name, std::int64_t rows, st
 
 std::vector<float> logical_window(const std::string& name, std::int64_t logical_rows,
                                   std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
-                                  std::int64_t rows, std::int64_t cols, BufferRole role, DType dtype,
-                                  std::uint64_t seed) {
+                                  std::int64_t rows, std::int64_t cols, BufferRole role,
+                                  DType dtype, std::uint64_t seed) {
   if (row0 < 0 || col0 < 0 || row0 + rows > logical_rows || col0 + cols > logical_cols) {
-    throw std::invalid_argument("window of " + name + " outside its " + std::to_string(logical_rows) + "x" +
-                                std::to_string(logical_cols) + " tensor");
+    throw std::invalid_argument("window of " + name + " outside its " +
+                                std::to_string(logical_rows) + "x" + std::to_string(logical_cols) +
+                                " tensor");
   }
   // Counter-based (splitmix64 of the element index): element (r, c) depends only on (seed, name,
   // r, c), so a rank's shard is generated without the rest of the unsharded tensor.
@@ -39,12 +40,13 @@ std::vector<float> logical_window(const std::string& name, std::int64_t logical_
   std::vector<float> values(static_cast<std::size_t>(rows * cols));
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t c = 0; c < cols; ++c) {
-      std::uint64_t z = key + static_cast<std::uint64_t>((row0 + r) * logical_cols + col0 + c + 1) * 0x9E3779B97F4A7C15ull;
+      std::uint64_t z = key + static_cast<std::uint64_t>((row0 + r) * logical_cols + col0 + c + 1) *
+                                  0x9E3779B97F4A7C15ull;
       z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
       z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
       z ^= z >> 31;
       float x = static_cast<float>(z >> 40) * 0x1.0p-23f - 1.0f;  // uniform in [-1, 1)
-      if (x == 0.0f) x = 0.5f;                                     // never zero
+      if (x == 0.0f) x = 0.5f;                                    // never zero
       values[static_cast<std::size_t>(r * cols + c)] = x * scale;
     }
   }
@@ -58,9 +60,11 @@ LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed) {
     for (std::size_t i = 0; i < b.parts.size(); ++i) {
       if (i < b.part_windows.size()) {  // the whole tensor the part is a window of
         const auto& w = b.part_windows[i];
-        out[b.parts[i]] = logical_tensor(b.parts[i], w.logical_rows, w.logical_cols, b.role, plan.dtype, seed);
+        out[b.parts[i]] =
+            logical_tensor(b.parts[i], w.logical_rows, w.logical_cols, b.role, plan.dtype, seed);
       } else {
-        out[b.parts[i]] = logical_tensor(b.parts[i], b.part_rows[i], b.cols, b.role, plan.dtype, seed);
+        out[b.parts[i]] =
+            logical_tensor(b.parts[i], b.part_rows[i], b.cols, b.role, plan.dtype, seed);
       }
     }
   }
@@ -86,12 +90,14 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed)
         for (std::size_t p = 0; p < b.parts.size(); ++p) {
           if (p < b.part_windows.size()) {  // only this rank's window of the whole tensor
             const auto& w = b.part_windows[p];
-            const auto part = logical_window(b.parts[p], w.logical_rows, w.logical_cols, w.row0, w.col0,
-                                             b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
+            const auto part =
+                logical_window(b.parts[p], w.logical_rows, w.logical_cols, w.row0, w.col0,
+                               b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
             values.insert(values.end(), part.begin(), part.end());
             continue;
           }
-          const auto part = logical_tensor(b.parts[p], b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
+          const auto part =
+              logical_tensor(b.parts[p], b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
           values.insert(values.end(), part.begin(), part.end());
         }
       }
@@ -116,7 +122,8 @@ Workspace::~Workspace() {
 MatRef Workspace::ref(const View& v) const {
   const BufferSpec& b = plan_.buffers.at(static_cast<std::size_t>(v.buffer));
   auto* base = static_cast<std::byte*>(buffers_.at(static_cast<std::size_t>(v.buffer)));
-  const std::size_t offset = static_cast<std::size_t>(v.row0 * b.cols + v.col0) * dtype_size(plan_.dtype);
+  const std::size_t offset =
+      static_cast<std::size_t>(v.row0 * b.cols + v.col0) * dtype_size(plan_.dtype);
   return MatRef{base + offset, plan_.dtype, v.rows, v.cols, b.cols};
 }
 

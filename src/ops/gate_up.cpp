@@ -25,8 +25,8 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     const int y = add_output(p, "gate_up", m, 2 * inter);
     const int a = add_output(p, "act", m, inter);
     p.steps.push_back(GemmStep{"gate_up_proj", whole(p, x), whole(p, w), whole(p, y)});
-    p.steps.push_back(
-        SiluMulStep{"silu_and_mul", columns(p, y, 0, inter), columns(p, y, inter, inter), whole(p, a)});
+    p.steps.push_back(SiluMulStep{"silu_and_mul", columns(p, y, 0, inter),
+                                  columns(p, y, inter, inter), whole(p, a)});
     p.outputs = {{"gate", columns(p, y, 0, inter)},
                  {"up", columns(p, y, inter, inter)},
                  {"act", whole(p, a)}};
@@ -67,7 +67,9 @@ OpInfo gate_up_op() {
   return {"gate_up",
           "gate/up projections + SiLU-and-mul: 2 GEMMs + act (split) vs 1 GEMM + act (fused) vs 1 "
           "strided-batched GEMM + act (batched)",
-          {"split", "fused", "batched"}, build, reference};
+          {"split", "fused", "batched"},
+          build,
+          reference};
 }
 
 }  // namespace fusebench::ops

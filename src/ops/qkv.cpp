@@ -24,9 +24,8 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     const int w = add_weight(p, "w_qkv", {{"w_q", q}, {"w_k", kv}, {"w_v", kv}}, h);
     const int y = add_output(p, "qkv", m, q + 2 * kv);
     p.steps.push_back(GemmStep{"qkv_proj", whole(p, x), whole(p, w), whole(p, y)});
-    p.outputs = {{"q", columns(p, y, 0, q)},
-                 {"k", columns(p, y, q, kv)},
-                 {"v", columns(p, y, q + kv, kv)}};
+    p.outputs = {
+        {"q", columns(p, y, 0, q)}, {"k", columns(p, y, q, kv)}, {"v", columns(p, y, q + kv, kv)}};
   } else if (variant == "grouped") {
     // One grouped GEMM over the three separate weights: fusion of launches without
     // concatenating weights (cublasGemmGroupedBatchedEx on CUDA).
@@ -62,7 +61,9 @@ OpInfo qkv_op() {
   return {"qkv",
           "q/k/v projections: 3 GEMMs (split) vs 1 GEMM on the merged weight (fused) vs 1 grouped "
           "GEMM on the separate weights (grouped)",
-          {"split", "fused", "grouped"}, build, reference};
+          {"split", "fused", "grouped"},
+          build,
+          reference};
 }
 
 }  // namespace fusebench::ops

@@ -6,9 +6,9 @@
 namespace fusebench {
 
 const std::vector<OpInfo>& op_registry() {
-  static const std::vector<OpInfo> registry = {ops::qkv_op(), ops::gate_up_op(),
-                                                ops::tp_attn_op(), ops::tp_mlp_op(),
-                                                ops::allreduce_op(), ops::allgather_op()};
+  static const std::vector<OpInfo> registry = {ops::qkv_op(),       ops::gate_up_op(),
+                                               ops::tp_attn_op(),   ops::tp_mlp_op(),
+                                               ops::allreduce_op(), ops::allgather_op()};
   return registry;
 }
 

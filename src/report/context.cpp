@@ -35,7 +35,8 @@ std::string git_revision() {
   const std::string dir = FUSEBENCH_SOURCE_DIR;
   std::string rev = run_command("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
   if (rev.empty()) return "unknown (not a git checkout)";
-  if (!run_command("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) {
+  if (!run_command("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null")
+           .empty()) {
     rev += "-dirty";
   }
   return rev;

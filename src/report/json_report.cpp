@@ -10,7 +10,8 @@ nlohmann::json run_to_json(const benchmark::BenchmarkReporter::Run& run) {
   j["family_index"] = run.family_index;
   j["per_family_instance_index"] = run.per_family_instance_index;
   j["run_name"] = run.run_name.str();
-  j["run_type"] = run.run_type == benchmark::BenchmarkReporter::Run::RT_Iteration ? "iteration" : "aggregate";
+  j["run_type"] =
+      run.run_type == benchmark::BenchmarkReporter::Run::RT_Iteration ? "iteration" : "aggregate";
   j["repetitions"] = run.repetitions;
   if (run.run_type != benchmark::BenchmarkReporter::Run::RT_Aggregate) {
     j["repetition_index"] = run.repetition_index;
@@ -43,23 +44,25 @@ nlohmann::json gbench_context_to_json(const benchmark::BenchmarkReporter::Contex
   const auto& cpu = context.cpu_info;
   nlohmann::json caches = nlohmann::json::array();
   for (const auto& c : cpu.caches) {
-    caches.push_back({{"type", c.type}, {"level", c.level}, {"size", c.size}, {"num_sharing", c.num_sharing}});
+    caches.push_back(
+        {{"type", c.type}, {"level", c.level}, {"size", c.size}, {"num_sharing", c.num_sharing}});
   }
   char date[64] = {};
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S%z", std::localtime(&now));
-  return {{"date", date},
-          {"host_name", context.sys_info.name},
-          {"executable", benchmark::BenchmarkReporter::Context::executable_name},
-          {"num_cpus", cpu.num_cpus},
-          {"mhz_per_cpu", static_cast<int>(cpu.cycles_per_second / 1e6)},
-          {"cpu_scaling_enabled", cpu.scaling == benchmark::CPUInfo::ENABLED},
-          {"caches", caches},
-          {"load_avg", cpu.load_avg},
+  return {
+      {"date", date},
+      {"host_name", context.sys_info.name},
+      {"executable", benchmark::BenchmarkReporter::Context::executable_name},
+      {"num_cpus", cpu.num_cpus},
+      {"mhz_per_cpu", static_cast<int>(cpu.cycles_per_second / 1e6)},
+      {"cpu_scaling_enabled", cpu.scaling == benchmark::CPUInfo::ENABLED},
+      {"caches", caches},
+      {"load_avg", cpu.load_avg},
 #ifdef NDEBUG
-          {"library_build_type", "release"},
+      {"library_build_type", "release"},
 #else
-          {"library_build_type", "debug"},
+      {"library_build_type", "debug"},
 #endif
   };
 }
