@@ -4,11 +4,7 @@
 # Extra arguments go to build/bin/fusebench (e.g. --models=llama3-8b --tokens=1,4096).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-. scripts/env.sh
-
-cmake --preset release >/dev/null
-cmake --build --preset release
+scripts/build.sh release
 
 out=reports/latest
 mkdir -p "$out"

@@ -3,17 +3,12 @@
 # with the reason when there is none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-. scripts/env.sh
-
-cmake --preset release >/dev/null
-cmake --build --preset release
+scripts/build.sh release
 ctest --preset release
 
 # Host code again under ASan/UBSan (clang-14, no CUDA, no MPI), with the libFuzzer targets for the
 # JSON readers run briefly (docs/gate.md). FUSEBENCH_SKIP_ASAN=1 leaves it out of a quick local run.
 if [ "${FUSEBENCH_SKIP_ASAN:-0}" != 1 ]; then
-  cmake --preset asan >/dev/null
-  cmake --build --preset asan
+  scripts/build.sh asan
   ctest --preset asan
 fi
