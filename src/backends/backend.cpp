@@ -27,7 +27,7 @@ BackendChoice make_backend(BackendKind kind) {
   if (kind == BackendKind::cuda) {
     throw std::runtime_error("--backend=cuda requested but the CUDA backend is unusable: " + why);
   }
-  return {make_cpu_backend(), "no usable GPU (" + why + "): running the CPU backend"};
+  return {make_cpu_backend(), why + "; running the CPU backend"};
 }
 
 }  // namespace fusebench

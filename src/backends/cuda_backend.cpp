@@ -508,20 +508,17 @@ int cuda_device_count() {
 std::unique_ptr<Backend> make_cuda_backend(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
+  if (err != cudaSuccess || count == 0) {
+    // Without a driver the runtime says "driver version is insufficient": say what it means.
+    const bool no_gpu =
+        err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice || count == 0;
+    if (why) {
+      *why = std::string(no_gpu ? "no NVIDIA GPU with a working driver" : "CUDA unusable") +
+             " (cudaGetDeviceCount: " + cudaGetErrorString(err) + ")";
+    }
     return nullptr;
   }
-  if (count == 0) {
-    if (why) *why = "no CUDA device";
-    return nullptr;
-  }
-  try {
-    return std::make_unique<CudaBackend>(0);
-  } catch (const std::exception& e) {
-    if (why) *why = e.what();
-    return nullptr;
-  }
+  return make_cuda_backend_on(0, why);
 }
 
 }  // namespace fusebench
