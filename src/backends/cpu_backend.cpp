@@ -11,38 +11,11 @@
 #include <new>
 #include <thread>
 
+#include "core/host_mat.hpp"
 #include "fusebench/backend.hpp"
 
 namespace fusebench {
 namespace {
-
-float load(const MatRef& m, std::int64_t r, std::int64_t c) {
-  const std::size_t i = static_cast<std::size_t>(r * m.ld + c);
-  switch (m.dtype) {
-    case DType::f32:
-      return static_cast<const float*>(m.data)[i];
-    case DType::bf16:
-      return bf16_to_float(static_cast<const std::uint16_t*>(m.data)[i]);
-    case DType::f16:
-      return f16_to_float(static_cast<const std::uint16_t*>(m.data)[i]);
-  }
-  return 0;
-}
-
-void store(const MatRef& m, std::int64_t r, std::int64_t c, float v) {
-  const std::size_t i = static_cast<std::size_t>(r * m.ld + c);
-  switch (m.dtype) {
-    case DType::f32:
-      static_cast<float*>(m.data)[i] = v;
-      break;
-    case DType::bf16:
-      static_cast<std::uint16_t*>(m.data)[i] = float_to_bf16(v);
-      break;
-    case DType::f16:
-      static_cast<std::uint16_t*>(m.data)[i] = float_to_f16(v);
-      break;
-  }
-}
 
 std::vector<float> widen(const MatRef& m) {
   std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));

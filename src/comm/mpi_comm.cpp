@@ -84,7 +84,7 @@ class MpiCommunicator final : public Communicator {
     std::vector<float> v(static_cast<std::size_t>(data.rows * data.cols));
     for (std::int64_t i = 0; i < data.rows; ++i) {
       for (std::int64_t j = 0; j < data.cols; ++j)
-        v[static_cast<std::size_t>(i * data.cols + j)] = comm::load(data, i, j);
+        v[static_cast<std::size_t>(i * data.cols + j)] = load(data, i, j);
     }
     watchdog_.arm("MPI all_reduce of " + std::to_string(v.size()) + " elements");
     const int rc = MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_FLOAT,
@@ -93,13 +93,13 @@ class MpiCommunicator final : public Communicator {
     FUSEBENCH_MPI(rc);
     for (std::int64_t i = 0; i < data.rows; ++i) {
       for (std::int64_t j = 0; j < data.cols; ++j)
-        comm::store(data, i, j, v[static_cast<std::size_t>(i * data.cols + j)]);
+        store(data, i, j, v[static_cast<std::size_t>(i * data.cols + j)]);
     }
   }
 
   void all_gather(const MatRef& src, const MatRef& dst) override {
     comm::check_gather_shapes(src, dst, size_, "MPI");
-    const auto mine = comm::pack(src);
+    const auto mine = pack(src);
     std::vector<std::byte> all(mine.size() * static_cast<std::size_t>(size_));
     watchdog_.arm("MPI all_gather of " + std::to_string(all.size()) + " bytes");
     const int rc = MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
@@ -107,7 +107,7 @@ class MpiCommunicator final : public Communicator {
     watchdog_.disarm();
     FUSEBENCH_MPI(rc);
     for (int r = 0; r < size_; ++r)
-      comm::unpack(all.data() + mine.size() * static_cast<std::size_t>(r),
+      unpack(all.data() + mine.size() * static_cast<std::size_t>(r),
                    comm::gather_block(dst, src, r));
   }
 
