@@ -9,16 +9,23 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   Plan p = start_plan("qkv", s, m, dtype, variant);
   const std::int64_t h = s.hidden, q = s.q_size(), kv = s.kv_size();
   const int x = add_input(p, "x", m, h);
-  if (variant == "split") {
+  if (variant == "split" || variant == "grouped") {
     const int wq = add_weight(p, "w_q", {{"w_q", q}}, h);
     const int wk = add_weight(p, "w_k", {{"w_k", kv}}, h);
     const int wv = add_weight(p, "w_v", {{"w_v", kv}}, h);
     const int yq = add_output(p, "q", m, q);
     const int yk = add_output(p, "k", m, kv);
     const int yv = add_output(p, "v", m, kv);
-    p.steps.push_back(GemmStep{"q_proj", whole(p, x), whole(p, wq), whole(p, yq)});
-    p.steps.push_back(GemmStep{"k_proj", whole(p, x), whole(p, wk), whole(p, yk)});
-    p.steps.push_back(GemmStep{"v_proj", whole(p, x), whole(p, wv), whole(p, yv)});
+    std::vector<GemmStep> gemms = {GemmStep{"q_proj", whole(p, x), whole(p, wq), whole(p, yq)},
+                                   GemmStep{"k_proj", whole(p, x), whole(p, wk), whole(p, yk)},
+                                   GemmStep{"v_proj", whole(p, x), whole(p, wv), whole(p, yv)}};
+    if (variant == "split") {
+      for (auto& g : gemms) p.steps.push_back(std::move(g));
+    } else {
+      // The same three GEMMs as one grouped launch: fusion of launches without concatenating
+      // weights (cublasGemmGroupedBatchedEx on CUDA).
+      p.steps.push_back(GroupedGemmStep{"qkv_grouped", std::move(gemms), false});
+    }
     p.outputs = {{"q", whole(p, yq)}, {"k", whole(p, yk)}, {"v", whole(p, yv)}};
   } else if (variant == "fused") {
     const int w = add_weight(p, "w_qkv", {{"w_q", q}, {"w_k", kv}, {"w_v", kv}}, h);
@@ -26,21 +33,6 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     p.steps.push_back(GemmStep{"qkv_proj", whole(p, x), whole(p, w), whole(p, y)});
     p.outputs = {
         {"q", columns(p, y, 0, q)}, {"k", columns(p, y, q, kv)}, {"v", columns(p, y, q + kv, kv)}};
-  } else if (variant == "grouped") {
-    // One grouped GEMM over the three separate weights: fusion of launches without
-    // concatenating weights (cublasGemmGroupedBatchedEx on CUDA).
-    const int wq = add_weight(p, "w_q", {{"w_q", q}}, h);
-    const int wk = add_weight(p, "w_k", {{"w_k", kv}}, h);
-    const int wv = add_weight(p, "w_v", {{"w_v", kv}}, h);
-    const int yq = add_output(p, "q", m, q);
-    const int yk = add_output(p, "k", m, kv);
-    const int yv = add_output(p, "v", m, kv);
-    p.steps.push_back(GroupedGemmStep{"qkv_grouped",
-                                      {GemmStep{"q_proj", whole(p, x), whole(p, wq), whole(p, yq)},
-                                       GemmStep{"k_proj", whole(p, x), whole(p, wk), whole(p, yk)},
-                                       GemmStep{"v_proj", whole(p, x), whole(p, wv), whole(p, yv)}},
-                                      false});
-    p.outputs = {{"q", whole(p, yq)}, {"k", whole(p, yk)}, {"v", whole(p, yv)}};
   } else {
     unknown_variant(qkv_op(), variant);
   }
