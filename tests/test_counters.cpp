@@ -127,6 +127,29 @@ TEST(ModelRatios, UnavailableInputsGiveUnavailableRatios) {
   EXPECT_EQ(c.unavailable.at("bytes_vs_model"), "no device");
 }
 
+TEST(ModelRatios, ZeroFromAPassThatSawNothingIsUnavailableNotZero) {
+  RegionCounters c;
+  c.values = {{"launches", 0},        {"kernels", 0},
+              {"memcpys", 0},         {"memsets", 0},
+              {"dram_read_bytes", 0}, {"dram_write_bytes", 0},
+              {"l2_bytes", 0},        {"profiled_gpu_time_ns", 0}};
+  add_model_ratios(c, 3, 1000);
+  EXPECT_TRUE(c.values.empty());
+  EXPECT_NE(c.unavailable.at("launches").find("issues 3"), std::string::npos);
+  EXPECT_NE(c.unavailable.at("dram_read_bytes").find("1000 bytes"), std::string::npos);
+  EXPECT_EQ(c.unavailable.at("launches_vs_model"), c.unavailable.at("launches"));
+  EXPECT_EQ(c.unavailable.at("bytes_vs_model"), c.unavailable.at("dram_read_bytes"));
+}
+
+TEST(ModelRatios, ZeroIsKeptWhereTheModelExpectsNothing) {
+  RegionCounters c;
+  c.values = {{"launches", 0}, {"dram_read_bytes", 0}, {"dram_write_bytes", 0}, {"l2_bytes", 0}};
+  add_model_ratios(c, 0, 0);
+  EXPECT_EQ(c.values.at("launches"), 0);
+  EXPECT_EQ(c.values.at("dram_read_bytes"), 0);
+  EXPECT_TRUE(c.unavailable.empty());
+}
+
 // On the CPU, launches are backend library calls and must equal the plan's model launches:
 // qkv split 3 / fused 1, gate_up split 3 (2 GEMMs + SiLU-and-mul) / fused 2.
 TEST(CpuCounterPasses, LaunchesEqualModelForEverySplitFusedVariant) {
@@ -202,12 +225,17 @@ TEST(ActivityBuffer, ParsesKernelAndMemsetRecords) {
   m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
   m->bytes = 256;
   used += sizeof(*m);
+  auto* batched = reinterpret_cast<CUpti_ActivityMemcpy6*>(buffer + used);
+  batched->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  batched->copyCount = 4;  // one record of a batched copy stands for four copies
+  used += sizeof(*batched);
 
   ActivityAggregator agg;
   EXPECT_EQ(measure::parse_activity_buffer(buffer, used, agg), "");
   EXPECT_EQ(agg.kernels(), 3u);
   EXPECT_EQ(agg.graph_kernels(), 1u);
   EXPECT_EQ(agg.memsets(), 1u);
+  EXPECT_EQ(agg.memcpys(), 4u);
   EXPECT_EQ(agg.kernel_names(),
             (std::vector<std::string>{"silu_and_mul(float const*, float const*, float*, int)",
                                       "sm90_xmma_gemm"}));

@@ -37,7 +37,9 @@ nlohmann::json measured_counter_definitions();
 
 // Adds launches_vs_model (launches / model_launches) and bytes_vs_model ((dram_read_bytes +
 // dram_write_bytes) / model_bytes) where their inputs were measured; where an input is
-// unavailable the ratio is unavailable with the same reason.
+// unavailable the ratio is unavailable with the same reason. A pass that saw nothing of a region
+// the model says does work (0 launches, or 0 DRAM and L2 bytes) measured nothing: its counters
+// become unavailable with that reason instead of reporting 0.
 void add_model_ratios(RegionCounters& counters, double model_launches, double model_bytes);
 
 }  // namespace fusebench

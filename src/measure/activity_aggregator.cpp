@@ -17,7 +17,7 @@ void ActivityAggregator::add(const ActivityRecord& r) {
       if (std::find(names_.begin(), names_.end(), r.name) == names_.end()) names_.push_back(r.name);
       break;
     case ActivityKind::memcpy:
-      ++memcpys_;
+      memcpys_ += r.count;
       break;
     case ActivityKind::memset:
       ++memsets_;

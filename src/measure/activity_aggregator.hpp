@@ -22,6 +22,8 @@ struct ActivityRecord {
   std::uint32_t graph_id = 0;
   std::uint32_t stream_id = 0;
   std::uint64_t bytes = 0;  // memcpy/memset only
+  // Operations the record stands for: a batched memcpy record covers copyCount copies.
+  std::uint64_t count = 1;
 };
 
 // Counter names this pass produces.

@@ -1,5 +1,7 @@
 #include "fusebench/counter_passes.hpp"
 
+#include <cmath>
+
 #include "fusebench/nvtx.hpp"
 #include "measure/activity_aggregator.hpp"
 #include "measure/cpu_call_counter.hpp"
@@ -102,8 +104,9 @@ nlohmann::json measured_counter_definitions() {
   return {
       {"launches",
        "GPU: kernels + memcpys + memsets the region executed per iteration (CUPTI "
-       "activity records, CUDA-graph nodes included); CPU: backend library calls per "
-       "iteration"},
+       "activity records of eager runs; nodes of any CUDA graph the region launches count "
+       "too; timing:graph replays a capture of the same region); CPU: backend library calls "
+       "per iteration"},
       {"kernels", "kernel executions per iteration (CUPTI CONCURRENT_KERNEL records)"},
       {"memcpys", "memcpy operations per iteration (CUPTI MEMCPY records)"},
       {"memsets", "memset operations per iteration (CUPTI MEMSET records)"},
@@ -119,6 +122,27 @@ nlohmann::json measured_counter_definitions() {
 }
 
 void add_model_ratios(RegionCounters& c, double model_launches, double model_bytes) {
+  const auto is_zero = [&c](const char* key) {
+    const auto it = c.values.find(key);
+    return it != c.values.end() && it->second == 0;
+  };
+  const auto saw_nothing = [&c](const std::vector<std::string>& counters, const std::string& why) {
+    for (const auto& counter : counters) {
+      if (c.values.erase(counter) > 0) c.unavailable[counter] = why;
+    }
+  };
+  if (model_launches > 0 && is_zero("launches")) {
+    saw_nothing(kLaunchPassCounters,
+                "the launch-count pass saw no operation of a region that "
+                "issues " +
+                    std::to_string(std::llround(model_launches)) +
+                    " (records not delivered: another CUPTI client?)");
+  }
+  if (model_bytes > 0 && is_zero("dram_read_bytes") && is_zero("l2_bytes")) {
+    saw_nothing(kDramPassCounters, "the dram pass saw no traffic of a region that moves at least " +
+                                       std::to_string(std::llround(model_bytes)) +
+                                       " bytes (the profiled range caught no work)");
+  }
   const auto value = [&c](const char* key) -> const double* {
     const auto it = c.values.find(key);
     return it == c.values.end() ? nullptr : &it->second;

@@ -32,7 +32,8 @@ struct ActivityState {
   int device = -1;
 };
 ActivityState& state() {
-  static ActivityState s;
+  // Never destroyed: CUPTI may deliver a buffer from its own exit handler, after statics die.
+  static ActivityState& s = *new ActivityState;
   return s;
 }
 
@@ -58,6 +59,7 @@ std::optional<ActivityRecord> convert(const CUpti_Activity* record, int device) 
       if (other_device(m->deviceId)) return std::nullopt;
       r.kind = ActivityKind::memcpy;
       r.bytes = m->bytes;
+      r.count = m->copyCount != 0 ? m->copyCount : 1;  // batched copies: one record, N copies
       r.correlation_id = m->correlationId;
       r.graph_id = m->graphId;
       r.stream_id = m->streamId;
@@ -90,10 +92,17 @@ std::string parse_records(std::uint8_t* buffer, std::size_t valid_bytes, Activit
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  // A null buffer makes CUPTI drop records, which the pass then reports as dropped.
+  // A null buffer makes CUPTI drop records; the pass counts the refusal as a drop, since no
+  // completed buffer will report it.
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   *size = *buffer != nullptr ? kBufferBytes : 0;
   *max_records = 0;
+  if (*buffer == nullptr) {
+    ActivityState& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.recording)
+      s.aggregator.fail("no memory for a CUPTI activity buffer: records were dropped");
+  }
 }
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t,
@@ -147,6 +156,8 @@ class ActivityLaunchCounter final : public CounterCollector {
     if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) {
       throw std::runtime_error(std::string("cudaGetDevice: ") + cudaGetErrorString(e));
     }
+    std::size_t stale = 0;  // reading the drop count resets it: drops before the pass don't count
+    cuptiActivityGetNumDroppedRecords(nullptr, 0, &stale);
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.device = device;
@@ -181,8 +192,13 @@ class ActivityLaunchCounter final : public CounterCollector {
         }
       }
     }
+    // Records dropped for want of a buffer are only on the global queue's count.
+    std::size_t dropped = 0;
+    const bool dropped_known =
+        cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS;
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!failure.empty()) s.aggregator.fail(failure);
+    if (dropped_known && dropped > 0) s.aggregator.add_dropped(dropped);
     return s.aggregator.per_iteration(iterations_);
   }
 

@@ -9,6 +9,8 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <cmath>
+
 #include "fusebench/nvtx.hpp"
 #include "measure/cupti_common.hpp"
 #include "measure/cupti_passes.hpp"
@@ -46,6 +48,7 @@ class RangeProfilerPass final : public CounterCollector {
                     RangeProfilerConfig config)
       : backend_(backend), ctx_(ctx), host_(std::move(host)), config_(std::move(config)) {}
   ~RangeProfilerPass() override {
+    host_.reset();  // the host object before the profiler it was made under
     CUpti_Profiler_DeInitialize_Params p{CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
     cuptiProfilerDeInitialize(&p);
   }
@@ -56,17 +59,20 @@ class RangeProfilerPass final : public CounterCollector {
     NvtxRange range(region_name + "/dram");
     try {
       return measure(region_name, region, false);
-    } catch (const CuptiFailure& e) {
+    } catch (const std::exception& e) {
+      // The timed pass already succeeded: a failed counter pass costs the counters, not the entry.
       RegionCounters c;
-      for (const auto& counter : config_.counters) c.unavailable[counter] = e.what();
+      for (const auto& counter : config_.counters)
+        c.unavailable[counter] = std::string("dram pass failed: ") + e.what();
       return c;
     }
   }
 
   // One profiled run of `region`; throws CuptiFailure when CUPTI refuses. A probe skips the L2
-  // flush and stops after decoding (an empty range need not yield a range to evaluate).
+  // flush (its region is small GPU work of its own).
   RegionCounters measure(const std::string& range_name, const std::function<void()>& region,
                          bool probe) {
+    std::vector<std::uint8_t> data;  // SetConfig keeps a pointer: it must outlive the session
     Session session(ctx_);
     std::vector<const char*> names;
     for (const auto& m : config_.metrics) names.push_back(m.c_str());
@@ -80,7 +86,7 @@ class RangeProfilerPass final : public CounterCollector {
     size.maxNumRangeTreeNodes = 1;
     cupti_check(cuptiRangeProfilerGetCounterDataSize(&size),
                 "cuptiRangeProfilerGetCounterDataSize");
-    std::vector<std::uint8_t> data(size.counterDataSize);
+    data.resize(size.counterDataSize);
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
     init.pRangeProfilerObject = session.object;
@@ -109,22 +115,28 @@ class RangeProfilerPass final : public CounterCollector {
     for (std::size_t pass = 0; pass < max_passes && !all_submitted; ++pass) {
       if (!probe) backend_.flush_l2();
       cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // flush outside the range
+      PassGuard guard{session.object};
       CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
       start.pRangeProfilerObject = session.object;
       cupti_check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+      guard.started = true;
       CUpti_RangeProfiler_PushRange_Params push{CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
       push.pRangeProfilerObject = session.object;
       push.pRangeName = range_name.c_str();
       cupti_check(cuptiRangeProfilerPushRange(&push), "cuptiRangeProfilerPushRange");
+      guard.pushed = true;
+      // The region runs on the backend's non-blocking stream: the range is the context's, so
+      // the device is idle at both ends (the range's gpu__time_duration includes the tails).
+      cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
       region();
-      // The region runs on the backend's non-blocking stream: wait for it so the range closes
-      // after its last kernel (the range's gpu__time_duration includes this wait's tail).
       cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
       CUpti_RangeProfiler_PopRange_Params pop{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
       pop.pRangeProfilerObject = session.object;
+      guard.pushed = false;
       cupti_check(cuptiRangeProfilerPopRange(&pop), "cuptiRangeProfilerPopRange");
       CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
       stop.pRangeProfilerObject = session.object;
+      guard.started = false;
       cupti_check(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
       all_submitted = stop.isAllPassSubmitted != 0;
     }
@@ -141,7 +153,6 @@ class RangeProfilerPass final : public CounterCollector {
           CUPTI_ERROR_UNKNOWN,
           "range profiler dropped " + std::to_string(decode.numOfRangeDropped) + " range(s)");
     }
-    if (probe) return {};
     CUpti_RangeProfiler_GetCounterDataInfo_Params info{
         CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
     info.pCounterDataImage = data.data();
@@ -155,11 +166,35 @@ class RangeProfilerPass final : public CounterCollector {
     }
     const std::vector<double> values = host_->evaluate(data, 0, config_.metrics);
     RegionCounters c;
-    for (std::size_t i = 0; i < values.size(); ++i) c.values[config_.counters[i]] = values[i];
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        throw CuptiFailure(CUPTI_ERROR_UNKNOWN,
+                           config_.metrics[i] + " evaluated to " + std::to_string(values[i]));
+      }
+      c.values[config_.counters[i]] = values[i];
+    }
     return c;
   }
 
  private:
+  // Closes a pass that an exception left open, so Disable never meets an open range.
+  struct PassGuard {
+    CUpti_RangeProfiler_Object* object;
+    bool started = false, pushed = false;
+    ~PassGuard() {
+      if (pushed) {
+        CUpti_RangeProfiler_PopRange_Params p{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+        p.pRangeProfilerObject = object;
+        cuptiRangeProfilerPopRange(&p);
+      }
+      if (started) {
+        CUpti_RangeProfiler_Stop_Params p{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+        p.pRangeProfilerObject = object;
+        cuptiRangeProfilerStop(&p);
+      }
+    }
+  };
+
   // Range profiling enabled on the context for one measurement only, so no timed pass ever
   // runs with it on.
   struct Session {
@@ -224,10 +259,11 @@ std::unique_ptr<CounterCollector> make_range_profiler_pass(Backend& backend, nlo
     initialized = false;  // the pass owns cuptiProfilerDeInitialize from here
     auto pass =
         std::make_unique<RangeProfilerPass>(backend, ctx, std::move(host), std::move(config));
-    // Dry run over an empty range: privilege and "another profiler" errors show up here, once,
+    // A full dry run (enable, profile, decode, evaluate) over a small piece of GPU work, the L2
+    // flush itself: privilege, "another profiler" and evaluation errors show up here, once,
     // instead of in every fixture.
     pass->measure(
-        "fusebench-probe", [] {}, true);
+        "fusebench-probe", [&backend] { backend.flush_l2(); }, true);
     return pass;
   } catch (const std::exception& e) {
     *why = e.what();
