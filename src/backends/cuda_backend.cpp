@@ -32,11 +32,44 @@ cudaDataType_t cuda_type(DType dtype) {
   return CUDA_R_32F;
 }
 
+// Makes `device` current for a scope: a TP rank's backend may be called (teardown, timers,
+// allocations) from a thread whose current device is another rank's.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) noexcept {
+    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
+                cudaSetDevice(device) == cudaSuccess;
+  }
+  ~DeviceGuard() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+};
+
+// Throws when `stream` is being captured: `what` would allocate or synchronise, which breaks a
+// capture with an obscure error far from the cause.
+void refuse_inside_capture(cudaStream_t stream, const char* what) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  FUSEBENCH_CUDA(cudaStreamIsCapturing(stream, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone) {
+    throw std::logic_error(std::string(what) +
+                           " inside a graph capture: run the region once before capturing it");
+  }
+}
+
 class EventTimer final : public RegionTimer {
  public:
   explicit EventTimer(cudaStream_t stream) : stream_(stream) {
     FUSEBENCH_CUDA(cudaEventCreate(&begin_));
-    FUSEBENCH_CUDA(cudaEventCreate(&end_));
+    if (const cudaError_t e = cudaEventCreate(&end_); e != cudaSuccess) {
+      cudaEventDestroy(begin_);
+      FUSEBENCH_CUDA(e);
+    }
   }
   ~EventTimer() override {
     cudaEventDestroy(begin_);
@@ -95,22 +128,25 @@ std::uint32_t alignment(const void* p, std::int64_t stride_elems, std::size_t el
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device) : device_(device) {
-    FUSEBENCH_CUDA(cudaSetDevice(device_));
-    FUSEBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    FUSEBENCH_CUBLAS(cublasLtCreate(&lt_));
-    FUSEBENCH_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
-    // cuBLAS (grouped GEMM) with its own workspace so graph capture never allocates.
-    FUSEBENCH_CUBLAS(cublasCreate(&blas_));
-    FUSEBENCH_CUBLAS(cublasSetStream(blas_, stream_));
-    FUSEBENCH_CUDA(cudaMalloc(&blas_workspace_, kWorkspaceBytes));
-    FUSEBENCH_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kWorkspaceBytes));
+    try {
+      FUSEBENCH_CUDA(cudaSetDevice(device_));
+      FUSEBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      FUSEBENCH_CUBLAS(cublasLtCreate(&lt_));
+      FUSEBENCH_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
+      // cuBLAS (grouped GEMM) with its own workspace so graph capture never allocates.
+      FUSEBENCH_CUBLAS(cublasCreate(&blas_));
+      FUSEBENCH_CUBLAS(cublasSetStream(blas_, stream_));
+      FUSEBENCH_CUDA(cudaMalloc(&blas_workspace_, kWorkspaceBytes));
+      FUSEBENCH_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kWorkspaceBytes));
+    } catch (...) {
+      release_handles();  // the destructor does not run for a half-built object
+      throw;
+    }
   }
   ~CudaBackend() override {
     // A TP rank's backend (device r) may be destroyed on another thread, whose current device is
     // not device_: make it current for the frees and handle teardown, then restore the caller's.
-    int caller_device = -1;
-    const bool switched = cudaGetDevice(&caller_device) == cudaSuccess &&
-                          caller_device != device_ && cudaSetDevice(device_) == cudaSuccess;
+    const DeviceGuard guard(device_);
     for (auto& [key, p] : plans_) {
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
@@ -118,19 +154,15 @@ class CudaBackend final : public Backend {
       cublasLtMatmulDescDestroy(p.desc);
     }
     for (auto& [key, arrays] : pointer_arrays_) cudaFree(arrays);
-    cublasDestroy(blas_);
-    cudaFree(blas_workspace_);
-    cudaFree(workspace_);
     cudaFree(flush_buffer_);
-    cublasLtDestroy(lt_);
-    cudaStreamDestroy(stream_);
-    if (switched) cudaSetDevice(caller_device);
+    release_handles();
   }
 
   std::string name() const override { return "cuda"; }
   std::string unsupported_reason(DType) const override { return {}; }
 
   void* allocate(std::size_t bytes) override {
+    const DeviceGuard guard(device_);  // cudaMemGetInfo speaks of the current device
     std::size_t free_bytes = 0, total = 0;
     FUSEBENCH_CUDA(cudaMemGetInfo(&free_bytes, &total));
     if (bytes > free_bytes) {
@@ -141,12 +173,16 @@ class CudaBackend final : public Backend {
     void* p = nullptr;
     const cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
+      (void)cudaGetLastError();  // handled here: must not surface in the next launch check
       throw OutOfMemory("cudaMalloc(" + std::to_string(bytes) +
                         " bytes) failed: " + cudaGetErrorString(err));
     }
     return p;
   }
-  void release(void* ptr) noexcept override { cudaFree(ptr); }
+  void release(void* ptr) noexcept override {
+    const DeviceGuard guard(device_);
+    cudaFree(ptr);
+  }
   void upload(void* dst, const void* src, std::size_t bytes) override {
     FUSEBENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
@@ -165,6 +201,7 @@ class CudaBackend final : public Backend {
   // One launch through cublasGemmGroupedBatchedEx (cuBLAS 12.5+): each member its own group of
   // one. cuBLAS picks the kernel; there is no algorithm to time or record beyond that.
   void gemm_grouped(std::span<const GemmArgs> gemms) override {
+    if (gemms.empty()) return;
     const int n = static_cast<int>(gemms.size());
     std::vector<cublasOperation_t> ta(n, CUBLAS_OP_T), tb(n, CUBLAS_OP_N);
     std::vector<int> m(n), nn(n), k(n), lda(n), ldb(n), ldc(n), group_size(n, 1);
@@ -200,6 +237,7 @@ class CudaBackend final : public Backend {
   // One cuBLASLt strided-batched matmul when the members sit at constant strides (x may be
   // shared: stride 0), with the same algorithm policy as gemm().
   void gemm_batched(std::span<const GemmArgs> gemms) override {
+    if (gemms.empty()) return;
     const GemmArgs& g0 = gemms[0];
     const auto elem = static_cast<std::int64_t>(dtype_size(g0.x.dtype));
     const auto stride = [&](auto member) -> std::int64_t {
@@ -239,21 +277,38 @@ class CudaBackend final : public Backend {
   }
 
   void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) override {
+    if (gate.rows != out.rows || up.rows != out.rows || gate.cols != out.cols ||
+        up.cols != out.cols || gate.dtype != out.dtype || up.dtype != out.dtype) {
+      throw std::invalid_argument("silu_mul: gate, up and out differ in shape or dtype");
+    }
     FUSEBENCH_CUDA(cuda::launch_silu_mul(gate.data, gate.ld, up.data, up.ld, out.data, out.ld,
                                          out.rows, out.cols, out.dtype, stream_));
   }
 
   void synchronize() override { FUSEBENCH_CUDA(cudaStreamSynchronize(stream_)); }
+  // Reads twice L2's size of clean data through L2 (see launch_evict_l2 for why not a memset).
   void flush_l2() override {
     if (flush_buffer_ == nullptr) {
-      int l2 = 0;
+      const DeviceGuard guard(device_);
+      refuse_inside_capture(stream_, "allocating the L2 flush buffer");
+      int l2 = 0, sms = 0;
       FUSEBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
-      flush_bytes_ = 2 * static_cast<std::size_t>(l2);  // twice L2: no line of the region survives
-      FUSEBENCH_CUDA(cudaMalloc(&flush_buffer_, flush_bytes_));
+      FUSEBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+      // Twice L2, so no line of the region survives; a multiple of 16 for the int4 loads.
+      flush_bytes_ = (2 * static_cast<std::size_t>(l2) + 15) / 16 * 16;
+      flush_blocks_ = 4 * std::max(sms, 1);
+      void* buffer = nullptr;
+      FUSEBENCH_CUDA(cudaMalloc(&buffer, flush_bytes_ + 16));  // + the kernel's sink
+      flush_buffer_ = buffer;
+      FUSEBENCH_CUDA(cudaMemsetAsync(flush_buffer_, 0, flush_bytes_ + 16, stream_));
+      // The zero-fill left dirty lines: two read passes write them back and leave L2 clean.
+      for (int i = 0; i < 2; ++i) evict_l2();
+      FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
     }
-    FUSEBENCH_CUDA(cudaMemsetAsync(flush_buffer_, flush_value_++ & 0xff, flush_bytes_, stream_));
+    evict_l2();
   }
   std::unique_ptr<RegionTimer> make_timer() override {
+    const DeviceGuard guard(device_);  // events belong to the device of the stream they time
     return std::make_unique<EventTimer>(stream_);
   }
   std::vector<std::string> take_algorithm_log() override {
@@ -298,6 +353,22 @@ class CudaBackend final : public Backend {
     if (algorithm_log_.size() < kMaxLoggedAlgorithms) algorithm_log_.push_back(text);
   }
 
+  void evict_l2() {
+    FUSEBENCH_CUDA(cuda::launch_evict_l2(
+        flush_buffer_, flush_bytes_,
+        reinterpret_cast<int*>(static_cast<std::byte*>(flush_buffer_) + flush_bytes_),
+        flush_blocks_, stream_));
+  }
+
+  // Frees what the constructor made (null handles are skipped).
+  void release_handles() noexcept {
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    cudaFree(blas_workspace_);
+    cudaFree(workspace_);
+    if (lt_ != nullptr) cublasLtDestroy(lt_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
   void matmul(const LtPlan& p, const GemmArgs& g, const cublasLtMatmulAlgo_t* algo = nullptr) {
     const float alpha = 1.0f, beta = 0.0f;
     // Row-major y = x w^T is column-major y^T = w x^T: A = w (transposed), B = x.
@@ -308,13 +379,18 @@ class CudaBackend final : public Backend {
 
   // A device array of pointers, uploaded once per distinct set (graph capture needs it stable).
   void** pointer_array(const std::vector<const void*>& ptrs) {
-    auto& dev = pointer_arrays_[ptrs];
-    if (dev == nullptr) {
-      FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&dev), ptrs.size() * sizeof(void*)));
-      FUSEBENCH_CUDA(cudaMemcpyAsync(dev, ptrs.data(), ptrs.size() * sizeof(void*),
-                                     cudaMemcpyHostToDevice, stream_));
-      FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
+    if (const auto it = pointer_arrays_.find(ptrs); it != pointer_arrays_.end()) return it->second;
+    refuse_inside_capture(stream_, "uploading a grouped GEMM's pointer array");
+    void** dev = nullptr;
+    FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&dev), ptrs.size() * sizeof(void*)));
+    cudaError_t err = cudaMemcpyAsync(dev, ptrs.data(), ptrs.size() * sizeof(void*),
+                                      cudaMemcpyHostToDevice, stream_);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
+    if (err != cudaSuccess) {
+      cudaFree(dev);  // never cache a half-built array
+      FUSEBENCH_CUDA(err);
     }
+    pointer_arrays_.emplace(ptrs, dev);
     return dev;
   }
 
@@ -323,12 +399,7 @@ class CudaBackend final : public Backend {
   int pick_fastest(const LtPlan& p, const GemmArgs& g,
                    const std::vector<cublasLtMatmulHeuristicResult_t>& c,
                    std::vector<double>* times) {
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    FUSEBENCH_CUDA(cudaStreamIsCapturing(stream_, &capturing));
-    if (capturing != cudaStreamCaptureStatusNone) {
-      throw std::logic_error(
-          "GEMM algorithm selection inside a graph capture: warm the shape up first");
-    }
+    refuse_inside_capture(stream_, "GEMM algorithm selection");
     cudaEvent_t e0{}, e1{};
     FUSEBENCH_CUDA(cudaEventCreate(&e0));
     FUSEBENCH_CUDA(cudaEventCreate(&e1));
@@ -377,9 +448,10 @@ class CudaBackend final : public Backend {
                         align_c = alignment(g.y.data, sy, elem);
     // The alignments are part of the key: an algorithm chosen for 256-byte aligned operands may
     // be refused for a less aligned view of the same shape.
-    const auto key = std::make_tuple(g.y.rows, g.y.cols, g.x.cols, g.x.ld, g.w.ld, g.y.ld,
-                                     static_cast<int>(g.x.dtype), batch, sx, sw, sy,
-                                     align_a | align_b << 9 | align_c << 18);
+    const auto key = std::make_tuple(
+        g.y.rows, g.y.cols, g.x.cols, g.x.ld, g.w.ld, g.y.ld, static_cast<int>(g.x.dtype), batch,
+        sx, sw, sy,
+        align_a | align_b << 9 | align_c << 18 | static_cast<std::uint32_t>(timed_) << 27);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows),
                         n = static_cast<std::uint64_t>(g.y.cols),
@@ -428,30 +500,54 @@ class CudaBackend final : public Backend {
         cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
                                        static_cast<int>(results.size()), results.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
+    const auto destroy = [&p] {
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
       cublasLtMatrixLayoutDestroy(p.c);
       cublasLtMatmulDescDestroy(p.desc);
-      throw std::runtime_error(
-          "cuBLASLt has no algorithm for m=" + std::to_string(m) + " n=" + std::to_string(n) +
-          " k=" + std::to_string(k) + " batch=" + std::to_string(batch) +
-          // Name the strides: a shared operand (stride 0) is what a batched
-          // plan is most likely to be refused for.
-          (batch > 1 ? " (batch strides x=" + std::to_string(sx) + " w=" + std::to_string(sw) +
-                           " y=" + std::to_string(sy) + " elements)"
-                     : std::string()));
+    };
+    const std::string shape =
+        "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+        " batch=" + std::to_string(batch) +
+        // Name the strides: a shared operand (stride 0) is what a batched plan is most likely
+        // to be refused for.
+        (batch > 1 ? " (batch strides x=" + std::to_string(sx) + " w=" + std::to_string(sw) +
+                         " y=" + std::to_string(sy) + " elements)"
+                   : std::string());
+    // Only results whose state is success are valid (cublasLt.h); and ours must fit the workspace.
+    results.resize(st == CUBLAS_STATUS_SUCCESS ? static_cast<std::size_t>(returned) : 0u);
+    std::erase_if(results, [](const cublasLtMatmulHeuristicResult_t& r) {
+      return r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > kWorkspaceBytes;
+    });
+    if (results.empty()) {
+      destroy();
+      throw std::runtime_error("cuBLASLt has no algorithm for " + shape);
     }
-    results.resize(static_cast<std::size_t>(returned));
+    returned = static_cast<int>(results.size());
     int chosen = 0;
     std::vector<double> times;
-    if (timed_ && returned > 1) chosen = pick_fastest(p, g, results, &times);
+    try {
+      if (timed_ && returned > 1) {
+        chosen = pick_fastest(p, g, results, &times);
+        if (!(times[static_cast<std::size_t>(chosen)] > 0)) {
+          throw std::runtime_error("none of the " + std::to_string(returned) +
+                                   " cuBLASLt candidates ran for " + shape);
+        }
+      }
+    } catch (...) {
+      destroy();
+      throw;
+    }
     p.algo = results[static_cast<std::size_t>(chosen)].algo;
     p.algo_text = describe_algo(p.algo);
     if (!times.empty()) {
       std::ostringstream t;
       t << " (timed: heuristic #" << chosen << " fastest of " << returned << ", "
-        << times[static_cast<std::size_t>(chosen)] * 1e6 << " us; #0 " << times[0] * 1e6 << " us)";
+        << times[static_cast<std::size_t>(chosen)] * 1e6 << " us; #0 ";
+      if (times[0] > 0)
+        t << times[0] * 1e6 << " us)";
+      else
+        t << "failed to run)";
       p.algo_text += t.str();
     } else {
       p.algo_text += timed_ ? " (heuristic #0, the only candidate)" : " (heuristic #0)";
@@ -465,7 +561,7 @@ class CudaBackend final : public Backend {
   void* workspace_ = nullptr;
   void* flush_buffer_ = nullptr;
   std::size_t flush_bytes_ = 0;
-  int flush_value_ = 0;
+  int flush_blocks_ = 0;
   std::map<
       std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                  int, int, std::int64_t, std::int64_t, std::int64_t, std::uint32_t>,

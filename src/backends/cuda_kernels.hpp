@@ -14,4 +14,9 @@ cudaError_t launch_silu_mul(const void* gate, std::int64_t ld_gate, const void* 
                             std::int64_t ld_up, void* out, std::int64_t ld_out, std::int64_t rows,
                             std::int64_t cols, DType dtype, cudaStream_t stream);
 
+// Evicts L2 by reading `bytes` (a multiple of 16, zero-filled once by the caller) of `buffer`
+// through it; `sink` is a device int the kernel only writes if the data were not zero.
+cudaError_t launch_evict_l2(const void* buffer, std::size_t bytes, int* sink, int blocks,
+                            cudaStream_t stream);
+
 }  // namespace fusebench::cuda
