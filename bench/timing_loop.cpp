@@ -149,14 +149,17 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
   Measurement m;
   const int launches = std::max(1, cost_of(ws.plan()).launches);
   if (regime == Regime::batch) {
-    // Launches queue behind the blocking kernel; the queue is bounded (~1k entries) and a full
-    // queue would block the host until the kernel's timeout, so stay well below it.
-    m.runs_per_sample =
-        measure::runs_per_sample(estimate, st.target_sample_s, std::max(1, 192 / launches));
+    // Launches queue behind the blocking kernel. The launch queue is bounded and a full one
+    // blocks the host until the kernel's timeout, so stay far below it: at most
+    // kMaxQueuedLaunches, counting twice the model's launches (cuBLAS may add split-K reduce
+    // kernels and memsets).
+    constexpr int kMaxQueuedLaunches = 128;
+    m.runs_per_sample = measure::runs_per_sample(estimate, st.target_sample_s,
+                                                 std::max(1, kMaxQueuedLaunches / (2 * launches)));
   } else if (regime == Regime::eager || regime == Regime::graph) {
     m.runs_per_sample = measure::runs_per_sample(estimate, st.target_sample_s, 1000);
   }
-  const std::int64_t runs = m.runs_per_sample;
+  std::int64_t runs = m.runs_per_sample;
 
   measure::SampleSet samples(st.rule);
   const auto start = Clock::now();
@@ -165,9 +168,18 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
     switch (regime) {
       case Regime::cold: {
         backend.flush_l2();
-        timer->start();
-        run_next();
-        timer->stop();
+        // Held while the run is enqueued, so host launch gaps stay out of a microsecond region
+        // (nvbench's cold loop does the same).
+        dev->block(st.block_timeout_s);
+        try {
+          timer->start();
+          run_next();
+          timer->stop();
+        } catch (...) {
+          dev->release();
+          throw;
+        }
+        dev->release();
         s.total_seconds = timer->seconds();
         s.seconds = s.total_seconds;
         s.sm_clock_mhz = read_clock();
@@ -206,10 +218,12 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
         break;
       }
     }
-    if (regime == Regime::batch && dev->block_timed_out()) {
-      // The host could not enqueue the batch before the blocking kernel gave up: the sample
-      // includes host gaps. Not a sample of this regime.
+    if ((regime == Regime::batch || regime == Regime::cold) && dev->block_timed_out()) {
+      // The host could not enqueue the sample before the blocking kernel gave up: the sample
+      // includes host gaps. Not a sample of this regime; a smaller batch may fit.
       ++m.block_timeouts;
+      runs = std::max<std::int64_t>(1, runs / 2);
+      m.runs_per_sample = runs;
     } else {
       samples.add(s);
     }

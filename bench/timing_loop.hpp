@@ -35,8 +35,9 @@ struct DecompositionLog {
 struct TimingSettings {
   measure::StoppingRule rule;
   double target_sample_s = 1e-3;  // batch/eager/graph: runs per sample to fill about this much
-  double block_timeout_s = 2.0;   // the batch regime's blocking kernel gives up after this
-  std::size_t cache_bytes = 0;    // last-level cache to defeat by rotation (0: unknown)
+  // The blocking kernel gives up after this; a correct enqueue of a sample takes about 1 ms.
+  double block_timeout_s = 0.5;
+  std::size_t cache_bytes = 0;  // last-level cache to defeat by rotation (0: unknown)
   std::size_t rotation_budget_bytes = std::size_t{1} << 30;
   measure::DeviceTiming* device = nullptr;              // null on the CPU
   const measure::MeasuredCeilings* ceilings = nullptr;  // null: no roofline_fraction

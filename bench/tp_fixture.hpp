@@ -22,6 +22,7 @@
 #include "fusebench/communicator.hpp"
 #include "fusebench/link_model.hpp"
 #include "fusebench/workspace.hpp"
+#include "measure/timing_device.hpp"
 #include "sweep.hpp"
 
 namespace fusebench::bench {
@@ -63,8 +64,11 @@ class TpRun {
   // One run of the pipeline on every rank (posts it to the other ranks, runs this one).
   void region();
   // Passes after timing: this rank's compute alone (collectives skipped) and the collectives
-  // timed one by one (measured) or priced (modelled). Sets counters and report fields.
-  void report(benchmark::State& state, nlohmann::json& fields);
+  // timed one by one (measured) or priced (modelled). Sets counters and report fields. With a
+  // `device` (GPU), the compute runs are enqueued behind its blocking kernel, so at decode sizes
+  // compute_seconds is device time, not the host's launch rate.
+  void report(benchmark::State& state, nlohmann::json& fields,
+              measure::DeviceTiming* device = nullptr);
 
   // Multi-process followers (ranks > 0): obey rank 0 until it says the sweep is over.
   static void follow(const std::vector<Fixture>& fixtures, Backend& backend, std::uint64_t seed,

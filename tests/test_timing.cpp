@@ -44,9 +44,13 @@ TEST(TimingPolicy, RotationCoversTwiceTheCache) {
   EXPECT_GE((r.sets - 1) * 4 * mib, 2 * 60 * mib);
 }
 
-TEST(TimingPolicy, NoRotationWhenOneSetExceedsTheCache) {
+TEST(TimingPolicy, NoRotationWhenOneSetExceedsTwiceTheCache) {
   const std::size_t mib = 1 << 20;
-  EXPECT_EQ(rotation_sets(100 * mib, 60 * mib, 4096 * mib).sets, 1u);
+  EXPECT_EQ(rotation_sets(120 * mib, 60 * mib, 4096 * mib).sets, 1u);
+  // Between one and two caches a set would find part of itself still cached: rotate.
+  const auto r = rotation_sets(100 * mib, 60 * mib, 4096 * mib);
+  EXPECT_EQ(r.sets, 3u);
+  EXPECT_GE((r.sets - 1) * 100 * mib, 2 * 60 * mib);
   EXPECT_EQ(rotation_sets(4 * mib, 0, 4096 * mib).sets, 1u);  // unknown cache
 }
 

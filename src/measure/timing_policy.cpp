@@ -38,8 +38,10 @@ Rotation rotation_sets(std::size_t bytes_per_set, std::size_t cache_bytes,
     r.reason = "cache size unknown: one set";
     return r;
   }
-  if (bytes_per_set == 0 || bytes_per_set >= cache_bytes) {
-    r.reason = "one set exceeds the cache: no rotation needed";
+  // One set alone must move twice the cache between two of its uses, as the rotation below
+  // guarantees: a set of 1-2x the cache would still find part of itself in L2.
+  if (bytes_per_set == 0 || bytes_per_set >= 2 * cache_bytes) {
+    r.reason = "one set exceeds twice the cache: no rotation needed";
     return r;
   }
   const std::size_t wanted = (2 * cache_bytes + bytes_per_set - 1) / bytes_per_set + 1;
