@@ -8,5 +8,5 @@ mkdir -p .deps
 cd .deps
 rm -f ./*.deb
 apt-get download libbenchmark-dev libbenchmark1debian libgtest-dev libgmock-dev nlohmann-json3-dev \
-  libcli11-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgfortran5 2>/dev/null
+  libcli11-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0 2>/dev/null
 ls -1 ./*.deb | wc -l | xargs echo "fetch-device-deps: debs in .deps:"
