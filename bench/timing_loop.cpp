@@ -317,10 +317,15 @@ void time_region(benchmark::State& state, const Fixture& f, Workspace& ws,
   for (auto _ : state) {
     m = measure_regime(regime, ws, region, rot, st);
     if (m.summary.samples == 0) {
-      state.SkipWithError(("no valid sample: " + std::to_string(m.summary.dropped_throttled) +
-                           " throttled, " + std::to_string(m.block_timeouts) +
-                           " blocking-kernel timeouts")
-                              .c_str());
+      std::string why = "no valid sample: " + std::to_string(m.summary.dropped_throttled) +
+                        " throttled, " + std::to_string(m.block_timeouts) +
+                        " blocking-kernel timeouts";
+      if (m.block_timeouts > 0 && m.runs_per_sample == 1) {
+        why += " (even one run could not be enqueued behind the blocking kernel: something in "
+               "the region waits for the stream, e.g. a synchronous copy inside the library; "
+               "time it with --timing=eager or graph)";
+      }
+      state.SkipWithError(why.c_str());
       return;
     }
     state.SetIterationTime(m.summary.median);
