@@ -6,9 +6,12 @@ Only keys present in the report are shown; a missing counter is printed as "n/a"
 """
 import argparse
 import json
-import re
+import os
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncu_compare  # noqa: E402
 
 
 def load(path):
@@ -89,8 +92,12 @@ def main():
             text = open(args.ncu).read()
         except OSError:
             text = ""
-        blocks = re.split(r"^# ", text, flags=re.M)[1:]
-        print(f"ncu regions profiled: {len(blocks)} (details in ncu.csv)")
+        ncu = ncu_compare.parse_ncu(text)
+        print(f"ncu cross-check ({len(ncu)} regions):")
+        if ncu:
+            ncu_compare.print_table(ncu_compare.compare(ncu, report))
+        elif text.strip():
+            print("  " + text.strip().splitlines()[0])
     return 0
 
 
