@@ -149,13 +149,8 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
   Measurement m;
   const int launches = std::max(1, cost_of(ws.plan()).launches);
   if (regime == Regime::batch) {
-    // Launches queue behind the blocking kernel. The launch queue is bounded and a full one
-    // blocks the host until the kernel's timeout, so stay far below it: at most
-    // kMaxQueuedLaunches, counting twice the model's launches (cuBLAS may add split-K reduce
-    // kernels and memsets).
-    constexpr int kMaxQueuedLaunches = 128;
     m.runs_per_sample = measure::runs_per_sample(estimate, st.target_sample_s,
-                                                 std::max(1, kMaxQueuedLaunches / (2 * launches)));
+                                                 measure::max_runs_behind_block(launches));
   } else if (regime == Regime::eager || regime == Regime::graph) {
     m.runs_per_sample = measure::runs_per_sample(estimate, st.target_sample_s, 1000);
   }
@@ -170,32 +165,22 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
         backend.flush_l2();
         // Held while the run is enqueued, so host launch gaps stay out of a microsecond region
         // (nvbench's cold loop does the same).
-        dev->block(st.block_timeout_s);
-        try {
+        measure::enqueue_held(*dev, st.block_timeout_s, [&] {
           timer->start();
           run_next();
           timer->stop();
-        } catch (...) {
-          dev->release();
-          throw;
-        }
-        dev->release();
+        });
         s.total_seconds = timer->seconds();
         s.seconds = s.total_seconds;
         s.sm_clock_mhz = read_clock();
         break;
       }
       case Regime::batch: {
-        dev->block(st.block_timeout_s);
-        try {
+        measure::enqueue_held(*dev, st.block_timeout_s, [&] {
           timer->start();
           for (std::int64_t r = 0; r < runs; ++r) run_next();
           timer->stop();
-        } catch (...) {
-          dev->release();  // a failed enqueue must not leave the stream held until the timeout
-          throw;
-        }
-        dev->release();
+        });
         s.total_seconds = timer->seconds();
         s.seconds = s.total_seconds / static_cast<double>(runs);
         s.sm_clock_mhz = read_clock();
@@ -321,9 +306,10 @@ void time_region(benchmark::State& state, const Fixture& f, Workspace& ws,
                         " throttled, " + std::to_string(m.block_timeouts) +
                         " blocking-kernel timeouts";
       if (m.block_timeouts > 0 && m.runs_per_sample == 1) {
-        why += " (even one run could not be enqueued behind the blocking kernel: something in "
-               "the region waits for the stream, e.g. a synchronous copy inside the library; "
-               "time it with --timing=eager or graph)";
+        why +=
+            " (even one run could not be enqueued behind the blocking kernel: something in "
+            "the region waits for the stream, e.g. a synchronous copy inside the library; "
+            "time it with --timing=eager or graph)";
       }
       state.SkipWithError(why.c_str());
       return;

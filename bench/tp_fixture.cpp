@@ -13,6 +13,7 @@
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
+#include "measure/timing_policy.hpp"
 
 #ifdef FUSEBENCH_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -102,20 +103,15 @@ double seconds_per_run(F&& once, Backend& backend, int reps, int launches,
     timer->stop();
     return timer->seconds() / reps;
   }
-  const int chunk = std::max(1, 128 / (2 * std::max(1, launches)));
+  const int chunk = static_cast<int>(measure::max_runs_behind_block(launches));
   double total = 0;
   for (int done = 0; done < reps;) {
     const int n = std::min(chunk, reps - done);
-    dev->block(0.5);
-    try {
+    measure::enqueue_held(*dev, 0.5, [&] {
       timer->start();
       for (int i = 0; i < n; ++i) once();
       timer->stop();
-    } catch (...) {
-      dev->release();
-      throw;
-    }
-    dev->release();
+    });
     total += timer->seconds();
     backend.synchronize();
     if (dev->block_timed_out()) *host_gaps = true;

@@ -62,6 +62,13 @@ TEST(TimingPolicy, RotationRespectsMemoryBudget) {
   EXPECT_EQ(rotation_sets(1024, 60 * mib, 4096 * mib, 64).sets, 64u);
 }
 
+TEST(TimingPolicy, RunsBehindTheBlockingKernelStayFarBelowTheLaunchQueue) {
+  EXPECT_EQ(max_runs_behind_block(1), 64);  // 128 queued launches, counting 2 per model launch
+  EXPECT_EQ(max_runs_behind_block(3), 21);
+  EXPECT_EQ(max_runs_behind_block(100), 1);  // never 0
+  EXPECT_EQ(max_runs_behind_block(0), 64);
+}
+
 TEST(TimingPolicy, RunsPerSample) {
   EXPECT_EQ(runs_per_sample(10e-6, 1e-3, 1000), 100);
   EXPECT_EQ(runs_per_sample(10e-6, 1e-3, 64), 64);  // the batch queue bound

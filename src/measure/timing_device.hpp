@@ -40,6 +40,21 @@ class DeviceTiming {
   virtual double copy_bandwidth(std::size_t bytes, int reps) = 0;
 };
 
+// Calls `enqueue` between block() and release(): what it enqueues runs back to back once
+// released, host launch cost hidden. Released on exceptions too, so a failed enqueue never
+// leaves the stream held until the timeout.
+template <class F>
+void enqueue_held(DeviceTiming& device, double timeout_s, F&& enqueue) {
+  device.block(timeout_s);
+  try {
+    enqueue();
+  } catch (...) {
+    device.release();
+    throw;
+  }
+  device.release();
+}
+
 // nullptr with `why` set when the backend is not the CUDA one or CUDA is not built.
 std::unique_ptr<DeviceTiming> make_device_timing(Backend& backend, std::string* why);
 

@@ -56,6 +56,11 @@ Rotation rotation_sets(std::size_t bytes_per_set, std::size_t cache_bytes,
   return r;
 }
 
+std::int64_t max_runs_behind_block(int model_launches_per_run) {
+  constexpr std::int64_t kMaxQueuedLaunches = 128;
+  return std::max<std::int64_t>(1, kMaxQueuedLaunches / (2 * std::max(1, model_launches_per_run)));
+}
+
 std::int64_t runs_per_sample(double run_estimate_s, double target_sample_s, std::int64_t max_runs) {
   max_runs = std::max<std::int64_t>(1, max_runs);
   if (!(run_estimate_s > 0) || !(target_sample_s > 0)) return 1;

@@ -32,6 +32,11 @@ Rotation rotation_sets(std::size_t bytes_per_set, std::size_t cache_bytes,
 // time, at most `max_runs` (the batch regime's queue behind the blocking kernel is bounded).
 std::int64_t runs_per_sample(double run_estimate_s, double target_sample_s, std::int64_t max_runs);
 
+// Runs of a region that may queue behind the blocking kernel: the launch queue is bounded and a
+// full one blocks the host until the kernel's timeout, so at most 128 launches, counting twice
+// the model's launches per run (cuBLAS may add split-K reduce kernels and memsets). At least 1.
+std::int64_t max_runs_behind_block(int model_launches_per_run);
+
 // Per-run times of one variant at one shape.
 struct VariantTimes {
   double eager_s = 0;   // host wall time per run, launches included
