@@ -42,6 +42,8 @@ class FixtureRunner {
 
  private:
   Workspace& workspace_for(const Fixture& fixture);
+  // timing:graph entries: what one replay of the captured graph executed (graph_launches).
+  void count_graph_replay(const Fixture& fixture, RegionCounters& measured);
 
   Backend& backend_;
   std::uint64_t seed_;

@@ -5,6 +5,7 @@
 #include "fusebench/counter_passes.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/workspace.hpp"
+#include "measure/timing_device.hpp"
 
 using namespace fusebench;
 
@@ -15,7 +16,7 @@ struct GpuPasses {
   CounterPasses passes;
 };
 
-RegionCounters measure(CounterPasses& passes, Workspace& ws, const std::string& name) {
+RegionCounters count_region(CounterPasses& passes, Workspace& ws, const std::string& name) {
   ws.run();  // warm-up: heuristics and lazy module loading stay out of the counts
   ws.backend().synchronize();
   RegionCounters c;
@@ -42,7 +43,7 @@ TEST(GpuCounterPasses, QkvSplitLaunchesThreeKernelsFusedOne) {
   for (const auto& [variant, expected] :
        std::map<std::string, double>{{"split", 3}, {"fused", 1}}) {
     Workspace ws(*backend, build_plan("qkv", variant, s, 1024, DType::bf16), 5);
-    const RegionCounters c = measure(passes, ws, "qkv/" + variant);
+    const RegionCounters c = count_region(passes, ws, "qkv/" + variant);
     ASSERT_EQ(c.values.count("launches"), 1u)
         << (c.unavailable.count("launches") ? c.unavailable.at("launches") : "");
     std::string names;
@@ -51,6 +52,32 @@ TEST(GpuCounterPasses, QkvSplitLaunchesThreeKernelsFusedOne) {
     EXPECT_DOUBLE_EQ(c.values.at("launches"), cost_of(ws.plan()).launches) << variant;
     EXPECT_DOUBLE_EQ(c.values.at("memcpys"), 0.0);
   }
+}
+
+// A replay of the captured region executes what an eager run does, and CUPTI sees the graph's
+// nodes (kernel records with a graph id) as launches.
+TEST(GpuCounterPasses, GraphReplayLaunchesWhatTheEagerRegionLaunches) {
+  std::string why;
+  auto backend = make_cuda_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  auto device = measure::make_device_timing(*backend, &why);
+  ASSERT_TRUE(device) << why;
+  CounterPassOptions options;
+  options.dram_counters = false;
+  CounterPasses passes = make_counter_passes(*backend, options);
+  if (passes.status.at("launches") != "available") {
+    GTEST_SKIP() << "launch counting unavailable here: " << passes.status.at("launches");
+  }
+  const ShardShape s = shard(find_model("llama3-8b"), 1);
+  Workspace ws(*backend, build_plan("gate_up", "split", s, 64, DType::bf16), 5);
+  const RegionCounters eager = count_region(passes, ws, "gate_up/split");
+  auto graph = device->capture([&ws] { ws.run(); });
+  RegionCounters replay;
+  for (auto& pass : passes.collectors)
+    replay.merge(pass->collect("gate_up/split/graph", [&graph] { graph->launch(); }));
+  ASSERT_EQ(replay.values.count("launches"), 1u);
+  EXPECT_DOUBLE_EQ(replay.values.at("launches"), eager.values.at("launches"));
+  EXPECT_DOUBLE_EQ(replay.values.at("kernels"), eager.values.at("kernels"));
 }
 
 // DRAM bytes of a weight-dominated decode GEMM: at least the weights must come from DRAM after
@@ -67,7 +94,7 @@ TEST(GpuCounterPasses, DramBytesCoverTheWeights) {
   }
   const ShardShape s = shard(find_model("llama3-8b"), 1);
   Workspace ws(*backend, build_plan("qkv", "fused", s, 1, DType::bf16), 5);
-  RegionCounters c = measure(passes, ws, "qkv/fused");
+  RegionCounters c = count_region(passes, ws, "qkv/fused");
   const Cost cost = cost_of(ws.plan());
   ASSERT_EQ(c.values.count("dram_read_bytes"), 1u) << c.unavailable.begin()->second;
   add_model_ratios(c, cost.launches, cost.bytes);

@@ -96,6 +96,8 @@ CounterPasses make_counter_passes(Backend& backend, const CounterPassOptions& o)
   }
 
   passes.status["launches_vs_model"] = passes.status["launches"];
+  passes.status["graph_launches"] =
+      cpu ? nlohmann::json("unavailable: CPU backend: no CUDA graphs") : passes.status["launches"];
   passes.status["bytes_vs_model"] = passes.status["dram_read_bytes"];
   return passes;
 }
@@ -107,6 +109,9 @@ nlohmann::json measured_counter_definitions() {
        "activity records of eager runs; nodes of any CUDA graph the region launches count "
        "too; timing:graph replays a capture of the same region); CPU: backend library calls "
        "per iteration"},
+      {"graph_launches",
+       "timing:graph entries: kernels + memcpys + memsets one replay of the captured CUDA graph "
+       "executed (CUPTI records of its nodes); compare with launches, counted from eager runs"},
       {"kernels", "kernel executions per iteration (CUPTI CONCURRENT_KERNEL records)"},
       {"memcpys", "memcpy operations per iteration (CUPTI MEMCPY records)"},
       {"memsets", "memset operations per iteration (CUPTI MEMSET records)"},
