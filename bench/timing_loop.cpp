@@ -134,6 +134,13 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
     backend.synchronize();
     return dev->probed_clock_mhz();
   };
+  // A sample's clock is the lower of a probe just before it and one just after (unknown: -1),
+  // so throttling that began or ended during the sample still marks it.
+  const auto sample_clock = [&read_clock](double before) {
+    const double after = read_clock();
+    if (before < 0) return after;
+    return after < 0 ? before : std::min(before, after);
+  };
   auto timer = backend.make_timer();
 
   // One untimed run estimates the per-run time that sizes the samples.
@@ -160,6 +167,7 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
   const auto start = Clock::now();
   for (;;) {
     measure::Sample s;
+    const double clock_before = read_clock();
     switch (regime) {
       case Regime::cold: {
         backend.flush_l2();
@@ -172,7 +180,7 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
         });
         s.total_seconds = timer->seconds();
         s.seconds = s.total_seconds;
-        s.sm_clock_mhz = read_clock();
+        s.sm_clock_mhz = sample_clock(clock_before);
         break;
       }
       case Regime::batch: {
@@ -183,7 +191,7 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
         });
         s.total_seconds = timer->seconds();
         s.seconds = s.total_seconds / static_cast<double>(runs);
-        s.sm_clock_mhz = read_clock();
+        s.sm_clock_mhz = sample_clock(clock_before);
         break;
       }
       case Regime::eager:
@@ -199,7 +207,7 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
         backend.synchronize();
         s.total_seconds = since(t0);
         s.seconds = s.total_seconds / static_cast<double>(runs);
-        s.sm_clock_mhz = read_clock();
+        s.sm_clock_mhz = sample_clock(clock_before);
         break;
       }
     }
