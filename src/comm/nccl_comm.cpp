@@ -37,6 +37,7 @@ std::unique_ptr<Communicator> make_nccl_mpi_communicator(Backend&, int, double) 
 #include <thread>
 
 #include "fusebench/mpi_comm.hpp"
+#include "gather_columns.hpp"
 
 namespace fusebench {
 namespace {
@@ -163,20 +164,13 @@ class NcclCommunicator final : public Communicator {
           "all_gather");
       return;
     }
-    // NCCL concatenates rank-major ([n][M][c]); columns need one 2D copy per rank (as vLLM's
-    // all_gather does with its movedim copy).
+    // NCCL concatenates rank-major ([n][M][c]); one kernel lays the blocks out as columns.
     void* stage = scratch(count * elem * static_cast<std::size_t>(size_));
     call(
         [&] { return ncclAllGather(src.data, stage, count, nccl_type(src.dtype), comm_, stream_); },
         "all_gather");
-    for (int r = 0; r < size_; ++r) {
-      NCCLCOMM_CUDA(cudaMemcpy2DAsync(
-          static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(r * src.cols) * elem,
-          static_cast<std::size_t>(dst.ld) * elem,
-          static_cast<std::byte*>(stage) + static_cast<std::size_t>(r) * count * elem,
-          static_cast<std::size_t>(src.cols) * elem, static_cast<std::size_t>(src.cols) * elem,
-          static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToDevice, stream_));
-    }
+    NCCLCOMM_CUDA(comm::launch_gather_columns(stage, dst.data, src.rows, src.cols, dst.ld, size_,
+                                              elem, stream_));
   }
 
   void check_same_config(const std::string& config) override {
