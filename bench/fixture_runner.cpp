@@ -83,7 +83,9 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f) {
       state.counters[counter] = benchmark::Counter(value);
     if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
     if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
-    if (tp_) tp_->report(state, fields, timing_.device);  // compute/comm split, bus bandwidth
+    if (tp_)
+      tp_->report(state, fields, timing_.device,
+                  timing_.block_timeout_s);  // compute/comm split, bus bandwidth
     set_model_counters(state, f, cost);
   } catch (const std::exception& e) {
     rotation_.reset();

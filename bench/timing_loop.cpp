@@ -335,7 +335,7 @@ void time_region(benchmark::State& state, const Fixture& f, Workspace& ws,
   state.counters["runs_per_sample"] = Counter(static_cast<double>(m.runs_per_sample));
   state.counters["rotation_sets"] = Counter(static_cast<double>(1 + rot.extra.size()));
   state.counters["converged"] = Counter(m.stop == measure::StopReason::converged ? 1 : 0);
-  if (regime == Regime::batch)
+  if (regime == Regime::batch || regime == Regime::cold)
     state.counters["samples_dropped_block_timeout"] =
         Counter(static_cast<double>(m.block_timeouts));
   fields["timing"] = measure::to_string(regime);
@@ -393,7 +393,8 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
 
   nlohmann::json clock =
       t.device ? nlohmann::json{{"source",
-                                 "clock64 over 10 us of globaltimer, one SM, after every sample"},
+                                 "clock64 over 10 us of globaltimer, one SM, just before and just "
+                                 "after every sample; the lower counts"},
                                 {"default_mhz", t.device->default_clock_mhz()},
                                 {"throttle_below_mhz",
                                  rule.throttle_fraction * t.device->default_clock_mhz()}}

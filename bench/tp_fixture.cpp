@@ -95,7 +95,7 @@ int repetitions_for(F&& once, Backend& backend) {
 // `*host_gaps` says whether a chunk was not enqueued in time (the figure then includes gaps).
 template <class F>
 double seconds_per_run(F&& once, Backend& backend, int reps, int launches,
-                       measure::DeviceTiming* dev, bool* host_gaps) {
+                       measure::DeviceTiming* dev, double block_timeout_s, bool* host_gaps) {
   auto timer = backend.make_timer();
   if (dev == nullptr) {
     timer->start();
@@ -107,7 +107,7 @@ double seconds_per_run(F&& once, Backend& backend, int reps, int launches,
   double total = 0;
   for (int done = 0; done < reps;) {
     const int n = std::min(chunk, reps - done);
-    measure::enqueue_held(*dev, 0.5, [&] {
+    measure::enqueue_held(*dev, block_timeout_s, [&] {
       timer->start();
       for (int i = 0; i < n; ++i) once();
       timer->stop();
@@ -401,7 +401,8 @@ void TpRun::region() {
   ws_.run(comm_);
 }
 
-void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::DeviceTiming* device) {
+void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::DeviceTiming* device,
+                   double block_timeout_s) {
   using benchmark::Counter;
   Backend& backend = ws_.backend();
   const Plan& plan = ws_.plan();
@@ -431,8 +432,8 @@ void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::Dev
   const auto compute_once = [&] { ws_.run(&skip); };
   const int reps = repetitions_for(compute_once, backend);
   bool host_gaps = false;
-  const double compute_s =
-      seconds_per_run(compute_once, backend, reps, cost_of(plan).launches, device, &host_gaps);
+  const double compute_s = seconds_per_run(compute_once, backend, reps, cost_of(plan).launches,
+                                           device, block_timeout_s, &host_gaps);
   if (host_gaps) {
     fields["compute_seconds_note"] =
         "the blocking kernel timed out before a chunk of runs was enqueued: includes host gaps";

@@ -68,7 +68,7 @@ class TpRun {
   // `device` (GPU), the compute runs are enqueued behind its blocking kernel, so at decode sizes
   // compute_seconds is device time, not the host's launch rate.
   void report(benchmark::State& state, nlohmann::json& fields,
-              measure::DeviceTiming* device = nullptr);
+              measure::DeviceTiming* device = nullptr, double block_timeout_s = 0.5);
 
   // Multi-process followers (ranks > 0): obey rank 0 until it says the sweep is over.
   static void follow(const std::vector<Fixture>& fixtures, Backend& backend, std::uint64_t seed,

@@ -141,6 +141,14 @@ TEST(ModelRatios, ZeroFromAPassThatSawNothingIsUnavailableNotZero) {
   EXPECT_EQ(c.unavailable.at("bytes_vs_model"), c.unavailable.at("dram_read_bytes"));
 }
 
+TEST(ModelRatios, CpuLibraryCallCountOfZeroIsAMeasurement) {
+  RegionCounters c;  // a collective-only plan on the CPU: no backend library call
+  c.values = {{"launches", 0}};
+  add_model_ratios(c, 1, 1000);
+  EXPECT_EQ(c.values.at("launches"), 0);
+  EXPECT_EQ(c.values.at("launches_vs_model"), 0);
+}
+
 TEST(ModelRatios, ZeroIsKeptWhereTheModelExpectsNothing) {
   RegionCounters c;
   c.values = {{"launches", 0}, {"dram_read_bytes", 0}, {"dram_write_bytes", 0}, {"l2_bytes", 0}};

@@ -288,8 +288,8 @@ class CudaBackend final : public Backend {
   void synchronize() override { FUSEBENCH_CUDA(cudaStreamSynchronize(stream_)); }
   // Reads twice L2's size of clean data through L2 (see launch_evict_l2 for why not a memset).
   void flush_l2() override {
+    const DeviceGuard guard(device_);  // a kernel launch needs its stream's device current
     if (flush_buffer_ == nullptr) {
-      const DeviceGuard guard(device_);
       refuse_inside_capture(stream_, "allocating the L2 flush buffer");
       int l2 = 0, sms = 0;
       FUSEBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
@@ -299,13 +299,18 @@ class CudaBackend final : public Backend {
       flush_blocks_ = 4 * std::max(sms, 1);
       void* buffer = nullptr;
       FUSEBENCH_CUDA(cudaMalloc(&buffer, flush_bytes_ + 16));  // + the kernel's sink
+      try {
+        FUSEBENCH_CUDA(cudaMemsetAsync(buffer, 0, flush_bytes_ + 16, stream_));
+        // The zero-fill left dirty lines: two read passes write them back and leave L2 clean.
+        for (int i = 0; i < 2; ++i) evict_l2(buffer);
+        FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
+      } catch (...) {
+        cudaFree(buffer);  // never keep a buffer that was not zero-filled
+        throw;
+      }
       flush_buffer_ = buffer;
-      FUSEBENCH_CUDA(cudaMemsetAsync(flush_buffer_, 0, flush_bytes_ + 16, stream_));
-      // The zero-fill left dirty lines: two read passes write them back and leave L2 clean.
-      for (int i = 0; i < 2; ++i) evict_l2();
-      FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
     }
-    evict_l2();
+    evict_l2(flush_buffer_);
   }
   std::unique_ptr<RegionTimer> make_timer() override {
     const DeviceGuard guard(device_);  // events belong to the device of the stream they time
@@ -353,11 +358,11 @@ class CudaBackend final : public Backend {
     if (algorithm_log_.size() < kMaxLoggedAlgorithms) algorithm_log_.push_back(text);
   }
 
-  void evict_l2() {
+  void evict_l2(void* buffer) {
     FUSEBENCH_CUDA(cuda::launch_evict_l2(
-        flush_buffer_, flush_bytes_,
-        reinterpret_cast<int*>(static_cast<std::byte*>(flush_buffer_) + flush_bytes_),
-        flush_blocks_, stream_));
+        buffer, flush_bytes_,
+        reinterpret_cast<int*>(static_cast<std::byte*>(buffer) + flush_bytes_), flush_blocks_,
+        stream_));
   }
 
   // Frees what the constructor made (null handles are skipped).

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,8 @@ struct ActivityState {
   // other ranks' GPUs (threads of this process). Only the pass's own device counts, as with one
   // process per GPU; -1 counts every device.
   int device = -1;
+  // Set by the buffer request callback, which takes no lock (CUPTI may hold its own there).
+  std::atomic<bool> buffer_refused{false};
 };
 ActivityState& state() {
   // Never destroyed: CUPTI may deliver a buffer from its own exit handler, after statics die.
@@ -97,12 +100,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   *size = *buffer != nullptr ? kBufferBytes : 0;
   *max_records = 0;
-  if (*buffer == nullptr) {
-    ActivityState& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.recording)
-      s.aggregator.fail("no memory for a CUPTI activity buffer: records were dropped");
-  }
+  if (*buffer == nullptr) state().buffer_refused = true;
 }
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t,
@@ -158,6 +156,7 @@ class ActivityLaunchCounter final : public CounterCollector {
     }
     std::size_t stale = 0;  // reading the drop count resets it: drops before the pass don't count
     cuptiActivityGetNumDroppedRecords(nullptr, 0, &stale);
+    s.buffer_refused = false;
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.device = device;
@@ -199,6 +198,8 @@ class ActivityLaunchCounter final : public CounterCollector {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!failure.empty()) s.aggregator.fail(failure);
     if (dropped_known && dropped > 0) s.aggregator.add_dropped(dropped);
+    if (s.buffer_refused)
+      s.aggregator.fail("no memory for a CUPTI activity buffer: records were dropped");
     return s.aggregator.per_iteration(iterations_);
   }
 
