@@ -1,7 +1,9 @@
 #include "fusebench/workspace.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 
 #include "fusebench/communicator.hpp"
@@ -22,10 +24,13 @@ std::vector<float> logical_tensor(const std::string& name, std::int64_t rows, st
   return logical_window(name, rows, cols, 0, 0, rows, cols, role, dtype, seed);
 }
 
-std::vector<float> logical_window(const std::string& name, std::int64_t logical_rows,
-                                  std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
-                                  std::int64_t rows, std::int64_t cols, BufferRole role,
-                                  DType dtype, std::uint64_t seed) {
+namespace {
+
+// The window's values before rounding to the dtype (encode() rounds them for the device).
+std::vector<float> unrounded_window(const std::string& name, std::int64_t logical_rows,
+                                    std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
+                                    std::int64_t rows, std::int64_t cols, BufferRole role,
+                                    std::uint64_t seed) {
   if (row0 < 0 || col0 < 0 || row0 + rows > logical_rows || col0 + cols > logical_cols) {
     throw std::invalid_argument("window of " + name + " outside its " +
                                 std::to_string(logical_rows) + "x" + std::to_string(logical_cols) +
@@ -38,18 +43,43 @@ std::vector<float> logical_window(const std::string& name, std::int64_t logical_
   const float scale =
       role == BufferRole::weight ? 1.0f / std::sqrt(static_cast<float>(logical_cols)) : 1.0f;
   std::vector<float> values(static_cast<std::size_t>(rows * cols));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) {
-      std::uint64_t z = key + static_cast<std::uint64_t>((row0 + r) * logical_cols + col0 + c + 1) *
-                                  0x9E3779B97F4A7C15ull;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      z ^= z >> 31;
-      float x = static_cast<float>(z >> 40) * 0x1.0p-23f - 1.0f;  // uniform in [-1, 1)
-      if (x == 0.0f) x = 0.5f;                                    // never zero
-      values[static_cast<std::size_t>(r * cols + c)] = x * scale;
+  const auto fill_rows = [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t r = first; r < last; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        std::uint64_t z =
+            key + static_cast<std::uint64_t>((row0 + r) * logical_cols + col0 + c + 1) *
+                      0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        float x = static_cast<float>(z >> 40) * 0x1.0p-23f - 1.0f;  // uniform in [-1, 1)
+        if (x == 0.0f) x = 0.5f;                                    // never zero
+        values[static_cast<std::size_t>(r * cols + c)] = x * scale;
+      }
     }
-  }
+  };
+  // Rows are independent, so big tensors (a 70B model's MLP weight is ~0.5 G elements, made
+  // again for every token count) are filled on several threads; the values do not change.
+  const auto threads =
+      static_cast<std::int64_t>(rows * cols < (std::int64_t{1} << 22)
+                                    ? 1
+                                    : std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+  std::vector<std::thread> workers;
+  for (std::int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(fill_rows, rows * t / threads, rows * (t + 1) / threads);
+  fill_rows(0, rows / threads);
+  for (auto& w : workers) w.join();
+  return values;
+}
+
+}  // namespace
+
+std::vector<float> logical_window(const std::string& name, std::int64_t logical_rows,
+                                  std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
+                                  std::int64_t rows, std::int64_t cols, BufferRole role,
+                                  DType dtype, std::uint64_t seed) {
+  const std::vector<float> values =
+      unrounded_window(name, logical_rows, logical_cols, row0, col0, rows, cols, role, seed);
   // Round to the dtype so the float64 reference sees exactly what the device sees.
   return decode(encode(values, dtype).data(), values.size(), dtype);
 }
@@ -82,26 +112,24 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed)
     }
     for (int i = 0; i < static_cast<int>(plan_.buffers.size()); ++i) {
       const BufferSpec& b = plan_.buffers[static_cast<std::size_t>(i)];
-      std::vector<float> values;
+      // Encoded part by part, straight from the generator: encode() rounds exactly as
+      // logical_window() does, and big weights are not copied through float vectors again.
+      std::vector<std::byte> bytes;
       if (b.parts.empty()) {
-        values.assign(static_cast<std::size_t>(b.rows * b.cols), 0.0f);
+        bytes.assign(plan_.buffer_bytes(i), std::byte{0});  // zero in every dtype
       } else {
-        values.reserve(static_cast<std::size_t>(b.rows * b.cols));
+        bytes.reserve(plan_.buffer_bytes(i));
         for (std::size_t p = 0; p < b.parts.size(); ++p) {
-          if (p < b.part_windows.size()) {  // only this rank's window of the whole tensor
-            const auto& w = b.part_windows[p];
-            const auto part =
-                logical_window(b.parts[p], w.logical_rows, w.logical_cols, w.row0, w.col0,
-                               b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
-            values.insert(values.end(), part.begin(), part.end());
-            continue;
-          }
+          const bool window = p < b.part_windows.size();  // this rank's window of the tensor
+          const BufferSpec::Window whole{b.part_rows[p], b.cols, 0, 0};
+          const auto& w = window ? b.part_windows[p] : whole;
           const auto part =
-              logical_tensor(b.parts[p], b.part_rows[p], b.cols, b.role, plan_.dtype, seed);
-          values.insert(values.end(), part.begin(), part.end());
+              encode(unrounded_window(b.parts[p], w.logical_rows, w.logical_cols, w.row0, w.col0,
+                                      b.part_rows[p], b.cols, b.role, seed),
+                     plan_.dtype);
+          bytes.insert(bytes.end(), part.begin(), part.end());
         }
       }
-      const auto bytes = encode(values, plan_.dtype);
       backend_.upload(buffers_[static_cast<std::size_t>(i)], bytes.data(), bytes.size());
     }
   } catch (...) {
