@@ -142,7 +142,7 @@ TEST(ModelRatios, ZeroFromAPassThatSawNothingIsUnavailableNotZero) {
 }
 
 TEST(ModelRatios, CpuLibraryCallCountOfZeroIsAMeasurement) {
-  RegionCounters c;  // a collective-only plan on the CPU: no backend library call
+  RegionCounters c;  // CPU counts (no `kernels`) are our own call counts, never missed records
   c.values = {{"launches", 0}};
   add_model_ratios(c, 1, 1000);
   EXPECT_EQ(c.values.at("launches"), 0);

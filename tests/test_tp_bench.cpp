@@ -55,6 +55,8 @@ TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
     EXPECT_DOUBLE_EQ(b["comm_bytes"].get<double>(), expected_comm_bytes(op, variant, tp, 2))
         << name;
     EXPECT_EQ(b["comm_modelled"].get<double>(), 0) << name;
+    // Library calls + this rank's collective calls: what the model says one rank launches.
+    EXPECT_EQ(b["launches"].get<double>(), b["model_launches"].get<double>()) << name;
     EXPECT_GT(b["compute_seconds"].get<double>(), 0) << name;
     if (tp > 1) {
       EXPECT_GT(b["comm_seconds"].get<double>(), 0) << name;  // measured in-process collectives

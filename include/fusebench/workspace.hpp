@@ -40,6 +40,9 @@ class Workspace {
   // Copies a view back to the host as floats (synchronises).
   std::vector<float> read(const View& view);
   std::size_t bytes() const { return plan_.total_bytes(); }
+  // Collective steps run() has handed to a communicator on the calling thread, ever. The CPU
+  // launch counter counts them as calls (each is one kernel on the GPU, as the model says).
+  static std::int64_t collectives_issued_on_this_thread();
 
  private:
   Backend& backend_;

@@ -11,6 +11,8 @@
 namespace fusebench {
 namespace {
 
+thread_local std::int64_t collectives_on_this_thread = 0;
+
 std::uint64_t fnv1a(const std::string& text, std::uint64_t seed) {
   std::uint64_t h = 1469598103934665603ull ^ seed;
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
@@ -155,6 +157,8 @@ MatRef Workspace::ref(const View& v) const {
   return MatRef{base + offset, plan_.dtype, v.rows, v.cols, b.cols};
 }
 
+std::int64_t Workspace::collectives_issued_on_this_thread() { return collectives_on_this_thread; }
+
 void Workspace::run(Communicator* comm) {
   for (const Step& step : plan_.steps) {
     std::visit(
@@ -173,6 +177,7 @@ void Workspace::run(Communicator* comm) {
               throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +
                                      " has a collective step but no communicator was given");
             }
+            ++collectives_on_this_thread;
             if constexpr (std::is_same_v<T, AllReduceStep>) {
               comm->all_reduce(ref(s.data));
             } else {

@@ -46,7 +46,8 @@ CounterPasses make_counter_passes(Backend& backend, const CounterPassOptions& o)
     launch_why = "off (--launch-counts=off)";
   } else if (cpu) {
     passes.collectors.push_back(measure::make_cpu_call_counter(backend));
-    passes.setup["launch_count"] = "CPU backend: launches = backend library calls per iteration";
+    passes.setup["launch_count"] =
+        "CPU backend: launches = backend library calls + collective calls per iteration";
   } else {
 #ifdef FUSEBENCH_HAVE_CUPTI
     if (auto c = measure::make_activity_launch_counter(backend, o.launch_count_iterations,
@@ -108,7 +109,7 @@ nlohmann::json measured_counter_definitions() {
        "GPU: kernels + memcpys + memsets the region executed per iteration (CUPTI "
        "activity records of eager runs; nodes of any CUDA graph the region launches count "
        "too; timing:graph replays a capture of the same region); CPU: backend library calls "
-       "per iteration"},
+       "and collective calls per iteration"},
       {"graph_launches",
        "timing:graph entries: kernels + memcpys + memsets one replay of the captured CUDA graph "
        "executed (CUPTI records of its nodes); compare with launches, counted from eager runs"},
@@ -136,8 +137,8 @@ void add_model_ratios(RegionCounters& c, double model_launches, double model_byt
       if (c.values.erase(counter) > 0) c.unavailable[counter] = why;
     }
   };
-  // Only for CUPTI counts (they come with `kernels`): on the CPU, launches are library calls and
-  // a collective-only plan honestly makes none.
+  // Only for CUPTI counts (they come with `kernels`): a record stream can miss a region, while
+  // the CPU's launches are calls counted in our own code, whatever they come to.
   if (model_launches > 0 && is_zero("launches") && c.values.count("kernels") > 0) {
     saw_nothing(kLaunchPassCounters,
                 "the launch-count pass saw no operation of a region that "

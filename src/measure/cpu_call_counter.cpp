@@ -1,11 +1,13 @@
 // The CPU backend's launch counter: `launches` is the number of backend library calls (BLAS
-// GEMMs, SiLU-and-mul loops) one run of the region makes, read from Backend::library_calls().
-// There are no kernels, memcpys or memsets on the host, so those stay unavailable.
+// GEMMs, SiLU-and-mul loops, read from Backend::library_calls()) plus the collective calls this
+// rank makes (in-process, MPI or modelled; each is one kernel on the GPU) in one run of the
+// region. There are no kernels, memcpys or memsets on the host, so those stay unavailable.
 #include "measure/cpu_call_counter.hpp"
 
 #include <stdexcept>
 
 #include "fusebench/nvtx.hpp"
+#include "fusebench/workspace.hpp"
 
 namespace fusebench::measure {
 namespace {
@@ -19,14 +21,17 @@ class CpuCallCounter final : public CounterCollector {
                          const std::function<void()>& region) override {
     NvtxRange range(region_name + "/launch-count");
     const std::int64_t before = backend_.library_calls();
+    const std::int64_t collectives_before = Workspace::collectives_issued_on_this_thread();
     region();  // one run: the call count of a plan does not vary between runs
     const std::int64_t after = backend_.library_calls();
+    const std::int64_t collectives =
+        Workspace::collectives_issued_on_this_thread() - collectives_before;
     RegionCounters c;
     if (before < 0 || after < before) {
       c.unavailable["launches"] =
           "the " + backend_.name() + " backend does not count library calls";
     } else {
-      c.values["launches"] = static_cast<double>(after - before);
+      c.values["launches"] = static_cast<double>(after - before + collectives);
     }
     const std::string why =
         "CPU backend: no kernels, memcpys or memsets (launches counts library calls)";
