@@ -10,7 +10,9 @@ int parse_options(int argc, char** argv, Options& o) {
       "time.\nGoogle Benchmark's --benchmark_* flags are accepted too."};
   app.add_option("--backend", o.backend, "auto | cuda | cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  app.add_option("--models", o.models, "model presets: qwen3-0.6b,llama3-8b,qwen3-32b,llama3-70b")
+  app.add_option("--models", o.models,
+                 "model presets: qwen3-0.6b,llama3-8b,qwen3-32b,llama3-70b (default: all four on "
+                 "a GPU, qwen3-0.6b on the CPU)")
       ->delimiter(',');
   app.add_option("--model-config", o.model_configs, "HF config.json of a model (repeatable)")
       ->delimiter(',');
@@ -19,9 +21,15 @@ int parse_options(int argc, char** argv, Options& o) {
       ->delimiter(',');
   app.add_option("--variants", o.variants, "variants to run (default: all of each op)")
       ->delimiter(',');
-  app.add_option("--tokens", o.tokens, "token counts M, e.g. 1,16,128,4096")->delimiter(',');
-  app.add_option("--tp", o.tp, "tensor-parallel sizes (one rank's shard is run)")->delimiter(',');
-  app.add_option("--dtypes", o.dtypes, "bf16,fp16,fp32")->delimiter(',');
+  app.add_option("--tokens", o.tokens,
+                 "token counts M, e.g. 1,16,128,4096 (default: powers of two 1..16384 on a GPU; "
+                 "1,4,16,64,256,1024 on the CPU)")
+      ->delimiter(',');
+  app.add_option("--tp", o.tp, "tensor-parallel sizes (one rank's shard is run; default 1)")
+      ->delimiter(',');
+  app.add_option("--dtypes", o.dtypes,
+                 "bf16,fp16,fp32 (default: bf16 on a GPU, fp32,bf16 on the CPU)")
+      ->delimiter(',');
   app.add_option("--report", o.report,
                  "write the JSON report here (atomically, after every entry)");
   app.add_option("--seed", o.seed, "random seed for inputs and weights (0: fresh)");
