@@ -1,6 +1,8 @@
 // Counter passes on a real GPU; every test skips without a CUDA device.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
 #include "fusebench/ops.hpp"
@@ -16,12 +18,29 @@ struct GpuPasses {
   CounterPasses passes;
 };
 
+// The CUDA backend and the passes of `options`; "" or why the test must skip (no device, or
+// `counter` not readable here).
+std::string gpu_passes(const CounterPassOptions& options, const std::string& counter,
+                       GpuPasses* out) {
+  std::string why;
+  out->backend = make_cuda_backend(&why);
+  if (!out->backend) return "needs a CUDA device: " + why;
+  out->passes = make_counter_passes(*out->backend, options);
+  const std::string status = out->passes.status.at(counter);
+  return status == "available" ? "" : counter + " unavailable here: " + status;
+}
+
+RegionCounters collect_all(CounterPasses& passes, const std::string& name,
+                           const std::function<void()>& region) {
+  RegionCounters c;
+  for (auto& pass : passes.collectors) c.merge(pass->collect(name, region));
+  return c;
+}
+
 RegionCounters count_region(CounterPasses& passes, Workspace& ws, const std::string& name) {
   ws.run();  // warm-up: heuristics and lazy module loading stay out of the counts
   ws.backend().synchronize();
-  RegionCounters c;
-  for (auto& pass : passes.collectors) c.merge(pass->collect(name, [&ws] { ws.run(); }));
-  return c;
+  return collect_all(passes, name, [&ws] { ws.run(); });
 }
 
 }  // namespace
@@ -30,20 +49,16 @@ RegionCounters count_region(CounterPasses& passes, Workspace& ws, const std::str
 // tokens every GEMM has hundreds of output tiles, so cuBLASLt has no reason for a split-K reduce
 // kernel; if it adds one anyway, the failure message names it.
 TEST(GpuCounterPasses, QkvSplitLaunchesThreeKernelsFusedOne) {
-  std::string why;
-  auto backend = make_cuda_backend(&why);
-  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
   CounterPassOptions options;
   options.dram_counters = false;
-  CounterPasses passes = make_counter_passes(*backend, options);
-  if (passes.status.at("launches") != "available") {
-    GTEST_SKIP() << "launch counting unavailable here: " << passes.status.at("launches");
-  }
+  GpuPasses gpu;
+  if (const std::string why = gpu_passes(options, "launches", &gpu); !why.empty())
+    GTEST_SKIP() << why;
   const ShardShape s = shard(find_model("llama3-8b"), 1);
   for (const auto& [variant, expected] :
        std::map<std::string, double>{{"split", 3}, {"fused", 1}}) {
-    Workspace ws(*backend, build_plan("qkv", variant, s, 1024, DType::bf16), 5);
-    const RegionCounters c = count_region(passes, ws, "qkv/" + variant);
+    Workspace ws(*gpu.backend, build_plan("qkv", variant, s, 1024, DType::bf16), 5);
+    const RegionCounters c = count_region(gpu.passes, ws, "qkv/" + variant);
     ASSERT_EQ(c.values.count("launches"), 1u)
         << (c.unavailable.count("launches") ? c.unavailable.at("launches") : "");
     std::string names;
@@ -57,24 +72,20 @@ TEST(GpuCounterPasses, QkvSplitLaunchesThreeKernelsFusedOne) {
 // A replay of the captured region executes what an eager run does, and CUPTI sees the graph's
 // nodes (kernel records with a graph id) as launches.
 TEST(GpuCounterPasses, GraphReplayLaunchesWhatTheEagerRegionLaunches) {
-  std::string why;
-  auto backend = make_cuda_backend(&why);
-  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
-  auto device = measure::make_device_timing(*backend, &why);
-  ASSERT_TRUE(device) << why;
   CounterPassOptions options;
   options.dram_counters = false;
-  CounterPasses passes = make_counter_passes(*backend, options);
-  if (passes.status.at("launches") != "available") {
-    GTEST_SKIP() << "launch counting unavailable here: " << passes.status.at("launches");
-  }
+  GpuPasses gpu;
+  if (const std::string why = gpu_passes(options, "launches", &gpu); !why.empty())
+    GTEST_SKIP() << why;
+  std::string why;
+  auto device = measure::make_device_timing(*gpu.backend, &why);
+  ASSERT_TRUE(device) << why;
   const ShardShape s = shard(find_model("llama3-8b"), 1);
-  Workspace ws(*backend, build_plan("gate_up", "split", s, 64, DType::bf16), 5);
-  const RegionCounters eager = count_region(passes, ws, "gate_up/split");
+  Workspace ws(*gpu.backend, build_plan("gate_up", "split", s, 64, DType::bf16), 5);
+  const RegionCounters eager = count_region(gpu.passes, ws, "gate_up/split");
   auto graph = device->capture([&ws] { ws.run(); });
-  RegionCounters replay;
-  for (auto& pass : passes.collectors)
-    replay.merge(pass->collect("gate_up/split/graph", [&graph] { graph->launch(); }));
+  const RegionCounters replay =
+      collect_all(gpu.passes, "gate_up/split/graph", [&graph] { graph->launch(); });
   ASSERT_EQ(replay.values.count("launches"), 1u);
   EXPECT_DOUBLE_EQ(replay.values.at("launches"), eager.values.at("launches"));
   EXPECT_DOUBLE_EQ(replay.values.at("kernels"), eager.values.at("kernels"));
@@ -83,18 +94,14 @@ TEST(GpuCounterPasses, GraphReplayLaunchesWhatTheEagerRegionLaunches) {
 // DRAM bytes of a weight-dominated decode GEMM: at least the weights must come from DRAM after
 // the L2 flush, and not wildly more than the minimal bytes.
 TEST(GpuCounterPasses, DramBytesCoverTheWeights) {
-  std::string why;
-  auto backend = make_cuda_backend(&why);
-  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
   CounterPassOptions options;
   options.launch_counts = false;
-  CounterPasses passes = make_counter_passes(*backend, options);
-  if (passes.status.at("dram_read_bytes") != "available") {
-    GTEST_SKIP() << "DRAM counters unavailable here: " << passes.status.at("dram_read_bytes");
-  }
+  GpuPasses gpu;
+  if (const std::string why = gpu_passes(options, "dram_read_bytes", &gpu); !why.empty())
+    GTEST_SKIP() << why;
   const ShardShape s = shard(find_model("llama3-8b"), 1);
-  Workspace ws(*backend, build_plan("qkv", "fused", s, 1, DType::bf16), 5);
-  RegionCounters c = count_region(passes, ws, "qkv/fused");
+  Workspace ws(*gpu.backend, build_plan("qkv", "fused", s, 1, DType::bf16), 5);
+  RegionCounters c = count_region(gpu.passes, ws, "qkv/fused");
   const Cost cost = cost_of(ws.plan());
   ASSERT_EQ(c.values.count("dram_read_bytes"), 1u) << c.unavailable.begin()->second;
   add_model_ratios(c, cost.launches, cost.bytes);
