@@ -103,19 +103,15 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   if (*buffer == nullptr) state().buffer_refused = true;
 }
 
-void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t,
-                               size_t valid) {
+// Drops are read once, at the end of the pass, from the global queue's count (which keeps
+// accumulating until read), not here: no CUPTI call under our lock.
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   ActivityState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (buffer != nullptr && s.recording) {
     if (std::string why = parse_records(buffer, valid, s.aggregator, s.device); !why.empty()) {
       s.aggregator.fail(why);
     }
-  }
-  std::size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS &&
-      dropped > 0 && s.recording) {
-    s.aggregator.add_dropped(dropped);
   }
   std::free(buffer);
 }
@@ -191,7 +187,7 @@ class ActivityLaunchCounter final : public CounterCollector {
         }
       }
     }
-    // Records dropped for want of a buffer are only on the global queue's count.
+    // Every record dropped during the pass (the count was reset before it).
     std::size_t dropped = 0;
     const bool dropped_known =
         cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS;
