@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
-#include <type_traits>
 
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
@@ -27,36 +26,6 @@ bool has_collectives(const Plan& plan) {
       return true;
   }
   return false;
-}
-
-// Issues the plan's steps on a rotation set's buffers: the same calls Workspace::run makes,
-// with other base pointers.
-void run_on_set(Backend& backend, const Plan& plan, const RotationState::Set& set) {
-  const std::size_t elem = dtype_size(plan.dtype);
-  const auto ref = [&](const View& v) {
-    const BufferSpec& b = plan.buffers.at(static_cast<std::size_t>(v.buffer));
-    auto* base = static_cast<std::byte*>(set.buffers.at(static_cast<std::size_t>(v.buffer)));
-    return MatRef{base + static_cast<std::size_t>(v.row0 * b.cols + v.col0) * elem, plan.dtype,
-                  v.rows, v.cols, b.cols};
-  };
-  for (const Step& step : plan.steps) {
-    std::visit(
-        [&](const auto& s) {
-          using T = std::decay_t<decltype(s)>;
-          if constexpr (std::is_same_v<T, GemmStep>) {
-            backend.gemm({ref(s.x), ref(s.w), ref(s.y)});
-          } else if constexpr (std::is_same_v<T, GroupedGemmStep>) {
-            std::vector<GemmArgs> args;
-            for (const auto& g : s.gemms) args.push_back({ref(g.x), ref(g.w), ref(g.y)});
-            s.batched ? backend.gemm_batched(args) : backend.gemm_grouped(args);
-          } else if constexpr (std::is_same_v<T, SiluMulStep>) {
-            backend.silu_mul(ref(s.gate), ref(s.up), ref(s.out));
-          } else {
-            throw std::logic_error("rotation sets never hold plans with collectives");
-          }
-        },
-        step);
-  }
 }
 
 // Builds the rotation sets of a fixture once (copies of set 0's bytes: no regeneration).
@@ -115,7 +84,7 @@ Measurement measure_regime(Regime regime, Workspace& ws, const std::function<voi
     if (i == 0) {
       region();
     } else {
-      run_on_set(backend, ws.plan(), rot.extra[i - 1]);
+      ws.run_on(rot.extra[i - 1].buffers);
     }
   };
   // Every set once, untimed: first-touch work (algorithm selection, pointer arrays of grouped

@@ -3,6 +3,7 @@
 // random data, and executes its steps.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "fusebench/backend.hpp"
@@ -35,8 +36,13 @@ class Workspace {
   const Plan& plan() const { return plan_; }
   Backend& backend() { return backend_; }
   // Issues every step once (asynchronously on GPU backends). Collective steps need `comm`.
-  void run(Communicator* comm = nullptr);
-  MatRef ref(const View& view) const;
+  void run(Communicator* comm = nullptr) { run_on(buffers_, comm); }
+  // The same steps on other buffers of the same sizes (one pointer per plan buffer, e.g. a
+  // cache-rotation copy of this workspace's): the one place a plan's steps are executed.
+  void run_on(std::span<void* const> buffers, Communicator* comm = nullptr);
+  MatRef ref(const View& view) const { return ref_in(buffers_, view); }
+  // A view of `buffers` (laid out as this plan's buffers).
+  MatRef ref_in(std::span<void* const> buffers, const View& view) const;
   // Copies a view back to the host as floats (synchronises).
   std::vector<float> read(const View& view);
   std::size_t bytes() const { return plan_.total_bytes(); }

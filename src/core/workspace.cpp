@@ -149,9 +149,14 @@ Workspace::~Workspace() {
   for (void* p : buffers_) backend_.release(p);
 }
 
-MatRef Workspace::ref(const View& v) const {
+MatRef Workspace::ref_in(std::span<void* const> buffers, const View& v) const {
   const BufferSpec& b = plan_.buffers.at(static_cast<std::size_t>(v.buffer));
-  auto* base = static_cast<std::byte*>(buffers_.at(static_cast<std::size_t>(v.buffer)));
+  if (buffers.size() != plan_.buffers.size()) {
+    throw std::logic_error("plan " + plan_.op + "/" + plan_.variant + " has " +
+                           std::to_string(plan_.buffers.size()) + " buffers, got " +
+                           std::to_string(buffers.size()));
+  }
+  auto* base = static_cast<std::byte*>(buffers[static_cast<std::size_t>(v.buffer)]);
   const std::size_t offset =
       static_cast<std::size_t>(v.row0 * b.cols + v.col0) * dtype_size(plan_.dtype);
   return MatRef{base + offset, plan_.dtype, v.rows, v.cols, b.cols};
@@ -159,7 +164,8 @@ MatRef Workspace::ref(const View& v) const {
 
 std::int64_t Workspace::collectives_issued_on_this_thread() { return collectives_on_this_thread; }
 
-void Workspace::run(Communicator* comm) {
+void Workspace::run_on(std::span<void* const> buffers, Communicator* comm) {
+  const auto ref = [&](const View& v) { return ref_in(buffers, v); };
   for (const Step& step : plan_.steps) {
     std::visit(
         [&](const auto& s) {
