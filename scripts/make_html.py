@@ -83,6 +83,8 @@ JS = r"""
       out.push('rows '+vals.length+' sorted asc '+asc+' desc '+desc);
       if(vals.length<2||!asc||!desc)ok=false;
     }
+    var ctx=document.querySelectorAll('table.ctx').length;
+    out.push('context tables '+ctx);if(ctx===0)ok=false;
     out.push('errors '+window.__fbErrors.length+(window.__fbErrors.length?': '+window.__fbErrors.join(' | '):''));
     if(window.__fbErrors.length)ok=false;
     var pre=document.createElement('pre');pre.id='selftest';
