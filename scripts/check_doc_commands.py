@@ -55,6 +55,8 @@ RULES = [
      "a fragment (the launcher without a program); ctest's tp_bench_mpi_np2 runs the CPU MPI path"),
     (r"^all_reduce_perf\b", "skip*", "nccl-tests on GPUs"),
     (r"(^|\s)\S*\.\.\.(\s|$)", "skip*", "arguments elided (...)"),
+    (r"(^|[\s=/])([A-Z][A-Z0-9_]*|[a-z])\.json\b", "skip*",
+     "a placeholder file (REPORT.json, a.json): the tests run these scripts on real reports"),
     (r"^scripts/(bench|build|test)\.sh\b", "tree*",
      "configures the CMake presets, whose build folders belong to the tree"),
     # README.md
