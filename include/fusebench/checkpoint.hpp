@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,7 @@ struct MatrixShape {
   std::int64_t rows = 0, cols = 0;
 };
 MatrixShape matrix_shape(const SafetensorsFile& file, const TensorInfo& info);
+MatrixShape matrix_shape(const std::string& label, const TensorInfo& info);
 
 // Rows [row0, row0+rows) x columns [col0, col0+cols) of the matrix, as floats: exact for BF16,
 // F16 and F32. `run` is the dtype the values will be encoded to: a finite value that would
@@ -66,5 +68,10 @@ MatrixShape matrix_shape(const SafetensorsFile& file, const TensorInfo& info);
 std::vector<float> read_window(const SafetensorsFile& file, const TensorInfo& info,
                                std::int64_t row0, std::int64_t col0, std::int64_t rows,
                                std::int64_t cols, DType run);
+// The same on the tensor's bytes from anywhere (`label` names their file in errors); `bytes` must
+// be the tensor's whole range, as parse_safetensors() validated it.
+std::vector<float> read_window(const std::string& label, std::span<const std::byte> bytes,
+                               const TensorInfo& info, std::int64_t row0, std::int64_t col0,
+                               std::int64_t rows, std::int64_t cols, DType run);
 
 }  // namespace fusebench

@@ -23,9 +23,8 @@ std::string shortest(float v) {
   return text;
 }
 
-[[noreturn]] void fail(const SafetensorsFile& file, const TensorInfo& info,
-                       const std::string& what) {
-  throw CheckpointError(file.path() + ": tensor " + quote_name(info.name) + ": " + what);
+[[noreturn]] void fail(const std::string& label, const TensorInfo& info, const std::string& what) {
+  throw CheckpointError(label + ": tensor " + quote_name(info.name) + ": " + what);
 }
 
 float load(const std::byte* p, TensorDtype stored) {
@@ -99,9 +98,13 @@ bool converts_exactly(TensorDtype stored, DType run) {
 }
 
 MatrixShape matrix_shape(const SafetensorsFile& file, const TensorInfo& info) {
+  return matrix_shape(file.path(), info);
+}
+
+MatrixShape matrix_shape(const std::string& label, const TensorInfo& info) {
   if (info.shape.size() == 2) return {info.shape[0], info.shape[1]};
   if (info.shape.size() == 1) return {info.shape[0], 1};
-  fail(file, info,
+  fail(label, info,
        "shape " + shape_text(info.shape) + " has " + std::to_string(info.shape.size()) +
            " dimensions; a weight is 2-D and a bias 1-D");
 }
@@ -109,17 +112,28 @@ MatrixShape matrix_shape(const SafetensorsFile& file, const TensorInfo& info) {
 std::vector<float> read_window(const SafetensorsFile& file, const TensorInfo& info,
                                std::int64_t row0, std::int64_t col0, std::int64_t rows,
                                std::int64_t cols, DType run) {
-  if (const auto why = unrunnable_reason(info.dtype); !why.empty()) fail(file, info, why);
-  const MatrixShape m = matrix_shape(file, info);
+  return read_window(file.path(), file.bytes(info), info, row0, col0, rows, cols, run);
+}
+
+std::vector<float> read_window(const std::string& label, std::span<const std::byte> bytes,
+                               const TensorInfo& info, std::int64_t row0, std::int64_t col0,
+                               std::int64_t rows, std::int64_t cols, DType run) {
+  if (const auto why = unrunnable_reason(info.dtype); !why.empty()) fail(label, info, why);
+  const MatrixShape m = matrix_shape(label, info);
   if (row0 < 0 || col0 < 0 || rows < 0 || cols < 0 || row0 > m.rows - rows ||
       col0 > m.cols - cols) {
-    fail(file, info,
+    fail(label, info,
          "window of " + std::to_string(rows) + "x" + std::to_string(cols) + " at (" +
              std::to_string(row0) + ", " + std::to_string(col0) + ") is outside its shape " +
              shape_text(info.shape));
   }
   const std::size_t elem = static_cast<std::size_t>(dtype_bits(info.dtype) / 8);
-  const std::byte* data = file.bytes(info).data();
+  if (bytes.size() != info.end - info.begin) {
+    fail(label, info,
+         "given " + std::to_string(bytes.size()) + " bytes, not its " +
+             std::to_string(info.end - info.begin));
+  }
+  const std::byte* data = bytes.data();
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
   // Rows are independent: big windows (a 70B model's MLP weights) decode on several threads,
   // each remembering the first value that does not fit the run dtype.
@@ -151,7 +165,7 @@ std::vector<float> read_window(const SafetensorsFile& file, const TensorInfo& in
   for (auto& w : workers) w.join();
   for (const auto& b : bad) {
     if (b.row >= 0) {
-      fail(file, info,
+      fail(label, info,
            "value " + shortest(b.value) + " at (" + std::to_string(b.row) + ", " +
                std::to_string(b.col) + ") overflows " + std::string(to_string(run)) +
                " (stored as " + std::string(to_string(info.dtype)) +
