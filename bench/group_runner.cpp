@@ -235,7 +235,9 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     if (gm.stop == measure::StopReason::converged) ++tally_.converged;
     if (gm.stop == measure::StopReason::timed_out) ++tally_.timed_out;
     if (gm.stop == measure::StopReason::max_samples) ++tally_.max_samples;
-    if (tally_.widest_group.empty() || gm.widest > tally_.widest) {
+    if (!std::isfinite(gm.widest)) {
+      ++tally_.not_computable;
+    } else if (tally_.widest_group.empty() || gm.widest > tally_.widest) {
       tally_.widest = gm.widest;
       tally_.widest_group = g.key;
     }
@@ -432,10 +434,11 @@ std::string GroupRunner::tally_text() const {
                      ", relative half-widths of 95% intervals), " + std::to_string(t.timed_out) +
                      " timed out";
   if (t.max_samples > 0) text += ", " + std::to_string(t.max_samples) + " hit max_samples";
-  text += "; widest targeted interval: ";
-  text += std::isfinite(t.widest) ? "+-" + percent(t.widest)
-                                  : std::string("not computable (too few valid samples)");
-  text += " (" + t.widest_group + ")";
+  if (!t.widest_group.empty())
+    text += "; widest interval +-" + percent(t.widest) + " (" + t.widest_group + ")";
+  if (t.not_computable > 0)
+    text += "; " + std::to_string(t.not_computable) +
+            " with too few valid rounds for a 95% interval (under 6)";
   if (t.timed_out > 0)
     text +=
         "; timed-out entries say timing_stop: timed_out (raise --timing-max-time to narrow them)";

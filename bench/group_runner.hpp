@@ -66,8 +66,11 @@ class GroupRunner {
   // must say so): counts and the widest targeted interval.
   struct Tally {
     std::size_t measurements = 0, converged = 0, timed_out = 0, max_samples = 0;
-    double widest = 0;  // relative half-width of the widest targeted interval
+    // The widest targeted interval that reached 95% (relative half-width) and its group; groups
+    // with an interval that could not reach 95% (too few valid samples) are counted apart.
+    double widest = 0;
     std::string widest_group;
+    std::size_t not_computable = 0;
     std::set<std::string> targets;  // what the groups targeted (speedup or median intervals)
   };
   const Tally& tally() const { return tally_; }
