@@ -153,18 +153,33 @@ void GroupRunner::prepare(std::size_t group) {
   }
   active_ = std::move(active);
   // Warm-up: cuBLASLt heuristics and lazy module loading, and the algorithms each member chose.
+  // A member whose region fails (e.g. a library error of one variant) fails alone, except in a
+  // TP group, whose ranks would be out of step: there the whole group fails.
   backend_.take_algorithm_log();
   for (std::size_t i = 0; i < active_->members.size(); ++i) {
     Member& m = active_->members[i];
     if (!m.error.empty()) continue;
     if (active_->tp) {
       active_->tp->region(active_->tp_index[i]);
+      backend_.synchronize();
     } else {
-      m.ws->run();
+      try {
+        m.ws->run();
+        backend_.synchronize();
+      } catch (const std::exception& e) {
+        fail_member(m, e.what());
+        continue;
+      }
     }
-    backend_.synchronize();
     m.algorithms = backend_.take_algorithm_log();
   }
+}
+
+void GroupRunner::fail_member(Member& m, const std::string& why) {
+  m.error = why;
+  m.graphs.clear();
+  m.rotation.reset();
+  m.ws.reset();  // its memory goes back to the members still measured
 }
 
 std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
@@ -174,76 +189,107 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
   const measure::Regime regime =
       measure::parse_regime(first.timing.empty() ? "eager" : first.timing);
   std::vector<std::string> cache_policy(a.members.size());
-  std::vector<std::size_t> timed;  // member positions the engine measures
-  std::vector<measure::TimedMember> members;
-  std::optional<std::size_t> baseline;
-  for (std::size_t i = 0; i < a.members.size(); ++i) {
-    Member& m = a.members[i];
-    if (!m.error.empty()) continue;
-    const Fixture& f = fixtures_[m.fixture];
-    // Cold flushes before every sample; the others rotate through sets larger than the cache.
-    if (regime == measure::Regime::cold) {
-      cache_policy[i] = "L2 flushed before each sample (one run per sample)";
-    } else if (!f.comm.empty()) {
-      // TP fixtures: the region drives every rank; copies of rank 0's buffers alone would
-      // desynchronise the collectives.
-      cache_policy[i] = "TP fixture: one set (rank buffers are not rotated)";
-    } else {
-      if (!m.rotation) {
-        try {
-          m.rotation = std::make_unique<measure::RotationSets>(
-              *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
-                                           settings_.rotation_budget_bytes));
-        } catch (const OutOfMemory& e) {
-          m.error = std::string(
-                        "out of memory making the cache-rotation copies of this member "
-                        "(its interleaved group holds every member at once): ") +
-                    e.what();
-          continue;
-        }
-      }
-      cache_policy[i] = m.rotation->rotation().reason;
-    }
-    if (f.variant == f.baseline_variant()) baseline = members.size();
-    timed.push_back(i);
-    const std::function<void()> region = [this, i, &m] {
-      if (active_->tp) {
-        active_->tp->region(active_->tp_index[i]);
-      } else {
-        m.ws->run();
-      }
-    };
-    measure::TimedMember t;
-    t.label = f.variant;
-    t.sets = m.rotation ? m.rotation->sets() : 1;
-    t.run_set = [&m, region](std::size_t set) {
-      if (m.rotation) {
-        m.rotation->run(set, region);
-      } else {
-        region();
-      }
-    };
-    t.launches_per_run = cost_of(m.ws->plan()).launches;
-    t.graphs = &m.graphs;
-    members.push_back(std::move(t));
-  }
   std::vector<EntryResult> out(a.members.size());
-  if (!members.empty()) {
-    const measure::GroupMeasurement gm =
-        measure::measure_group(regime, backend_, members, baseline, settings_.engine);
+  // Measured again without a member whose region threw during the measurement (outside a TP
+  // group), so one failing variant does not take its group down.
+  for (;;) {
+    std::vector<std::size_t> timed;  // member positions the engine measures
+    std::vector<measure::TimedMember> members;
+    std::optional<std::size_t> baseline;
+    std::optional<std::size_t> thrower;  // member position whose region threw
+    for (std::size_t i = 0; i < a.members.size(); ++i) {
+      Member& m = a.members[i];
+      if (!m.error.empty()) continue;
+      const Fixture& f = fixtures_[m.fixture];
+      // Cold flushes before every sample; the others rotate through sets larger than the cache.
+      if (regime == measure::Regime::cold) {
+        cache_policy[i] = "L2 flushed before each sample (one run per sample)";
+      } else if (!f.comm.empty()) {
+        // TP fixtures: the region drives every rank; copies of rank 0's buffers alone would
+        // desynchronise the collectives.
+        cache_policy[i] = "TP fixture: one set (rank buffers are not rotated)";
+      } else {
+        if (!m.rotation) {
+          try {
+            m.rotation = std::make_unique<measure::RotationSets>(
+                *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
+                                             settings_.rotation_budget_bytes));
+          } catch (const OutOfMemory& e) {
+            fail_member(m, std::string("out of memory making the cache-rotation copies of this "
+                                       "member (its interleaved group holds every member at "
+                                       "once): ") +
+                               e.what());
+            continue;
+          }
+        }
+        cache_policy[i] = m.rotation->rotation().reason;
+      }
+      if (f.variant == f.baseline_variant()) baseline = members.size();
+      timed.push_back(i);
+      const std::function<void()> region = [this, i, &m] {
+        if (active_->tp) {
+          active_->tp->region(active_->tp_index[i]);
+        } else {
+          m.ws->run();
+        }
+      };
+      measure::TimedMember t;
+      t.label = f.variant;
+      t.sets = m.rotation ? m.rotation->sets() : 1;
+      t.run_set = [&m, region, i, &thrower](std::size_t set) {
+        try {
+          if (m.rotation) {
+            m.rotation->run(set, region);
+          } else {
+            region();
+          }
+        } catch (...) {
+          thrower = i;
+          throw;
+        }
+      };
+      t.launches_per_run = cost_of(m.ws->plan()).launches;
+      t.graphs = &m.graphs;
+      members.push_back(std::move(t));
+    }
+    if (members.empty()) break;
+    std::optional<measure::GroupMeasurement> gm;
+    try {
+      gm = measure::measure_group(regime, backend_, members, baseline, settings_.engine);
+    } catch (const std::exception& e) {
+      if (!thrower || a.tp) throw;
+      try {
+        backend_.synchronize();
+      } catch (...) {
+        // The error may surface here too; the member is failed either way.
+      }
+      fail_member(a.members[*thrower],
+                  std::string(e.what()) + " (the rest of its group was measured without it)");
+      continue;
+    }
     ++tally_.measurements;
-    if (gm.stop == measure::StopReason::converged) ++tally_.converged;
-    if (gm.stop == measure::StopReason::timed_out) ++tally_.timed_out;
-    if (gm.stop == measure::StopReason::max_samples) ++tally_.max_samples;
-    if (!std::isfinite(gm.widest)) {
+    if (gm->stop == measure::StopReason::converged) ++tally_.converged;
+    if (gm->stop == measure::StopReason::timed_out) ++tally_.timed_out;
+    if (gm->stop == measure::StopReason::max_samples) ++tally_.max_samples;
+    if (!std::isfinite(gm->widest)) {
       ++tally_.not_computable;
-    } else if (tally_.widest_group.empty() || gm.widest > tally_.widest) {
-      tally_.widest = gm.widest;
+    } else if (tally_.widest_group.empty() || gm->widest > tally_.widest) {
+      tally_.widest = gm->widest;
       tally_.widest_group = g.key;
     }
-    tally_.targets.insert(gm.target);
-    for (std::size_t t = 0; t < timed.size(); ++t)
-      out[timed[t]] = result_for(group, timed[t], gm, timed, cache_policy);
+    tally_.targets.insert(gm->target);
+    for (std::size_t t = 0; t < timed.size(); ++t) {
+      if (a.tp) {
+        out[timed[t]] = result_for(group, timed[t], *gm, timed, cache_policy);
+        continue;
+      }
+      try {  // the counter passes of one member failing fail that member alone
+        out[timed[t]] = result_for(group, timed[t], *gm, timed, cache_policy);
+      } catch (const std::exception& e) {
+        out[timed[t]] = EntryResult{e.what()};
+      }
+    }
+    break;
   }
   for (std::size_t i = 0; i < a.members.size(); ++i) {
     if (!a.members[i].error.empty()) out[i] = EntryResult{a.members[i].error};

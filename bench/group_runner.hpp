@@ -81,6 +81,7 @@ class GroupRunner {
   struct Active;
   void measure_group(std::size_t group);
   void prepare(std::size_t group);
+  void fail_member(Member& m, const std::string& why);
   std::vector<EntryResult> measure_prepared(std::size_t group);
   EntryResult result_for(std::size_t group, std::size_t member_pos,
                          const measure::GroupMeasurement& g, const std::vector<std::size_t>& timed,
