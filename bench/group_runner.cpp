@@ -319,6 +319,11 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
           "the region waits for the stream, e.g. a synchronous copy inside the library; "
           "time it with --timing=eager or graph)";
     }
+    if (mm.gave_up) {
+      r.error += "; its sampling stopped after " + std::to_string(measure::kMaxTimeoutsAtOneRun) +
+                 " consecutive timeouts at one run per sample, so the rest of its group was "
+                 "measured without waiting for it";
+    }
     return r;
   }
   r.seconds = s.median;

@@ -173,6 +173,24 @@ TEST(Interleave, ThrottledAndMissingSamplesPairWithNothing) {
   EXPECT_FALSE(assess(g, 0).converged);
 }
 
+TEST(Interleave, RetiredMembersDoNotHoldTheGroup) {
+  GroupSamples g(3, quick_rule(0.05));
+  for (int r = 0; r < 20; ++r) {
+    g.begin_round();
+    g.add(0, at(2e-5));
+    g.add(1, at(1e-5));
+    if (r == 0) g.retire(2);  // e.g. never enqueued behind the blocking kernel: no samples
+  }
+  EXPECT_TRUE(targets_speedup(g, 0));
+  EXPECT_TRUE(assess(g, 0).converged);  // member 2 has no sample and does not block it
+  // Without its baseline the group targets the medians of the members left.
+  g.retire(0);
+  EXPECT_FALSE(targets_speedup(g, 0));
+  EXPECT_TRUE(assess(g, 0).converged);
+  g.retire(1);
+  EXPECT_FALSE(assess(g, 0).converged);  // nothing left is not convergence
+}
+
 namespace {
 
 // A region that does a fixed amount of host work (its speed is never asserted).

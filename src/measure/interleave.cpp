@@ -15,7 +15,12 @@ std::vector<std::size_t> round_order(std::size_t members, std::size_t round) {
 }
 
 GroupSamples::GroupSamples(std::size_t members, StoppingRule rule)
-    : rule_(rule), values_(members), samples_(members), valid_(members, 0), measured_(members, 0) {
+    : rule_(rule),
+      values_(members),
+      samples_(members),
+      valid_(members, 0),
+      measured_(members, 0),
+      retired_(members, false) {
   if (members == 0) throw std::invalid_argument("GroupSamples: a group needs a member");
 }
 
@@ -50,7 +55,11 @@ std::optional<Estimate> speedup_estimate(const GroupSamples& g, std::size_t m,
 }
 
 bool targets_speedup(const GroupSamples& g, std::optional<std::size_t> baseline) {
-  return baseline && *baseline < g.members() && g.members() > 1;
+  if (!baseline || *baseline >= g.members() || g.retired(*baseline)) return false;
+  for (std::size_t m = 0; m < g.members(); ++m) {
+    if (m != *baseline && !g.retired(m)) return true;
+  }
+  return false;
 }
 
 std::string target_text(bool speedup, double target) {
@@ -65,13 +74,14 @@ Assessment assess(const GroupSamples& g, std::optional<std::size_t> baseline) {
   Assessment a;
   a.minimums_met = true;
   for (std::size_t m = 0; m < g.members(); ++m) {
+    if (g.retired(m)) continue;
     if (g.valid(m) < rule.min_samples || g.measured_seconds(m) < rule.min_time_s)
       a.minimums_met = false;
   }
   const bool speedup = targets_speedup(g, baseline);
   bool within = true, first = true;
   for (std::size_t m = 0; m < g.members(); ++m) {
-    if (speedup && m == *baseline) continue;
+    if (g.retired(m) || (speedup && m == *baseline)) continue;
     const auto e = speedup ? speedup_estimate(g, m, *baseline) : median_estimate(g, m);
     // An interval that does not reach the confidence (too few values) is not narrow enough,
     // however narrow it looks.
@@ -84,7 +94,8 @@ Assessment assess(const GroupSamples& g, std::optional<std::size_t> baseline) {
     }
     if (!(w <= rule.target_ci)) within = false;
   }
-  a.converged = a.minimums_met && within;
+  // Nothing left to measure is not convergence (every member retired).
+  a.converged = a.minimums_met && within && !first;
   return a;
 }
 

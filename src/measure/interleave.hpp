@@ -30,6 +30,10 @@ class GroupSamples {
   // Member m's sample of the current round; nullopt: it has none (e.g. the blocking kernel timed
   // out). A throttled sample is kept for the statistics of drops but pairs with nothing.
   void add(std::size_t member, const std::optional<Sample>& sample);
+  // Member m is no longer sampled (e.g. even one run cannot be enqueued behind the blocking
+  // kernel): the stopping rule then leaves it out, so it does not hold its group to the timeout.
+  void retire(std::size_t member) { retired_.at(member) = true; }
+  bool retired(std::size_t member) const { return retired_.at(member); }
 
   std::size_t members() const { return values_.size(); }
   std::size_t rounds() const { return rounds_; }
@@ -48,6 +52,7 @@ class GroupSamples {
   std::vector<std::vector<Sample>> samples_;
   std::vector<std::size_t> valid_;
   std::vector<double> measured_;
+  std::vector<bool> retired_;
 };
 
 // The median interval of member m's valid samples; nullopt without any.
@@ -56,7 +61,8 @@ std::optional<Estimate> median_estimate(const GroupSamples& g, std::size_t m);
 std::optional<Estimate> speedup_estimate(const GroupSamples& g, std::size_t m,
                                          std::size_t reference);
 
-// True when the rule targets speedups: the baseline is a member and there is another.
+// True when the rule targets speedups: the baseline is a member and there is another (neither
+// retired).
 bool targets_speedup(const GroupSamples& g, std::optional<std::size_t> baseline);
 // What the rule targets, for the report: "speedup_ci_half_width <= 0.03" or
 // "time_median_ci_half_width <= 0.03" (relative half-widths of the 95% intervals).

@@ -22,6 +22,8 @@ struct MemberState {
   std::size_t next = 0;
   std::int64_t runs = 1;
   std::size_t block_timeouts = 0;
+  std::size_t timeouts_at_one_run = 0;  // consecutive
+  bool gave_up = false;
 
   void run_next() { member->run_set(next++ % member->sets); }
   void replay_next() { (*graphs)[next++ % graphs->size()]->launch(); }
@@ -109,9 +111,12 @@ class Sampler {
       // The host could not enqueue the sample before the blocking kernel gave up: the sample
       // includes host gaps. Not a sample of this regime; a smaller batch may fit.
       ++m.block_timeouts;
+      m.timeouts_at_one_run = m.runs == 1 ? m.timeouts_at_one_run + 1 : 0;
+      if (m.timeouts_at_one_run >= kMaxTimeoutsAtOneRun) m.gave_up = true;
       m.runs = std::max<std::int64_t>(1, m.runs / 2);
       return std::nullopt;
     }
+    m.timeouts_at_one_run = 0;
     return s;
   }
 
@@ -172,8 +177,14 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
     const std::size_t round = samples.rounds();
     samples.begin_round();
     for (std::size_t m : round_order(k, round)) {
+      if (state[m].gave_up) continue;
       if (settings.on_sample) settings.on_sample(m, round);
       samples.add(m, sampler.sample(state[m]));
+      if (state[m].gave_up) samples.retire(m);
+    }
+    if (std::all_of(state.begin(), state.end(), [](const MemberState& m) { return m.gave_up; })) {
+      out.stop = StopReason::timed_out;  // every member timed out behind the blocking kernel
+      break;
     }
     const double wall = since(start);
     const std::size_t rounds = samples.rounds();
@@ -184,6 +195,9 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
   }
   out.wall_seconds = since(start);
   out.rounds = samples.rounds();
+  // A retired member may have changed what was targeted.
+  out.targets_speedup = targets_speedup(samples, baseline);
+  out.target = target_text(out.targets_speedup, settings.rule.target_ci);
   out.widest = assessment.widest;
   out.widest_member = assessment.widest_member;
   out.members.resize(k);
@@ -194,6 +208,7 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
     r.median = median_estimate(samples, m);
     r.runs_per_sample = state[m].runs;
     r.block_timeouts = state[m].block_timeouts;
+    r.gave_up = state[m].gave_up;
     for (std::size_t j = 0; j < k; ++j) {
       if (j != m) out.speedup[m][j] = speedup_estimate(samples, m, j);
     }

@@ -55,7 +55,14 @@ struct MemberMeasurement {
   std::optional<Estimate> median;  // time_median with its interval; none without a valid sample
   std::int64_t runs_per_sample = 1;
   std::size_t block_timeouts = 0;  // batch/cold samples dropped: the blocking kernel gave up
+  // Sampling of this member stopped: kMaxTimeoutsAtOneRun consecutive blocking-kernel timeouts
+  // with one run per sample (something in its region waits for the stream).
+  bool gave_up = false;
 };
+
+// Consecutive blocking-kernel timeouts at one run per sample after which a member is no longer
+// sampled (each costs the block timeout, and its group's other members would wait).
+inline constexpr std::size_t kMaxTimeoutsAtOneRun = 3;
 
 struct GroupMeasurement {
   Regime regime = Regime::eager;
