@@ -62,6 +62,16 @@ TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
       EXPECT_GT(b["comm_seconds"].get<double>(), 0) << name;  // measured in-process collectives
       EXPECT_GT(b["all_reduce_busbw"].get<double>(), 0) << name;
     }
+    // naive and paired of one shape are measured interleaved; paired's speedup is over naive.
+    EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"naive", "paired"})) << name;
+    EXPECT_EQ(b["speedup_baseline"], "naive") << name;
+    if (variant == "paired") {
+      EXPECT_TRUE(b.contains("speedup")) << name;
+      EXPECT_LE(b["speedup_ci_low"].get<double>(), b["speedup"].get<double>()) << name;
+      EXPECT_GE(b["speedup_ci_high"].get<double>(), b["speedup"].get<double>()) << name;
+    } else {
+      EXPECT_TRUE(b["speedup_over"].contains("paired")) << name;
+    }
     seen.insert(op + "/" + variant + "/" + std::to_string(tp));
   }
   EXPECT_EQ(seen.size(), 12u);  // 2 ops x 2 variants x 3 tp
