@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <string>
 #include <thread>
 
 #include "core/host_mat.hpp"
@@ -58,6 +60,17 @@ class CpuBackend final : public Backend {
     if (p == nullptr)
       throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
+  }
+  FreeMemory free_memory() const override {
+    // The kernel's estimate of what can be allocated without swapping (page cache included).
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::size_t kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit) {
+      if (key == "MemAvailable:") return {kib * 1024, "MemAvailable in /proc/meminfo"};
+    }
+    return {};
   }
   void release(void* ptr) noexcept override { std::free(ptr); }
   void upload(void* dst, const void* src, std::size_t bytes) override {
