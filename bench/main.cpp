@@ -5,6 +5,8 @@
 #include <iostream>
 #include <random>
 
+#include "display.hpp"
+#include "filter.hpp"
 #include "fixture_runner.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
@@ -14,69 +16,20 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
-#include "fusebench/verify.hpp"
+#include "launch_rank.hpp"
 #include "options.hpp"
+#include "preflight.hpp"
+#include "progress.hpp"
 #include "report_writer.hpp"
 #include "sweep.hpp"
 #include "tp_fixture.hpp"
+#include "verification.hpp"
 
 using namespace fusebench;
 
-namespace {
-
-// Verifies every op variant on a decode-sized and an odd-sized token count; the float64
-// reference is skipped where it would take too long on the host.
-nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std::uint64_t seed,
-                                bool& ok) {
-  nlohmann::json results = nlohmann::json::array();
-  ok = true;
-  for (const auto& model : sweep.models) {
-    for (int tp : sweep.tp) {
-      const ShardShape s = shard(model, tp);
-      for (const auto& op : sweep.ops) {
-        if (is_collective_op(op) && tp == 1) continue;  // not in the sweep either
-        for (DType dtype : sweep.dtypes) {
-          // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator
-          // (a GPU run may have fewer GPUs than ranks); the GEMMs themselves are verified by
-          // qkv/gate_up and by the tp = 1 pipelines on this backend.
-          const bool tp_on_cpu = is_tp_op(op) && tp > 1;
-          if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(dtype).empty()) continue;
-          for (std::int64_t tokens : {std::int64_t{1}, std::int64_t{37}}) {
-            const double macs = static_cast<double>(tokens) * static_cast<double>(s.hidden) *
-                                static_cast<double>(s.qkv_size() + 2 * s.intermediate);
-            const bool with_reference = macs <= 2e9;
-            const auto verified =
-                tp_on_cpu ? verify_tp_op_inprocess(op, s, tokens, dtype, seed, with_reference)
-                          : verify_op(backend, op, s, tokens, dtype, seed, with_reference);
-            for (const auto& r : verified) {
-              std::cerr << "verify " << model.name << " tp=" << tp << " tokens=" << tokens << " "
-                        << to_string(dtype) << ": " << r.summary() << "\n";
-              ok = ok && r.ok();
-              nlohmann::json j = {{"op", r.op},          {"variant", r.variant},
-                                  {"model", model.name}, {"tp", tp},
-                                  {"tokens", tokens},    {"dtype", to_string(dtype)},
-                                  {"ok", r.ok()},        {"float64_reference", with_reference}};
-              for (const auto& c : r.comparisons) {
-                j["comparisons"].push_back({{"output", c.output},
-                                            {"against", c.against},
-                                            {"max_abs_error", c.max_abs_error},
-                                            {"max_rel_error", c.max_rel_error},
-                                            {"mismatches", c.mismatches},
-                                            {"elements", c.elements}});
-              }
-              results.push_back(j);
-            }
-          }
-        }
-      }
-    }
-  }
-  return results;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
+  // The command line as given, for the report: Google Benchmark's Initialize removes its flags.
+  const std::vector<std::string> args(argv, argv + argc);
   // Multi-process TP runs (mpirun, srun): one GPU per local rank unless the launcher chose, set
   // before anything touches CUDA; MPI bootstraps NCCL and carries rank 0's commands (docs/tp.md).
   bench::pin_local_gpu();
@@ -85,6 +38,7 @@ int main(int argc, char** argv) {
   // Our help first, then Google Benchmark's (its Initialize would print only its own).
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      if (!bench::speaks_for_the_job()) return 0;  // rank 0 prints it for the job
       bench::Options ignored;
       char help[] = "--help";
       char* help_argv[] = {argv[0], help, nullptr};
@@ -94,9 +48,19 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  bench::DisplayOptions display;
+  try {
+    display = bench::display_options(args);  // before Initialize, which exits 0 on a bad format
+  } catch (const std::exception& e) {
+    if (bench::speaks_for_the_job()) std::cerr << "fusebench: error: " << e.what() << "\n";
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   bench::Options options;
   if (int code = bench::parse_options(argc, argv, options); code >= 0) return code;
+  // Bad input (std::invalid_argument) is the same on every rank: rank 0 alone says it. Anything
+  // else is this process's own failure, said with its rank.
+  bool measuring = false;
 
   try {
     BackendChoice choice = make_backend(parse_backend_kind(options.backend));
@@ -115,10 +79,16 @@ int main(int argc, char** argv) {
     }
     const bench::Sweep sweep = bench::build_sweep(options, backend, &comm);
     comm.fixtures = &sweep.fixtures;
+    // What Google Benchmark will run (--benchmark_filter): listed, verified, sized, counted.
+    const std::vector<bench::Fixture> selected = bench::select_fixtures(
+        sweep.fixtures, bench::FixtureFilter(benchmark::GetBenchmarkFilter()));
     if (options.list) {
-      for (const auto& f : sweep.fixtures) std::cout << f.name() << "\n";
+      if (bench::speaks_for_the_job()) {
+        for (const auto& f : selected) std::cout << f.name() << "\n";
+      }
       return 0;
     }
+    bench::check_fits_in_memory(selected, backend);
     std::uint64_t seed = options.seed != 0 ? options.seed : std::random_device{}() | 1ull;
     if (comm.world != nullptr) {
       // Every rank needs rank 0's seed (their shards are slices of the same tensors); the
@@ -133,7 +103,8 @@ int main(int argc, char** argv) {
       }
     }
 
-    nlohmann::json context = collect_context(backend.context(), argc, argv);
+    measuring = true;
+    nlohmann::json context = collect_context(backend.context(), args);
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
     // Regimes, stopping rule, measured ceilings (docs/timing.md); sets context["timing"].
@@ -148,9 +119,10 @@ int main(int argc, char** argv) {
         {"bytes_per_second", "model_bytes / measured time"}};
 
     if (options.verify) {
-      bool ok = false;
-      context["verification"] = run_verification(backend, sweep, seed, ok);
-      if (!ok) {
+      const bench::VerificationRun verification = bench::run_verification(backend, selected, seed);
+      context["verification"] = verification.results;
+      context["verification_policy"] = bench::verification_policy();
+      if (!verification.passed) {
         std::cerr << "fusebench: verification FAILED; not benchmarking wrong results\n";
         if (!options.report.empty()) {
           write_file_atomically(
@@ -201,7 +173,14 @@ int main(int argc, char** argv) {
       // One iteration = one complete measurement under the stopping rule (timing_loop.hpp).
       b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
     }
-    bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), fields);
+    std::vector<bench::PlannedFixture> planned;
+    for (const auto& f : selected) {
+      const Cost cost = cost_of(build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype));
+      planned.push_back({f.name(), cost.flops, cost.bytes});
+    }
+    bench::ReportWriter writer(
+        options.report, context, fields, bench::make_display_reporter(display),
+        bench::Progress(std::move(planned), std::cerr, bench::Progress::stderr_is_terminal()));
     benchmark::RunSpecifiedBenchmarks(&writer);
     runner.release();
     bench::TpRun::release_followers(comm);
@@ -211,13 +190,17 @@ int main(int argc, char** argv) {
       std::cerr << "fusebench: report written to " << options.report << "\n";
     }
     if (writer.failures() > 0) {
-      std::cerr << "fusebench: " << writer.failures()
-                << " fixture(s) failed; see error_message in the report\n";
+      std::cerr << bench::failure_summary(writer.failures(), options.report) << "\n";
       return 1;
     }
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "fusebench: error: " << e.what() << "\n";
+    const bool bad_input = !measuring && dynamic_cast<const std::invalid_argument*>(&e);
+    if (bench::speaks_for_the_job()) {
+      std::cerr << "fusebench: error: " << e.what() << "\n";
+    } else if (!bad_input) {
+      std::cerr << "fusebench: rank " << bench::launcher_rank() << ": error: " << e.what() << "\n";
+    }
     if (mpi && mpi->size() > 1) std::_Exit(2);  // the other ranks may wait on this one: end the job
     return 2;
   }
