@@ -82,8 +82,10 @@ double estimate_seconds_left(const std::vector<PlannedFixture>& finished,
   std::array<double, 3> best{0, 0, 0};
   double best_residual = std::numeric_limits<double>::infinity();
   for (unsigned mask = 1; mask < 8; ++mask) {
-    // No more terms than distinct observations can pin down.
-    if (static_cast<std::size_t>(__builtin_popcount(mask)) > finished.size()) continue;
+    // Beyond the mean, two observations per term and four at least: a line through the first
+    // two fixtures alone would extrapolate their noise to the largest shapes.
+    const auto terms = static_cast<std::size_t>(__builtin_popcount(mask));
+    if (mask != 1 && (finished.size() < 4 || 2 * terms > finished.size())) continue;
     std::array<double, 3> coef{};
     if (!fit(finished, seconds, mask, coef)) continue;
     double residual = 0;

@@ -19,8 +19,8 @@ struct PlannedFixture {
 
 // Seconds the remaining fixtures should take, from the durations of the finished ones fitted as
 // a + b*flops + c*bytes (least squares, every coefficient >= 0: the best fit over the subsets of
-// the three terms), so a sweep that grows towards large shapes is not extrapolated from its small
-// first fixtures.
+// the three terms; the mean duration until four fixtures have finished), so a sweep that grows
+// towards large shapes is not extrapolated from its small first fixtures.
 double estimate_seconds_left(const std::vector<PlannedFixture>& finished,
                              const std::vector<double>& seconds,
                              const std::vector<PlannedFixture>& remaining);

@@ -31,36 +31,53 @@ scripts/build.sh release
 
 out=reports/latest
 mkdir -p reports
-stage=$(mktemp -d reports/.run.XXXXXX)
-trap 'rm -rf "$stage"' EXIT
-say() { echo "bench: $*" | tee -a "$stage/console.txt"; }
+# The previous reports/latest waits in latest.old until this run has measured something; if it
+# has not (bad input, failed verification, an interrupt before the first entry), it comes back.
+rm -rf "$out.old"
+if [ -e "$out" ]; then mv "$out" "$out.old"; fi
+mkdir -p "$out"
+measured() { [ -s "$out/report.json" ] && grep -q '"run_name"' "$out/report.json"; }
+settle() {  # settle [keep|drop]: what to do with the output of a run that measured nothing
+  if measured; then
+    rm -rf "$out.old"
+    return
+  fi
+  if [ "${1:-keep}" = keep ]; then
+    rm -rf reports/last-failed
+    mv "$out" reports/last-failed
+  else
+    rm -rf "$out"
+  fi
+  if [ -e "$out.old" ]; then mv "$out.old" "$out"; fi
+}
+trap 'settle' EXIT
+say() { echo "bench: $*" | tee -a "$out/console.txt"; }
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   say "GPU found: $(nvidia-smi -L | head -1)"
 else
-  say "no GPU on this machine: running the CPU backend sweep (about 4 minutes on 2 cores)"
+  say "no GPU on this machine: running the CPU backend sweep (about 2 minutes on 2 cores)"
 fi
 status=0
 # stdout and stderr both: console.txt holds what was shown (backend choice, verification, rows).
-build/bin/fusebench --verify --report="$stage/report.json" "$@" 2>&1 | tee -a "$stage/console.txt" ||
+build/bin/fusebench --verify --report="$out/report.json" "$@" 2>&1 | tee -a "$out/console.txt" ||
   status=$?
 
-if ! { [ -s "$stage/report.json" ] && grep -q '"run_name"' "$stage/report.json"; }; then
+if ! measured; then
+  trap - EXIT
   if [ "$status" = 0 ]; then
+    settle drop
     echo "bench: nothing was measured (e.g. --list): reports/latest left as it was"
   else
-    rm -rf reports/last-failed
-    mv "$stage" reports/last-failed
+    settle keep
     echo "bench: fusebench exited $status before measuring anything: reports/latest left as it" \
       "was (this run's output: reports/last-failed/console.txt)"
   fi
   exit "$status"
 fi
+trap - EXIT
+settle
 
-# The run measured something: it becomes reports/latest.
-rm -rf "$out.old"
-if [ -e "$out" ]; then mv "$out" "$out.old"; fi
-mv "$stage" "$out"
-rm -rf "$out.old"
+# The run measured something: it is reports/latest.
 echo "bench: report in $out/report.json"
 # Crossover charts and the offline HTML page beside the report (docs/charts.md). A chart failure
 # is reported but does not hide the sweep's own status.

@@ -24,7 +24,7 @@ TEST(Eta, WeighsTheRemainingFixturesByTheirCost) {
   // Time = 0.5 s + 1 ns per FLOP: small fixtures first, big ones left.
   std::vector<PlannedFixture> done, left;
   std::vector<double> seconds;
-  for (double flops : {1e6, 1e7, 1e8}) {
+  for (double flops : {1e6, 1e7, 3e7, 1e8}) {
     done.push_back({"f", flops, 0});
     seconds.push_back(0.5 + flops * 1e-9);
   }
@@ -32,17 +32,21 @@ TEST(Eta, WeighsTheRemainingFixturesByTheirCost) {
   const double want = 2 * 0.5 + 5e9 * 1e-9;  // 6 s
   EXPECT_NEAR(estimate_seconds_left(done, seconds, left), want, 1e-6);
   // What the old ETA said (mean time so far x fixtures left) is far below it.
-  const double mean = (seconds[0] + seconds[1] + seconds[2]) / 3;
+  const double mean = (seconds[0] + seconds[1] + seconds[2] + seconds[3]) / 4;
   EXPECT_LT(2 * mean, want / 5);
 }
 
 TEST(Eta, NeverNegativeAndFallsBackToTheMean) {
   // Durations falling with cost would fit a negative slope: refused, the mean is used instead.
-  const std::vector<PlannedFixture> done = {{"a", 1e6, 1e3}, {"b", 2e6, 2e3}};
-  const std::vector<double> seconds = {2.0, 1.0};
-  const double left = estimate_seconds_left(done, seconds, {{"c", 3e6, 3e3}});
+  const std::vector<PlannedFixture> done = {
+      {"a", 1e6, 1e3}, {"b", 2e6, 2e3}, {"c", 3e6, 3e3}, {"d", 4e6, 4e3}};
+  const std::vector<double> seconds = {2.5, 2.0, 1.0, 0.5};
+  const double left = estimate_seconds_left(done, seconds, {{"e", 5e6, 5e3}});
   EXPECT_GE(left, 0);
   EXPECT_NEAR(left, 1.5, 1e-9);
+  // Two fixtures are too few for a slope: the mean, not a line through them.
+  EXPECT_NEAR(estimate_seconds_left({{"a", 1, 1}, {"b", 2, 2}}, {1.0, 3.0}, {{"c", 100, 100}}), 2.0,
+              1e-9);
   EXPECT_EQ(estimate_seconds_left({}, {}, {{"c", 1, 1}}), 0);
   // One finished fixture: the next costs as much again.
   EXPECT_NEAR(estimate_seconds_left({{"a", 5, 5}}, {3.0}, {{"b", 5, 5}, {"c", 5, 5}}), 6.0, 1e-9);

@@ -46,6 +46,13 @@ for args in "--tp=3" "--models=gpt-9" "--timing-target-cv=0"; do
 done
 
 status=0
+out=$("$work/scripts/bench.sh" --backend=cpu --list 2>&1) || status=$?
+check "bench.sh --list exits 0 (got $status)" [ "$status" = 0 ]
+check "bench.sh --list lists" grep -q "^qkv/split/" <<<"$out"
+check "bench.sh --list leaves reports/latest as it was" untouched
+check "no reports/latest.old is left behind" [ ! -e "$work/reports/latest.old" ]
+
+status=0
 out=$("$work/scripts/bench.sh" --help 2>&1) || status=$?
 check "bench.sh --help exits 0 (got $status)" [ "$status" = 0 ]
 check "bench.sh --help shows the binary's flags" grep -q -- "--timing-target-cv" <<<"$out"
@@ -68,5 +75,8 @@ check "console.txt has the verification lines" grep -q "verification passed" \
 check "console.txt has no escape codes" bash -c '! grep -q $'"'"'\x1b'"'"' "$1"' _ \
   "$work/reports/latest/console.txt"
 check "the charts were drawn" [ -e "$work/charts_called" ]
+check "no reports/latest.old is left behind" [ ! -e "$work/reports/latest.old" ]
+check "the report names its final path" grep -q -- "--report=reports/latest/report.json" \
+  "$work/reports/latest/report.json"
 [ "$fail" = 0 ] || echo "$out"
 exit "$fail"
