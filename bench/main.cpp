@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    measuring = true;  // from here on a failure can be this rank's own (its memory, its GPU)
     bench::check_fits_in_memory(selected, backend);
     std::uint64_t seed = options.seed != 0 ? options.seed : std::random_device{}() | 1ull;
     if (comm.world != nullptr) {
@@ -103,7 +104,6 @@ int main(int argc, char** argv) {
       }
     }
 
-    measuring = true;
     nlohmann::json context = collect_context(backend.context(), args);
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
