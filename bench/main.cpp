@@ -184,10 +184,12 @@ int main(int argc, char** argv) {
       // One iteration = one complete measurement under the stopping rule (fixture_runner.hpp).
       b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
     }
+    // The progress counter counts entries; its ETA prices comparison groups, since a group is
+    // measured in its first member's call and the others return at once (progress.hpp).
     std::vector<bench::PlannedFixture> planned;
     for (const auto& f : selected) {
       const Cost cost = cost_of(build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype));
-      planned.push_back({f.name(), cost.flops, cost.bytes});
+      planned.push_back({f.name(), cost.flops, cost.bytes, f.group_key()});
     }
     bench::ReportWriter writer(
         options.report, context, fields, bench::make_display_reporter(display),

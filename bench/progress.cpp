@@ -104,10 +104,52 @@ double estimate_seconds_left(const std::vector<PlannedFixture>& finished,
   return left;
 }
 
+namespace {
+std::string group_of(const PlannedFixture& f) { return f.group.empty() ? f.name : f.group; }
+}  // namespace
+
+GroupEta::GroupEta(const std::vector<PlannedFixture>& planned) {
+  for (const auto& f : planned) {
+    Group& g = groups_[group_index(f)];
+    g.cost.flops += f.flops;
+    g.cost.bytes += f.bytes;
+  }
+}
+
+std::size_t GroupEta::group_index(const PlannedFixture& f) {
+  const std::string key = group_of(f);
+  const auto it = std::find(keys_.begin(), keys_.end(), key);
+  if (it != keys_.end()) return static_cast<std::size_t>(it - keys_.begin());
+  keys_.push_back(key);
+  groups_.push_back({{key, 0, 0, key}, 0, false});
+  return groups_.size() - 1;
+}
+
+void GroupEta::finished(const PlannedFixture& f, double seconds) {
+  Group& g = groups_[group_index(f)];
+  g.started = true;
+  g.seconds += seconds;
+}
+
+double GroupEta::seconds_left() const {
+  std::vector<PlannedFixture> done, left;
+  std::vector<double> seconds;
+  for (const auto& g : groups_) {
+    if (g.started) {
+      done.push_back(g.cost);
+      seconds.push_back(g.seconds);
+    } else {
+      left.push_back(g.cost);
+    }
+  }
+  return estimate_seconds_left(done, seconds, left);
+}
+
 Progress::Progress(std::vector<PlannedFixture> planned, std::ostream& out, bool redraw)
     : planned_(std::move(planned)),
       out_(out),
       redraw_(redraw),
+      eta_(planned_),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
@@ -117,18 +159,17 @@ void Progress::finished(const std::string& name) {
   const auto now = std::chrono::steady_clock::now();
   const auto it = std::find_if(planned_.begin(), planned_.end(),
                                [&](const PlannedFixture& p) { return p.name == name; });
-  PlannedFixture done = it != planned_.end() ? *it : PlannedFixture{name, 0, 0};
+  const PlannedFixture done = it != planned_.end() ? *it : PlannedFixture{name, 0, 0, ""};
   if (it != planned_.end()) planned_.erase(it);
-  finished_.push_back(std::move(done));
-  seconds_.push_back(std::chrono::duration<double>(now - last_).count());
+  ++finished_;
+  eta_.finished(done, std::chrono::duration<double>(now - last_).count());
   last_ = now;
-  const std::size_t total = finished_.size() + planned_.size();
+  const std::size_t total = finished_ + planned_.size();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const double left = estimate_seconds_left(finished_, seconds_, planned_);
   std::ostringstream text;  // (operator+ on "[" + to_string trips GCC 12's -Wrestrict)
-  text << "[" << finished_.size() << "/" << total << "] " << name << "  elapsed "
+  text << "[" << finished_ << "/" << total << "] " << name << "  elapsed "
        << format_seconds(elapsed);
-  if (!planned_.empty()) text << ", about " << format_seconds(left) << " left";
+  if (!planned_.empty()) text << ", about " << format_seconds(eta_.seconds_left()) << " left";
   const std::string line = text.str();
   if (redraw_) {
     out_ << "\r\x1b[K" << line << std::flush;  // one line, redrawn
