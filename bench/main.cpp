@@ -69,7 +69,10 @@ int main(int argc, char** argv) {
   try {
     BackendChoice choice = make_backend(parse_backend_kind(options.backend));
     Backend& backend = *choice.backend;
-    std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
+    // Rank 0 says it for the job: a line from every rank would interleave with rank 0's output
+    // on the launcher's shared pipe (a rank whose backend then fails says so with its rank).
+    if (bench::speaks_for_the_job())
+      std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
     CommSettings comm;
     comm.requested = options.comm;
     comm.link = options.link_profile == "measured" ? measure_link_profile(backend, comm)
