@@ -9,6 +9,7 @@
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
 #include "fusebench/link_model.hpp"
+#include "fusebench/model_context.hpp"
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
@@ -32,8 +33,7 @@ nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std
   ok = true;
   for (const auto& model : sweep.models) {
     for (int tp : sweep.tp) {
-      const ShardShape s = shard(model, tp);
-      for (const auto& op : sweep.ops) {
+      for (const auto& [op, s] : bench::op_layer_shards(model, tp, sweep.ops)) {  // one per layer
         if (is_collective_op(op) && tp == 1) continue;  // not in the sweep either
         for (DType dtype : sweep.dtypes) {
           // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator
@@ -49,13 +49,20 @@ nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std
                 tp_on_cpu ? verify_tp_op_inprocess(op, s, tokens, dtype, seed, with_reference)
                           : verify_op(backend, op, s, tokens, dtype, seed, with_reference);
             for (const auto& r : verified) {
-              std::cerr << "verify " << model.name << " tp=" << tp << " tokens=" << tokens << " "
-                        << to_string(dtype) << ": " << r.summary() << "\n";
+              const std::string layer = layer_name(op, s);
+              std::cerr << "verify " << model.name << (layer.empty() ? "" : " layer:" + layer)
+                        << " tp=" << tp << " tokens=" << tokens << " " << to_string(dtype) << ": "
+                        << r.summary() << "\n";
               ok = ok && r.ok();
-              nlohmann::json j = {{"op", r.op},          {"variant", r.variant},
-                                  {"model", model.name}, {"tp", tp},
-                                  {"tokens", tokens},    {"dtype", to_string(dtype)},
-                                  {"ok", r.ok()},        {"float64_reference", with_reference}};
+              nlohmann::json j = {{"op", r.op},
+                                  {"variant", r.variant},
+                                  {"model", model.name},
+                                  {"layer", layer},
+                                  {"tp", tp},
+                                  {"tokens", tokens},
+                                  {"dtype", to_string(dtype)},
+                                  {"ok", r.ok()},
+                                  {"float64_reference", with_reference}};
               for (const auto& c : r.comparisons) {
                 j["comparisons"].push_back({{"output", c.output},
                                             {"against", c.against},
@@ -115,6 +122,8 @@ int main(int argc, char** argv) {
     }
     const bench::Sweep sweep = bench::build_sweep(options, backend, &comm);
     comm.fixtures = &sweep.fixtures;
+    for (const auto& r : sweep.refused)
+      std::cerr << "fusebench: " << r.op << " left out for " << r.model << ": " << r.reason << "\n";
     if (options.list) {
       for (const auto& f : sweep.fixtures) std::cout << f.name() << "\n";
       return 0;
@@ -136,6 +145,10 @@ int main(int argc, char** argv) {
     nlohmann::json context = collect_context(backend.context(), argc, argv);
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
+    // How each model was read: family, vLLM class, layers, what a fixture stands for, refusals.
+    for (const auto& m : sweep.models) context["models"].push_back(model_context(m));
+    for (const auto& r : sweep.refused)
+      context["refused"].push_back({{"model", r.model}, {"op", r.op}, {"reason", r.reason}});
     // Regimes, stopping rule, measured ceilings (docs/timing.md); sets context["timing"].
     bench::TimingSetup timing = bench::setup_timing(options, backend, sweep, context);
     context["counter_definitions"] = {
@@ -191,6 +204,9 @@ int main(int argc, char** argv) {
       fields[name] = {{"op", f.op},
                       {"variant", f.variant},
                       {"model", f.model.name},
+                      {"layer", f.layer.empty() ? "none" : f.layer},
+                      {"bias", op_has_bias(f.op, f.shard)},
+                      {"activation", activation_name(f.op, f.shard)},
                       {"tokens", f.tokens},
                       {"tp", f.shard.tp},
                       {"dtype", to_string(f.dtype)},
