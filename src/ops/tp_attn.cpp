@@ -51,10 +51,12 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     p.outputs["qkv_gathered"] = whole(p, g);
   }
   GemmStep row{"o_proj", o_in, whole(p, w_o), whole(p, out)};
-  // RowParallelLinear adds its bias on rank 0 only: the all-reduce would add it tp times.
-  if (s.o_bias && r == 0)
-    row.bias =
-        whole(p, tp::add_windowed(p, "b_o", BufferRole::weight, {{"b_o", h, {h, 1, 0, 0}}}, 1));
+  // RowParallelLinear: every rank holds the bias, rank 0 alone adds it (bias_ = None if
+  // tp_rank > 0), since the all-reduce would add it tp times.
+  if (s.o_bias) {
+    const int b = tp::add_windowed(p, "b_o", BufferRole::weight, {{"b_o", h, {h, 1, 0, 0}}}, 1);
+    if (r == 0) row.bias = whole(p, b);
+  }
   p.steps.push_back(std::move(row));
   if (s.tp > 1) p.steps.push_back(AllReduceStep{"all_reduce_o", whole(p, out)});
   p.outputs["out"] = whole(p, out);

@@ -57,11 +57,12 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   p.steps.push_back(ActAndMulStep{tp::act_label(s.activation), gate, up, whole(p, act),
                                   s.activation, s.activation_limit});
   GemmStep row{"down_proj", whole(p, act), whole(p, w_down), whole(p, out)};
-  // RowParallelLinear adds its bias on rank 0 only: the all-reduce would add it tp times.
-  if (s.mlp_bias && r == 0) {
+  // RowParallelLinear: every rank holds the bias, rank 0 alone adds it (bias_ = None if
+  // tp_rank > 0), since the all-reduce would add it tp times.
+  if (s.mlp_bias) {
     const std::string b = tp::mlp_tensor(s.mlp, "b", "down");
-    row.bias =
-        whole(p, tp::add_windowed(p, "b_down", BufferRole::weight, {{b, h, {h, 1, 0, 0}}}, 1));
+    const int buffer = tp::add_windowed(p, "b_down", BufferRole::weight, {{b, h, {h, 1, 0, 0}}}, 1);
+    if (r == 0) row.bias = whole(p, buffer);
   }
   p.steps.push_back(std::move(row));
   if (s.tp > 1) p.steps.push_back(AllReduceStep{"all_reduce_down", whole(p, out)});
