@@ -103,7 +103,7 @@ TEST(FamiliesCli, MlaModelVerifiesTheReplicatedFusedQkvA) {
 
 TEST(FamiliesCli, GptOssVerifiesSwigluoaiExpertsAndTpAttnWithRowBias) {
   const auto report = verified_report(
-      "--model-config=" + cfg("gpt-oss-20b.json") + " --ops=gate_up,tp_attn --tp=4", "gptoss");
+      "--model-config=" + cfg("gpt-oss-20b.json") + " --ops=gate_up,tp_attn --tp=2", "gptoss");
   const auto* expert = entry(report, "gate_up/fused/model:gpt-oss-20b/layer:expert/");
   ASSERT_NE(expert, nullptr);
   EXPECT_EQ((*expert)["activation"], "swigluoai");

@@ -24,7 +24,10 @@ std::vector<float> logical_window(const std::string& name, std::int64_t logical_
                                   std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
                                   std::int64_t rows, std::int64_t cols, BufferRole role,
                                   DType dtype, std::uint64_t seed);
-LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed);
+// The logical tensors a plan reads: whole (the TP pipelines' references need the unsharded
+// layer), or, with `windows_only`, just the window of each that the plan holds (what the qkv and
+// gate_up references need; the whole of a 70B MLP weight would not fit a host's verification).
+LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, bool windows_only = false);
 
 class Workspace {
  public:

@@ -59,10 +59,10 @@ std::string ModelShape::refusal(std::string_view op) const {
 
 namespace {
 
-// No real model has a dimension near this; the cap keeps every product of two sizes inside
-// int64 (a config is untrusted input: see fuzz/fuzz_hf_config.cpp) and every size inside the
-// int that cuBLAS takes.
-constexpr std::int64_t kMaxSize = std::int64_t{1} << 30;
+// No real model has a dimension near this (hidden is at most 2^14 today); the cap keeps the
+// products the plans form (rows * cols * dtype bytes of a weight) inside int64, since a config
+// is untrusted input (fuzz/fuzz_hf_config.cpp).
+constexpr std::int64_t kMaxSize = std::int64_t{1} << 20;
 
 std::string join_ints(const std::vector<int>& values) {
   std::string out;
@@ -341,6 +341,9 @@ void read_deepseek(const ConfigReader& c, ModelShape& m) {
                             known ? m.layers - moe : -1});
   if (moe != 0) m.mlp_layers.push_back({LayerKind::expert, expert, "moe_intermediate_size", moe});
   const std::int64_t shared = c.non_negative_or("n_shared_experts", 0);
+  if (expert * shared > kMaxSize)
+    c.fail("moe_intermediate_size * n_shared_experts = " + std::to_string(expert * shared) +
+           " exceeds " + std::to_string(kMaxSize));
   if (shared > 0 && moe != 0)
     m.mlp_layers.push_back({LayerKind::shared_expert, expert * shared,
                             "moe_intermediate_size * n_shared_experts", moe});

@@ -102,11 +102,18 @@ std::vector<float> logical_window(const std::string& name, std::int64_t logical_
   return decode(encode(values, dtype).data(), values.size(), dtype);
 }
 
-LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed) {
+LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, bool windows_only) {
   LogicalTensors out;
   for (const auto& b : plan.buffers) {
     for (std::size_t i = 0; i < b.parts.size(); ++i) {
-      if (i < b.part_windows.size()) {  // the whole tensor the part is a window of
+      if (i < b.part_windows.size() && windows_only) {  // the part's rows and columns alone
+        const auto& w = b.part_windows[i];
+        if (out.count(b.parts[i]))
+          throw std::logic_error("plan " + plan.op + "/" + plan.variant + " holds " + b.parts[i] +
+                                 " twice; its windows need the whole tensor");
+        out[b.parts[i]] = logical_window(b.parts[i], w.logical_rows, w.logical_cols, w.row0, w.col0,
+                                         b.part_rows[i], b.cols, b.role, plan.dtype, seed);
+      } else if (i < b.part_windows.size()) {  // the whole tensor the part is a window of
         const auto& w = b.part_windows[i];
         out[b.parts[i]] =
             logical_tensor(b.parts[i], w.logical_rows, w.logical_cols, b.role, plan.dtype, seed);

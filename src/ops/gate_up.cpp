@@ -104,7 +104,7 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const std::int64_t m = p.tokens, h = s.hidden, inter = s.intermediate, i0 = s.rank * inter;
   const auto project = [&](const char* what) {
     auto y = reference_linear(
-        in.at("x"), rows_of(in.at(tp::mlp_tensor(s.mlp, "w", what)), h, i0, inter), m, inter, h);
+        in.at("x"), shard_rows(in.at(tp::mlp_tensor(s.mlp, "w", what)), h, i0, inter), m, inter, h);
     if (s.mlp_bias) add_bias(y, m, inter, in.at(tp::mlp_tensor(s.mlp, "b", what)), i0);
     return y;
   };

@@ -129,7 +129,7 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const std::int64_t q0 = s.rank * q, kv0 = f.kv_head0 * s.head_dim;
   // This rank's rows of the whole tensors (all of them at tp = 1).
   const auto project = [&](const char* w, const char* b, std::int64_t row0, std::int64_t n) {
-    auto y = reference_linear(in.at("x"), rows_of(in.at(w), h, row0, n), m, n, h);
+    auto y = reference_linear(in.at("x"), shard_rows(in.at(w), h, row0, n), m, n, h);
     if (s.qkv_bias) add_bias(y, m, n, in.at(b), row0);
     return y;
   };

@@ -139,8 +139,15 @@ std::vector<float> rows_of(const std::vector<float>& t, std::int64_t cols, std::
   return std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(n * cols));
 }
 
+std::vector<float> shard_rows(const std::vector<float>& t, std::int64_t cols, std::int64_t row0,
+                              std::int64_t n) {
+  if (static_cast<std::int64_t>(t.size()) == n * cols) return t;
+  return rows_of(t, cols, row0, n);
+}
+
 void add_bias(std::vector<double>& y, std::int64_t m, std::int64_t n, const std::vector<float>& b,
               std::int64_t b0) {
+  if (static_cast<std::int64_t>(b.size()) == n) b0 = 0;
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j)
       y[static_cast<std::size_t>(i * n + j)] +=
