@@ -95,12 +95,12 @@ View columns(const Plan& plan, int buffer, std::int64_t col0, std::int64_t cols)
 }
 
 int add_input(Plan& plan, const std::string& name, std::int64_t rows, std::int64_t cols) {
-  return plan.add_buffer({name, rows, cols, BufferRole::input, {name}, {rows}});
+  return plan.add_buffer({name, rows, cols, BufferRole::input, {name}, {rows}, {}});
 }
 
 int add_weight(Plan& plan, const std::string& name,
                const std::vector<std::pair<std::string, std::int64_t>>& parts, std::int64_t cols) {
-  BufferSpec spec{name, 0, cols, BufferRole::weight, {}, {}};
+  BufferSpec spec{name, 0, cols, BufferRole::weight, {}, {}, {}};
   for (const auto& [part, rows] : parts) {
     spec.parts.push_back(part);
     spec.part_rows.push_back(rows);
@@ -110,7 +110,7 @@ int add_weight(Plan& plan, const std::string& name,
 }
 
 int add_output(Plan& plan, const std::string& name, std::int64_t rows, std::int64_t cols) {
-  return plan.add_buffer({name, rows, cols, BufferRole::output, {}, {}});
+  return plan.add_buffer({name, rows, cols, BufferRole::output, {}, {}, {}});
 }
 
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
