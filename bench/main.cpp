@@ -13,6 +13,7 @@
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
 #include "fusebench/link_model.hpp"
+#include "fusebench/model_context.hpp"
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
@@ -89,6 +90,11 @@ int main(int argc, char** argv) {
     // grouped (a comparison group is what the filter selects of it, groups.hpp).
     const bench::FixtureFilter filter(benchmark::GetBenchmarkFilter());
     const std::vector<bench::Fixture> selected = bench::select_fixtures(sweep.fixtures, filter);
+    if (bench::speaks_for_the_job()) {  // under mpirun, rank 0 alone
+      for (const auto& r : sweep.refused)
+        std::cerr << "fusebench: " << r.op << " left out for " << r.model << ": " << r.reason
+                  << "\n";
+    }
     if (options.list) {
       if (bench::speaks_for_the_job()) {
         for (const auto& f : selected) std::cout << f.name() << "\n";
@@ -117,6 +123,10 @@ int main(int argc, char** argv) {
     nlohmann::json context = collect_context(backend.context(), args);
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
+    // How each model was read: family, vLLM class, layers, what a fixture stands for, refusals.
+    for (const auto& m : sweep.models) context["models"].push_back(model_context(m));
+    for (const auto& r : sweep.refused)
+      context["refused"].push_back({{"model", r.model}, {"op", r.op}, {"reason", r.reason}});
     // Regimes, stopping rule, measured ceilings (docs/timing.md); sets context["timing"].
     bench::TimingSetup timing = bench::setup_timing(options, backend, sweep, context);
     context["counter_definitions"] = {
@@ -177,6 +187,9 @@ int main(int argc, char** argv) {
       fields[name] = {{"op", f.op},
                       {"variant", f.variant},
                       {"model", f.model.name},
+                      {"layer", f.layer.empty() ? "none" : f.layer},
+                      {"bias", op_has_bias(f.op, f.shard)},
+                      {"activation", activation_name(f.op, f.shard)},
                       {"tokens", f.tokens},
                       {"tp", f.shard.tp},
                       {"dtype", to_string(f.dtype)},

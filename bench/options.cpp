@@ -152,9 +152,11 @@ int parse_options(int argc, char** argv, Options& o) {
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   app.add_option("--models", o.models,
                  "model presets: qwen3-0.6b,llama3-8b,qwen3-32b,llama3-70b (default: all four on "
-                 "a GPU, qwen3-0.6b on the CPU)")
+                 "a GPU, qwen3-0.6b on the CPU); qwen2.5-7b (q/k/v bias), qwen3-30b-a3b (MoE)")
       ->delimiter(',');
-  app.add_option("--model-config", o.model_configs, "HF config.json of a model (repeatable)")
+  app.add_option("--model-config", o.model_configs,
+                 "HF config.json of a model, read as vLLM builds its model_type (docs/models.md); "
+                 "named by its file name (repeatable)")
       ->delimiter(',');
   app.add_option("--ops", o.ops,
                  "ops: qkv,gate_up (default); tp_attn,tp_mlp (TP pipelines); allreduce,allgather")

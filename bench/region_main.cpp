@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "fusebench-region: run one fusebench region (one warm-up run, then --iterations measured "
       "runs, each inside the NVTX range fusebench@region) for ncu/nsys cross-checks"};
-  std::string op = "qkv", variant, model_name = "qwen3-0.6b", config, dtype_name = "bf16",
+  std::string op = "qkv", variant, model_name = "qwen3-0.6b", config, layer, dtype_name = "bf16",
               backend_name = "auto", comm = "auto", link_profile = "nvlink-h200";
   std::int64_t tokens = 1;
   int tp = 1, iterations = 1;
@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
                  "model preset: qwen3-0.6b, llama3-8b, qwen3-32b, llama3-70b")
       ->capture_default_str();
   app.add_option("--model-config", config, "HF config.json instead of --model");
+  app.add_option("--layer", layer,
+                 "the op's layer (the name's layer: segment): attention|mla for qkv/tp_attn, "
+                 "dense|expert|shared_expert for gate_up/tp_mlp (default: the model's first, as "
+                 "fusebench --list orders them)");
   app.add_option("--tokens", tokens, "token count M")->capture_default_str();
   app.add_option("--tp", tp,
                  "tensor-parallel size: qkv/gate_up run one rank's shard; tp_attn/tp_mlp and the "
@@ -123,7 +127,19 @@ int main(int argc, char** argv) {
     options.dtypes = {dtype_name};
     options.comm = comm;
     const bench::Sweep sweep = bench::build_sweep(options, *backend, &settings);
-    const bench::Fixture& f = sweep.fixtures.front();
+    const auto chosen =
+        std::find_if(sweep.fixtures.begin(), sweep.fixtures.end(),
+                     [&](const bench::Fixture& f) { return layer.empty() || f.layer == layer; });
+    if (chosen == sweep.fixtures.end()) {
+      std::string valid;
+      for (const auto& f : sweep.fixtures) {
+        if (valid.find(f.layer) == std::string::npos)
+          valid += (valid.empty() ? "" : ", ") + (f.layer.empty() ? "(none)" : f.layer);
+      }
+      throw std::invalid_argument("--layer: " + op + " on " + sweep.models.front().name +
+                                  " has no layer '" + layer + "' (valid: " + valid + ")");
+    }
+    const bench::Fixture& f = *chosen;
 
     const Plan plan = build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype);
     const Cost cost = cost_of(plan);

@@ -16,9 +16,24 @@ std::string Fixture::name() const {
 }
 
 std::string Fixture::data_name() const {
-  return op + "/" + variant + "/model:" + model.name + "/tokens:" + std::to_string(tokens) +
-         "/tp:" + std::to_string(shard.tp) + "/dtype:" + std::string(to_string(dtype)) +
-         (comm.empty() ? "" : "/comm:" + comm);
+  return op + "/" + variant + "/model:" + model.name + (layer.empty() ? "" : "/layer:" + layer) +
+         "/tokens:" + std::to_string(tokens) + "/tp:" + std::to_string(shard.tp) +
+         "/dtype:" + std::string(to_string(dtype)) + (comm.empty() ? "" : "/comm:" + comm);
+}
+
+std::vector<ShardShape> op_shards(const ModelShape& model, int tp, const std::string& op) {
+  std::vector<ShardShape> out;
+  for (LayerKind layer : op_layers(op, model)) out.push_back(shard(model, tp, layer));
+  return out;
+}
+
+std::vector<std::pair<std::string, ShardShape>> op_layer_shards(
+    const ModelShape& model, int tp, const std::vector<std::string>& ops) {
+  std::vector<std::pair<std::string, ShardShape>> out;
+  for (const auto& op : ops) {
+    for (const auto& s : op_shards(model, tp, op)) out.emplace_back(op, s);
+  }
+  return out;
 }
 
 std::string Fixture::group_key() const {
@@ -52,7 +67,22 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
             : std::vector<std::string>{"qwen3-0.6b"};
   }
   for (const auto& name : model_names) s.models.push_back(find_model(name));
-  for (const auto& path : o.model_configs) s.models.push_back(load_hf_config(path));
+  for (const auto& path : o.model_configs) {
+    ModelShape m = load_hf_config(path);
+    // Two models with one name would be merged by everything keyed on names (the gate compared
+    // two configs as repetitions of one): refuse (docs/models.md, "Model names").
+    for (std::size_t i = 0; i < s.models.size(); ++i) {
+      if (s.models[i].name != m.name) continue;
+      const std::string other = i < model_names.size() ? "the preset " + model_names[i]
+                                                       : o.model_configs[i - model_names.size()];
+      throw std::invalid_argument("--model-config: " + path + " and " + other +
+                                  " both give the model name '" + m.name +
+                                  "' (a config's name is its file name unless that is "
+                                  "config.json, then _name_or_path, then its folder); rename "
+                                  "one file");
+    }
+    s.models.push_back(std::move(m));
+  }
 
   s.ops = o.ops;
   if (s.ops.empty()) {
@@ -100,14 +130,24 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     }
   }
 
+  const bool ops_asked = !o.ops.empty();
   for (const auto& model : s.models) {
+    for (const auto& op_name : s.ops) {
+      if (const std::string why = model.refusal(op_name); !why.empty()) {
+        // Asked for by name: an error, like any bad input; else the op is left out, said once.
+        if (ops_asked)
+          throw std::invalid_argument("--ops: " + op_name + " cannot run on " + model.name + ": " +
+                                      why);
+        s.refused.push_back({model.name, op_name, why});
+      }
+    }
     for (int tp : s.tp) {
-      const ShardShape shard_shape = shard(model, tp);  // throws with the valid tp sizes
-      for (const auto& op_name : s.ops) {
+      // One shard per layer the op runs on (throws with the valid tp sizes).
+      for (const auto& [op_name, shard_shape] : op_layer_shards(model, tp, s.ops)) {
         const OpInfo& op = find_op(op_name);
         if (is_collective_op(op.name) && tp == 1) continue;  // nothing to exchange
         std::vector<std::string> variants;
-        for (const auto& variant : op.variants) {
+        for (const auto& variant : variants_for(op, shard_shape)) {
           if (!o.variants.empty() &&
               std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end()) {
             continue;
@@ -142,8 +182,11 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // Which communicator each TP fixture uses (comm/tp_run.hpp); empty for the other ops.
   for (auto& f : s.fixtures)
     f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);
+  for (auto& f : s.fixtures) f.layer = layer_name(f.op, f.shard);  // the name's layer: segment
   if (s.fixtures.empty())
-    throw std::invalid_argument("the sweep is empty: check --ops and --variants");
+    throw std::invalid_argument(
+        "the sweep is empty: check --ops and --variants (fused_bias_kernel exists only for "
+        "models with a bias; docs/models.md)");
   return s;
 }
 

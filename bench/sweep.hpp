@@ -27,8 +27,10 @@ struct Fixture {
   DType dtype = DType::bf16;
   std::string timing;  // regime (docs/timing.md); empty: none named
   std::string comm;    // TP ops: none|inprocess|mpi|nccl|modelled (comm/tp_run.hpp); else empty
+  std::string layer;   // attention|mla|dense|expert|shared_expert (layer_name); empty: none
 
-  // <op>/<variant>/model:<name>/tokens:<M>/tp:<T>/dtype:<d>[/timing:<regime>]
+  // <op>/<variant>/model:<name>[/layer:<layer>]/tokens:<M>/tp:<T>/dtype:<d>[/comm:<c>]
+  // [/timing:<regime>]; the layer segment is absent only for the collectives.
   std::string name() const;
   // name() without the timing segment: the regimes of one fixture share its buffers.
   std::string data_name() const;
@@ -51,7 +53,20 @@ struct Sweep {
   std::vector<DType> dtypes;
   std::vector<std::string> timing;  // regimes, innermost axis
   std::vector<Fixture> fixtures;
+  // Default ops a model refuses (docs/models.md): {model, op, reason}; an op asked for with
+  // --ops that a model refuses is an error instead.
+  struct Refusal {
+    std::string model, op, reason;
+  };
+  std::vector<Refusal> refused;
 };
+
+// The shards the sweep runs `op` on for `model` at `tp`, one per layer (op_layers); throws like
+// shard() for a tp that does not divide a layer.
+std::vector<ShardShape> op_shards(const ModelShape& model, int tp, const std::string& op);
+// {op, shard} for every op of `ops` and every layer it runs on.
+std::vector<std::pair<std::string, ShardShape>> op_layer_shards(
+    const ModelShape& model, int tp, const std::vector<std::string>& ops);
 
 // Throws std::invalid_argument naming the first bad value (unknown model or op, tp that does not
 // divide the heads, dtype the backend lacks, tokens < 1).

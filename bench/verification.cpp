@@ -60,6 +60,7 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
   nlohmann::json j = {{"op", r.op},
                       {"variant", r.variant},
                       {"model", f.model.name},
+                      {"layer", f.layer.empty() ? "none" : f.layer},
                       {"tp", f.shard.tp},
                       {"tokens", f.tokens},
                       {"dtype", to_string(f.dtype)},
@@ -114,10 +115,12 @@ nlohmann::json verification_policy() {
 VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& fixtures,
                                  std::uint64_t seed) {
   VerificationRun run;
-  // One check per shape: the variants and regimes of a fixture share it.
-  std::set<std::tuple<std::string, int, std::string, std::string, std::int64_t>> done;
+  // One check per shape: the variants and regimes of a fixture share it (the layers of one op
+  // are shapes of their own: an MoE model's dense, expert and shared_expert gate_up).
+  std::set<std::tuple<std::string, std::string, int, std::string, std::string, std::int64_t>> done;
   for (const auto& f : fixtures) {
-    if (!done.insert({f.model.name, f.shard.tp, f.op, std::string(to_string(f.dtype)), f.tokens})
+    if (!done.insert({f.model.name, f.layer, f.shard.tp, f.op, std::string(to_string(f.dtype)),
+                      f.tokens})
              .second)
       continue;
     // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator (a
@@ -131,7 +134,8 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
         tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed, true)
                   : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true, rows);
     for (const auto& r : verified) {
-      std::string where = "verify " + f.model.name + " tp=" + std::to_string(f.shard.tp) +
+      std::string where = "verify " + f.model.name + (f.layer.empty() ? "" : " layer:" + f.layer) +
+                          " tp=" + std::to_string(f.shard.tp) +
                           " tokens=" + std::to_string(f.tokens);
       if (tokens != f.tokens) where += " (checked at " + std::to_string(tokens) + " on the CPU)";
       std::cerr << where << " " << to_string(f.dtype) << ": " << one_line(r, tokens) << "\n";

@@ -2,7 +2,7 @@
 """Cross-checks fusebench's CUPTI counters against Nsight Compute on the same regions.
 
 Input: the ncu.csv that scripts/device-check.sh writes (blocks of `ncu --csv --metrics ...` output
-over `fusebench-region`, each block headed by a line `# <op>/<variant>/model:<m>/tokens:<t>`) and
+over `fusebench-region`, each block headed by a line `# <op>/<variant>/model:<m>[/layer:<l>]/tokens:<t>`) and
 a fusebench report.json. Per region: kernels (ncu profiles kernels only, so it is compared with
 our `kernels`, not `launches`), DRAM bytes read and written, L2 bytes.
 
@@ -74,12 +74,14 @@ def parse_ncu(text):
 
 
 def _ours(report, label):
-    """The report entry of the region `label` (op/variant/model:m/tokens:t), any timing regime."""
-    op, variant, model, tokens = label.split("/")[:4]
-    model = model.split(":", 1)[1]
-    tokens = int(tokens.split(":", 1)[1])
+    """The report entry of the region `label` (op/variant/model:m[/layer:l]/tokens:t), any timing
+    regime; without a layer segment, any layer."""
+    op, variant, *segments = label.split("/")
+    fields = dict(s.split(":", 1) for s in segments if ":" in s)
+    model, tokens, layer = fields["model"], int(fields["tokens"]), fields.get("layer")
     for b in report.get("benchmarks", []):
         if (b.get("op"), b.get("variant"), b.get("model"), b.get("tokens")) == (op, variant, model, tokens) \
+                and (layer is None or b.get("layer") == layer) \
                 and not b.get("error_occurred") and b.get("tp", 1) == 1 and b.get("dtype", "bf16") == "bf16":
             return b
     return None

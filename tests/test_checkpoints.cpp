@@ -351,7 +351,7 @@ TEST(Workspace, FusedEqualsSplitAndFloat64OnCheckpointWeights) {
       const OpInfo& info = find_op(op);
       const Tolerance tol = tolerance_for(DType::f32);
       std::map<std::string, std::vector<float>> baseline;
-      for (const auto& variant : info.variants) {
+      for (const auto& variant : variants_for(info, shard(l.shape, 1))) {
         const Plan plan = build_plan(op, variant, shard(l.shape, 1), 5, DType::f32);
         Workspace ws(*backend, plan, 11, l.weights.get());
         ws.run();
@@ -369,6 +369,22 @@ TEST(Workspace, FusedEqualsSplitAndFloat64OnCheckpointWeights) {
         }
       }
     }
+  }
+}
+
+// The expert, shared-expert and MLA layers read logical tensors (w_expert_gate, ...) the phase-1
+// mapping does not provide: refused naming the tensor, never filled from the dense MLP's.
+TEST(Workspace, ALayerTheMappingLacksIsRefusedNamingTheTensor) {
+  auto backend = make_cpu_backend();
+  const Layer l = open_layer("qwen3_gqa", 1);
+  ModelShape moe = l.shape;
+  moe.mlp_layers = {{LayerKind::expert, l.shape.intermediate, "test", -1}};
+  const Plan plan = build_plan("gate_up", "split", shard(moe, 1, LayerKind::expert), 2, DType::f32);
+  try {
+    Workspace ws(*backend, plan, 1, l.weights.get());
+    ADD_FAILURE() << "an expert plan ran on a dense layer's weights";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("w_expert_gate"), std::string::npos) << e.what();
   }
 }
 
@@ -457,8 +473,17 @@ TEST(TpNarrowing, PlanWindowsAreVllmsNarrowingOnEveryPreset) {
     for (int tp : valid_tp_sizes(model, 16)) {
       for (int rank = 0; rank < tp; ++rank) {
         SCOPED_TRACE(model.name + " tp " + std::to_string(tp) + " rank " + std::to_string(rank));
-        ShardShape s = shard(model, tp);
+        // The attention projections, and the dense MLP where the model has one (vllm_narrowing
+        // is the dense MLP's; tp_mlp refuses a model without one, the MoE preset).
+        ShardShape s = shard(model, tp, model.attention);
         s.rank = rank;
+        const bool dense = !op_layers("tp_mlp", model).empty();
+        if (dense) {
+          s = shard(model, tp, LayerKind::dense);
+          s.rank = rank;
+        } else {
+          EXPECT_FALSE(model.refusal("tp_mlp").empty());
+        }
         const RankNarrowing n = vllm_narrowing(model, tp, rank);
         const auto check = [](const Plan& plan, const std::string& buffer,
                               const std::vector<Narrowing>& shards) {
@@ -484,6 +509,7 @@ TEST(TpNarrowing, PlanWindowsAreVllmsNarrowingOnEveryPreset) {
         };
         check(build_plan("tp_attn", "paired", s, 1, DType::f32), "w_qkv", n.qkv_proj);
         check(build_plan("tp_attn", "paired", s, 1, DType::f32), "w_o", n.o_proj);
+        if (!dense) continue;
         check(build_plan("tp_mlp", "paired", s, 1, DType::f32), "w_gate_up", n.gate_up_proj);
         check(build_plan("tp_mlp", "paired", s, 1, DType::f32), "w_down", n.down_proj);
       }

@@ -43,9 +43,8 @@ class FaultyBackend final : public Backend {
     cpu_->gemm(a);
   }
   std::string one_launch_gemm_caveat() const override { return cpu_->one_launch_gemm_caveat(); }
-  void silu_mul(const MatRef& g, const MatRef& u, const MatRef& o) override {
-    cpu_->silu_mul(g, u, o);
-  }
+  void act_and_mul(const ActAndMulArgs& a) override { cpu_->act_and_mul(a); }
+  void bias_add(std::span<const BiasAddArgs> members) override { cpu_->bias_add(members); }
   void synchronize() override { cpu_->synchronize(); }
   std::unique_ptr<RegionTimer> make_timer() override { return cpu_->make_timer(); }
   nlohmann::json context() const override { return cpu_->context(); }

@@ -45,6 +45,25 @@ TEST(Region, BadRequestsExitTwoWithAMessage) {
   }
 }
 
+// An MoE model's gate_up runs on three layers: --layer picks one; a layer the op lacks is bad
+// input naming the valid ones.
+TEST(Region, LayerPicksTheLayerOfAnMoeModel) {
+  const std::string model =
+      std::string("--model-config=") + FUSEBENCH_TEST_CONFIGS + "/deepseek-v2-lite.json";
+  const auto first = region(model + " --op=gate_up --tokens=2 --dtype=fp32");
+  EXPECT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("/layer:dense/"), std::string::npos) << first.output;
+  const auto shared = region(model + " --op=gate_up --layer=shared_expert --tokens=2 --dtype=fp32");
+  EXPECT_EQ(shared.exit_code, 0) << shared.output;
+  EXPECT_NE(shared.output.find("region gate_up/fused/model:deepseek-v2-lite/layer:shared_expert/"),
+            std::string::npos)
+      << shared.output;
+  const auto bad = region(model + " --op=gate_up --layer=mla --tokens=2 --dtype=fp32");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("valid: dense, expert, shared_expert"), std::string::npos)
+      << bad.output;
+}
+
 TEST(Region, HelpDescribesEveryFlagWithItsDefault) {
   const auto r = region("--help");
   EXPECT_EQ(r.exit_code, 0) << r.output;

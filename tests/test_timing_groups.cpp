@@ -38,8 +38,9 @@ TEST(TimingGroups, VariantIsTheInnermostAxisSoGroupsAreAdjacent) {
   }
   EXPECT_NE(s.fixtures[0].group_key(), s.fixtures[2].group_key());  // tokens 1 vs 16
   EXPECT_EQ(s.fixtures[0].group_key(),
-            "qkv/*/model:qwen3-0.6b/tokens:1/tp:1/dtype:fp32/timing:eager");
-  EXPECT_EQ(s.fixtures[0].group_data_key(), "qkv/*/model:qwen3-0.6b/tokens:1/tp:1/dtype:fp32");
+            "qkv/*/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32/timing:eager");
+  EXPECT_EQ(s.fixtures[0].group_data_key(),
+            "qkv/*/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32");
   const GroupPlan plan = plan_groups(s.fixtures, std::vector<bool>(s.fixtures.size(), true));
   ASSERT_EQ(plan.groups.size(), 4u);
   for (const auto& g : plan.groups) {
@@ -47,6 +48,33 @@ TEST(TimingGroups, VariantIsTheInnermostAxisSoGroupsAreAdjacent) {
     EXPECT_EQ(g.members[1], g.members[0] + 1);
     EXPECT_TRUE(g.unselected.empty());
   }
+}
+
+// The layers of one op (an MoE model's dense, expert and shared_expert gate_up) are different
+// shapes: each is a comparison group of its own, keyed by its layer: segment.
+TEST(TimingGroups, EachLayerOfAnOpIsAGroupOfItsOwn) {
+  auto backend = make_cpu_backend();
+  Options o;
+  o.model_configs = {std::string(FUSEBENCH_TEST_CONFIGS) + "/deepseek-v2-lite.json"};
+  o.ops = {"gate_up"};
+  o.tokens = {4};
+  o.dtypes = {"fp32"};
+  const Sweep s = build_sweep(o, *backend);
+  ASSERT_EQ(s.fixtures.size(), 6u);  // dense, expert, shared_expert x (split, fused)
+  const GroupPlan plan = plan_groups(s.fixtures, std::vector<bool>(s.fixtures.size(), true));
+  ASSERT_EQ(plan.groups.size(), 3u);
+  std::vector<std::string> layers;
+  for (const auto& g : plan.groups) {
+    ASSERT_EQ(g.members.size(), 2u);
+    const Fixture& split = s.fixtures[g.members[0]];
+    const Fixture& fused = s.fixtures[g.members[1]];
+    EXPECT_EQ(split.variant, "split");
+    EXPECT_EQ(fused.variant, "fused");
+    EXPECT_EQ(split.layer, fused.layer);
+    EXPECT_NE(g.key.find("/layer:" + split.layer + "/"), std::string::npos) << g.key;
+    layers.push_back(split.layer);
+  }
+  EXPECT_EQ(layers, (std::vector<std::string>{"dense", "expert", "shared_expert"}));
 }
 
 TEST(TimingGroups, TpPipelinesGroupNaiveAndPairedWithNaiveAsBaseline) {
@@ -71,7 +99,7 @@ TEST(TimingGroups, TpPipelinesGroupNaiveAndPairedWithNaiveAsBaseline) {
 
 TEST(TimingGroups, FilterSelectsAsGoogleBenchmarkDoes) {
   const std::string n =
-      "qkv/fused/model:qwen3-0.6b/tokens:1/tp:1/dtype:fp32/timing:eager/"
+      "qkv/fused/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32/timing:eager/"
       "iterations:1/manual_time";
   const auto filter_selects = [](const std::string& spec, const std::string& name) {
     return FixtureFilter(spec).selects_name(name);

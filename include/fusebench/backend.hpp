@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fusebench/activation.hpp"
 #include "fusebench/dtype.hpp"
 
 namespace fusebench {
@@ -22,8 +23,26 @@ struct MatRef {
   std::int64_t ld = 0;  // elements between consecutive rows
 };
 
+// y = x w^T (+ bias on every row). bias: null data for none, else N contiguous elements of y's
+// dtype (an [N, 1] MatRef), added inside the GEMM (cuBLASLt's bias epilogue; the CPU adds it in
+// the same library call).
 struct GemmArgs {
   MatRef x, w, y;
+  MatRef bias{};
+};
+
+// y += bias on every row; bias as in GemmArgs.
+struct BiasAddArgs {
+  MatRef y, bias;
+};
+
+// out = act(gate) * up elementwise; element c of a row of gate/up is at column c * col_stride of
+// its MatRef (col_stride 2: gpt-oss's interleaved gate/up columns).
+struct ActAndMulArgs {
+  MatRef gate, up, out;
+  Activation act = Activation::silu;
+  double limit = 0;  // swigluoai clamp
+  std::int64_t col_stride = 1;
 };
 
 // Thrown when an allocation does not fit; the message names the size asked and what is free.
@@ -73,7 +92,12 @@ class Backend {
   // "timed": the fastest of the top heuristic candidates, timed per shape; "heuristic": the
   // library's first choice. A no-op where the library offers no choice (OpenBLAS).
   virtual void set_gemm_algo_policy(const std::string& policy) { (void)policy; }
-  virtual void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) = 0;
+  virtual void act_and_mul(const ActAndMulArgs& args) = 0;
+  void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) {
+    act_and_mul({gate, up, out});
+  }
+  // Every member's y += bias in one launch (one library call on the CPU).
+  virtual void bias_add(std::span<const BiasAddArgs> members) = 0;
   virtual void synchronize() = 0;
   // Evicts the last-level cache (GPU: writes an L2-sized scratch buffer on the stream) so the
   // next region reads its operands from DRAM. A no-op where that cannot be done.

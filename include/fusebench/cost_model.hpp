@@ -9,7 +9,8 @@ namespace fusebench {
 
 // model_flops counts matmul FLOPs (2*M*N*K per GEMM). model_bytes is the minimal traffic: every
 // step reads each input once and writes each output once (a GEMM moves (MK + NK + MN) elements,
-// SiLU-and-mul 3*M*N). Collective bytes are kept apart in comm_bytes.
+// plus N with a bias epilogue; act-and-mul 3*M*N; a separate bias add 2*M*N + N). Collective
+// bytes are kept apart in comm_bytes.
 struct Cost {
   double flops = 0;
   double bytes = 0;

@@ -24,9 +24,28 @@ struct OpInfo {
       build;
   // Unsharded semantics of the op computed in float64 from the logical tensors.
   std::function<ReferenceOutputs(const Plan& plan, const LogicalTensors& inputs)> reference;
+  // Whether `variant` exists for this shard (fused_bias_kernel only where there is a bias);
+  // null: every variant does.
+  std::function<bool(const ShardShape&, const std::string& variant)> has_variant = nullptr;
 };
 
 const std::vector<OpInfo>& op_registry();
+// The variants of `op` that exist for `shard`, baseline first.
+std::vector<std::string> variants_for(const OpInfo& op, const ShardShape& shard);
+
+// qkv-like ops run on the attention projections (layer attention | mla), MLP-like ops on one MLP
+// layer (dense | expert | shared_expert); the collectives on neither.
+bool is_attention_op(std::string_view op);
+bool is_mlp_op(std::string_view op);
+// The layers `op` benchmarks on `model`, in order; empty when the model refuses the op
+// (model.refusal(op) says why) or for the collectives.
+std::vector<LayerKind> op_layers(std::string_view op, const ModelShape& model);
+// The `layer:` value of a fixture of `op` on `shard` ("" for the collectives).
+std::string layer_name(std::string_view op, const ShardShape& shard);
+// Whether the fixture's GEMMs carry a bias, and its gated activation ("none" for attention ops
+// and the collectives): the entry fields `bias` and `activation`.
+bool op_has_bias(std::string_view op, const ShardShape& shard);
+std::string activation_name(std::string_view op, const ShardShape& shard);
 // Throws std::invalid_argument naming the op and listing the valid ones.
 const OpInfo& find_op(std::string_view name);
 Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "fusebench/activation.hpp"
 #include "fusebench/dtype.hpp"
 #include "fusebench/shapes.hpp"
 
@@ -15,13 +16,13 @@ namespace fusebench {
 
 enum class BufferRole {
   input,   // activations, filled with fresh random data
-  weight,  // parameters, filled with fresh random data
+  weight,  // parameters (biases too, as [N, 1] columns), filled with fresh random data
   output,  // written by the plan
 };
 
 // A row-major matrix owned by the plan. Inputs and weights are built from named logical
-// tensors stacked along rows (a fused weight is [w_q; w_k; w_v]), so split and fused variants
-// see bit-identical data.
+// tensors stacked along rows (a fused weight is [w_q; w_k; w_v], a fused bias [b_q; b_k; b_v]
+// as an [N, 1] column), so split and fused variants see bit-identical data.
 struct BufferSpec {
   std::string name;
   std::int64_t rows = 0;
@@ -37,6 +38,9 @@ struct BufferSpec {
     std::int64_t row0 = 0, col0 = 0;                  // where the part [part_rows, cols] starts
   };
   std::vector<Window> part_windows;
+  // The parts (all of the same rows) interleaved row by row instead of stacked: row i of part p
+  // is buffer row i * parts + p (gpt-oss's w13: gate, up, gate, up, ...).
+  bool interleave_parts = false;
 };
 
 // A rectangular window of a buffer; its leading dimension is the buffer's column count, so a
@@ -49,10 +53,14 @@ struct View {
   std::int64_t cols = 0;
 };
 
-// y[M,N] = x[M,K] * w[N,K]^T, the F.linear convention.
+// y[M,N] = x[M,K] * w[N,K]^T (+ bias[N] on every row), the F.linear convention. The bias, when
+// present (bias.buffer >= 0), is an [N, 1] view and is added by the GEMM itself (cuBLASLt's bias
+// epilogue: no extra launch).
 struct GemmStep {
   std::string label;
   View x, w, y;
+  View bias{};
+  bool has_bias() const { return bias.buffer >= 0; }
 };
 // Several independent GEMMs issued as one launch (grouped or strided-batched).
 struct GroupedGemmStep {
@@ -60,11 +68,26 @@ struct GroupedGemmStep {
   std::vector<GemmStep> gemms;
   bool batched = false;  // all members the same shape: strided-batched instead of grouped
 };
-// out = silu(gate) * up, elementwise.
-struct SiluMulStep {
+// y += bias (an [N, 1] view) on every row of y, for every member, in one launch: the separate
+// kernel a GEMM without a bias epilogue needs (cuBLAS's grouped GEMM has none).
+struct BiasAddStep {
+  struct Member {
+    View y, bias;
+  };
+  std::string label;
+  std::vector<Member> members;
+};
+// out = act(gate) * up, elementwise (vLLM's SiluAndMul, GeluAndMul, SwigluOAIAndMul). With
+// col_stride 2, gate and up are every other column of one buffer (gpt-oss's interleaved w13):
+// element c of a row sits at column col0 + 2c.
+struct ActAndMulStep {
   std::string label;
   View gate, up, out;
+  Activation act = Activation::silu;
+  double limit = 0;  // swigluoai clamp
+  std::int64_t col_stride = 1;
 };
+using SiluMulStep = ActAndMulStep;  // the name before activations other than SiLU
 // Sums `data` over the communicator's ranks, in place.
 struct AllReduceStep {
   std::string label;
@@ -77,7 +100,8 @@ struct AllGatherStep {
   View src, dst;
 };
 
-using Step = std::variant<GemmStep, GroupedGemmStep, SiluMulStep, AllReduceStep, AllGatherStep>;
+using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
+                          AllGatherStep>;
 
 struct Plan {
   std::string op;

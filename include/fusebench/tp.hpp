@@ -33,6 +33,11 @@ VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::str
                             const std::string& variant, ShardShape shard, std::int64_t tokens,
                             DType dtype, std::uint64_t seed, bool with_reference);
 
+// The same for a plan already built for rank comm.rank() (the tests hand it a deliberately wrong
+// one, e.g. with the row-parallel bias on every rank, to show the check catches it).
+VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& plan,
+                            std::uint64_t seed, bool with_reference);
+
 // Runs `body(rank)` on `ranks` threads and rethrows the first failure (after every thread ended).
 void run_ranks(int ranks, const std::function<void(int)>& body);
 

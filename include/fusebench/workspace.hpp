@@ -61,10 +61,13 @@ class RandomTensors : public TensorSource {
   std::uint64_t seed_;
 };
 
-// The rounded values of every logical tensor a plan reads (what the float64 reference sees):
-// weights from `weights` when given, everything else from the generator seeded by `seed`.
+// The rounded values of the logical tensors a plan reads (what the float64 reference sees):
+// weights from `weights` when given, everything else from the generator seeded by `seed`. Whole
+// tensors (the TP pipelines' references need the unsharded layer), or, with `windows_only`, just
+// the window of each that the plan holds (what the qkv and gate_up references need; the whole of
+// a 70B MLP weight would not fit a host's verification).
 LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed,
-                              const TensorSource* weights = nullptr);
+                              const TensorSource* weights = nullptr, bool windows_only = false);
 
 class Workspace {
  public:

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -26,6 +27,16 @@ std::vector<float> widen(const MatRef& m) {
       out[static_cast<std::size_t>(r * m.cols + c)] = load(m, r, c);
   }
   return out;
+}
+
+// y[r, c] += bias[c] (bias: y.cols contiguous elements of y's dtype).
+void add_bias(const MatRef& y, const MatRef& bias) {
+  if (bias.rows != y.cols || bias.dtype != y.dtype)
+    throw std::invalid_argument("bias of " + std::to_string(bias.rows) + " elements for " +
+                                std::to_string(y.cols) + " columns");
+  for (std::int64_t r = 0; r < y.rows; ++r) {
+    for (std::int64_t c = 0; c < y.cols; ++c) store(y, r, c, load(y, r, c) + load(bias, c, 0));
+  }
 }
 
 class SteadyTimer final : public RegionTimer {
@@ -94,6 +105,7 @@ class CpuBackend final : public Backend {
                   static_cast<const float*>(a.x.data), static_cast<blasint>(a.x.ld),
                   static_cast<const float*>(a.w.data), static_cast<blasint>(a.w.ld), 0.0f,
                   static_cast<float*>(a.y.data), static_cast<blasint>(a.y.ld));
+      if (a.bias.data != nullptr) add_bias(a.y, a.bias);  // the same call: the GPU's epilogue
       return;
     }
     if (a.x.dtype != DType::bf16) throw std::runtime_error(unsupported_reason(a.x.dtype));
@@ -114,6 +126,7 @@ class CpuBackend final : public Backend {
       for (blasint c = 0; c < n; ++c)
         store(a.y, r, c, scratch_[static_cast<std::size_t>(r) * n + c]);
     }
+    if (a.bias.data != nullptr) add_bias(a.y, a.bias);
   }
 
   // Grouped/batched GEMMs run as a loop of BLAS calls (k library calls, counted as such) so
@@ -128,14 +141,40 @@ class CpuBackend final : public Backend {
     return "the CPU backend runs grouped/batched GEMMs as a loop of BLAS calls, not one launch";
   }
 
-  void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) override {
+  void act_and_mul(const ActAndMulArgs& a) override {
     ++calls_;
-    for (std::int64_t r = 0; r < out.rows; ++r) {
-      for (std::int64_t c = 0; c < out.cols; ++c) {
-        const float g = load(gate, r, c);
-        store(out, r, c, g / (1.0f + std::exp(-g)) * load(up, r, c));
+    const std::int64_t st = a.col_stride;
+    const auto limit = static_cast<float>(a.limit);
+    const auto alpha = static_cast<float>(kSwigluOaiAlpha);
+    for (std::int64_t r = 0; r < a.out.rows; ++r) {
+      for (std::int64_t c = 0; c < a.out.cols; ++c) {
+        const float g = load(a.gate, r, c * st), u = load(a.up, r, c * st);
+        float v = 0;
+        switch (a.act) {
+          case Activation::silu:
+            v = g / (1.0f + std::exp(-g)) * u;
+            break;
+          case Activation::gelu_tanh:
+            v = 0.5f * g * (1.0f + std::tanh(0.7978845608f * (g + 0.044715f * g * g * g))) * u;
+            break;
+          case Activation::gelu:
+            v = 0.5f * g * (1.0f + std::erf(g * 0.70710678f)) * u;
+            break;
+          case Activation::swigluoai: {
+            const float gc = std::min(g, limit), uc = std::clamp(u, -limit, limit);
+            v = (uc + 1.0f) * gc / (1.0f + std::exp(-alpha * gc));
+            break;
+          }
+        }
+        store(a.out, r, c, v);
       }
     }
+  }
+
+  // One library call for all members, as the GPU's one launch.
+  void bias_add(std::span<const BiasAddArgs> members) override {
+    ++calls_;
+    for (const auto& m : members) add_bias(m.y, m.bias);
   }
 
   void synchronize() override {}

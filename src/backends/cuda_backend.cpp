@@ -1,4 +1,5 @@
-// CUDA backend: cuBLASLt GEMMs (fp32 accumulate) and our SiLU-and-mul kernel on one stream.
+// CUDA backend: cuBLASLt GEMMs (fp32 accumulate, bias through the epilogue) and our activation
+// and bias-add kernels on one stream.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -202,7 +203,7 @@ class CudaBackend final : public Backend {
   }
 
   void gemm(const GemmArgs& g) override {
-    const LtPlan& p = plan_for(g, 1, 0, 0, 0);
+    const LtPlan& p = plan_for(g, 1, 0, 0, 0, 0);
     matmul(p, g);
     log_algorithm(p.algo_text);
   }
@@ -211,6 +212,10 @@ class CudaBackend final : public Backend {
   // one. cuBLAS picks the kernel; there is no algorithm to time or record beyond that.
   void gemm_grouped(std::span<const GemmArgs> gemms) override {
     if (gemms.empty()) return;
+    for (const auto& g : gemms) {
+      if (g.bias.data != nullptr)  // the plans add a grouped GEMM's biases in a BiasAddStep
+        throw std::invalid_argument("cublasGemmGroupedBatchedEx has no bias epilogue");
+    }
     const int n = static_cast<int>(gemms.size());
     std::vector<cublasOperation_t> ta(n, CUBLAS_OP_T), tb(n, CUBLAS_OP_N);
     std::vector<int> m(n), nn(n), k(n), lda(n), ldb(n), ldc(n), group_size(n, 1);
@@ -264,14 +269,18 @@ class CudaBackend final : public Backend {
     };
     for (const auto& g : gemms) {
       if (g.y.rows != g0.y.rows || g.y.cols != g0.y.cols || g.x.cols != g0.x.cols ||
-          g.x.ld != g0.x.ld || g.w.ld != g0.w.ld || g.y.ld != g0.y.ld || g.x.dtype != g0.x.dtype) {
+          g.x.ld != g0.x.ld || g.w.ld != g0.w.ld || g.y.ld != g0.y.ld || g.x.dtype != g0.x.dtype ||
+          (g.bias.data == nullptr) != (g0.bias.data == nullptr)) {
         throw std::runtime_error("batched GEMM members differ in shape");
       }
     }
     const std::int64_t sx = stride([](const GemmArgs& g) { return g.x; });
     const std::int64_t sw = stride([](const GemmArgs& g) { return g.w; });
     const std::int64_t sy = stride([](const GemmArgs& g) { return g.y; });
-    const LtPlan& p = plan_for(g0, static_cast<int>(gemms.size()), sx, sw, sy);
+    // The epilogue's bias batch stride (CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE).
+    const std::int64_t sb =
+        g0.bias.data != nullptr ? stride([](const GemmArgs& g) { return g.bias; }) : 0;
+    const LtPlan& p = plan_for(g0, static_cast<int>(gemms.size()), sx, sw, sy, sb);
     matmul(p, g0);
     if (algorithm_log_.size() < kMaxLoggedAlgorithms)
       log_algorithm(p.algo_text + " batch=" + std::to_string(gemms.size()));
@@ -285,13 +294,35 @@ class CudaBackend final : public Backend {
     timed_ = policy == "timed";
   }
 
-  void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) override {
-    if (gate.rows != out.rows || up.rows != out.rows || gate.cols != out.cols ||
-        up.cols != out.cols || gate.dtype != out.dtype || up.dtype != out.dtype) {
-      throw std::invalid_argument("silu_mul: gate, up and out differ in shape or dtype");
+  void act_and_mul(const ActAndMulArgs& a) override {
+    if (a.gate.rows != a.out.rows || a.up.rows != a.out.rows || a.gate.cols != a.out.cols ||
+        a.up.cols != a.out.cols || a.gate.dtype != a.out.dtype || a.up.dtype != a.out.dtype ||
+        a.col_stride < 1) {
+      throw std::invalid_argument("act_and_mul: gate, up and out differ in shape or dtype");
     }
-    FUSEBENCH_CUDA(cuda::launch_silu_mul(gate.data, gate.ld, up.data, up.ld, out.data, out.ld,
-                                         out.rows, out.cols, out.dtype, stream_));
+    FUSEBENCH_CUDA(cuda::launch_act_and_mul(
+        a.act, static_cast<float>(a.limit), a.gate.data, a.gate.ld, a.up.data, a.up.ld,
+        a.col_stride, a.out.data, a.out.ld, a.out.rows, a.out.cols, a.out.dtype, stream_));
+  }
+
+  // fused_bias_kernel's add (and a grouped GEMM's biases): our kernel, one launch for all.
+  void bias_add(std::span<const BiasAddArgs> members) override {
+    if (members.empty()) return;
+    if (members.size() > static_cast<std::size_t>(cuda::kMaxBiasAddMembers))
+      throw std::invalid_argument("bias_add: more than " +
+                                  std::to_string(cuda::kMaxBiasAddMembers) + " members");
+    std::vector<cuda::BiasAddMember> m;
+    for (const auto& a : members) {
+      if (a.y.rows != members[0].y.rows || a.y.dtype != members[0].y.dtype ||
+          a.bias.rows != a.y.cols || a.bias.dtype != a.y.dtype) {
+        throw std::invalid_argument(
+            "bias_add: members differ in rows or dtype, or a bias length "
+            "differs from its output's columns");
+      }
+      m.push_back({a.y.data, a.bias.data, a.y.ld, a.y.cols});
+    }
+    FUSEBENCH_CUDA(cuda::launch_bias_add(m.data(), static_cast<int>(m.size()), members[0].y.rows,
+                                         members[0].y.dtype, stream_));
   }
 
   void synchronize() override { FUSEBENCH_CUDA(cudaStreamSynchronize(stream_)); }
@@ -385,6 +416,12 @@ class CudaBackend final : public Backend {
 
   void matmul(const LtPlan& p, const GemmArgs& g, const cublasLtMatmulAlgo_t* algo = nullptr) {
     const float alpha = 1.0f, beta = 0.0f;
+    if (g.bias.data != nullptr) {
+      // The descriptor is shared by every call of this shape; the bias is this call's (a rotation
+      // copy's). Host-side only, so it is safe inside a graph capture.
+      FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &g.bias.data, sizeof(g.bias.data)));
+    }
     // Row-major y = x w^T is column-major y^T = w x^T: A = w (transposed), B = x.
     FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, g.w.data, p.a, g.x.data, p.b, &beta,
                                     g.y.data, p.c, g.y.data, p.c, algo ? algo : &p.algo, workspace_,
@@ -455,17 +492,21 @@ class CudaBackend final : public Backend {
   }
 
   const LtPlan& plan_for(const GemmArgs& g, int batch, std::int64_t sx, std::int64_t sw,
-                         std::int64_t sy) {
+                         std::int64_t sy, std::int64_t sb) {
     const std::size_t elem = dtype_size(g.x.dtype);
     const std::uint32_t align_a = alignment(g.w.data, sw, elem),
                         align_b = alignment(g.x.data, sx, elem),
                         align_c = alignment(g.y.data, sy, elem);
+    const bool bias = g.bias.data != nullptr;
+    // The heuristic reads the bias pointer's alignment (cublasLt.h), so it is in the key too.
+    const std::uint32_t bias_key = bias ? 1u | alignment(g.bias.data, sb, elem) << 1 : 0u;
     // The alignments are part of the key: an algorithm chosen for 256-byte aligned operands may
     // be refused for a less aligned view of the same shape.
     const auto key = std::make_tuple(
         g.y.rows, g.y.cols, g.x.cols, g.x.ld, g.w.ld, g.y.ld, static_cast<int>(g.x.dtype), batch,
         sx, sw, sy,
-        align_a | align_b << 9 | align_c << 18 | static_cast<std::uint32_t>(timed_) << 27);
+        align_a | align_b << 9 | align_c << 18 | static_cast<std::uint32_t>(timed_) << 27, bias_key,
+        sb);
     if (auto it = plans_.find(key); it != plans_.end()) return it->second;
     const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows),
                         n = static_cast<std::uint64_t>(g.y.cols),
@@ -478,6 +519,19 @@ class CudaBackend final : public Backend {
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
     FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
                                                     sizeof(no_trans)));
+    if (bias) {
+      // y^T = w x^T column-major: D has N rows, so the bias vector (length N) is broadcast
+      // along the M columns, as F.linear adds it. Its type defaults to D's.
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                      &epilogue, sizeof(epilogue)));
+      FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &g.bias.data, sizeof(g.bias.data)));
+      if (batch > 1) {
+        FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(
+            p.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &sb, sizeof(sb)));
+      }
+    }
     FUSEBENCH_CUBLAS(
         cublasLtMatrixLayoutCreate(&p.a, type, k, n, static_cast<std::int64_t>(g.w.ld)));
     FUSEBENCH_CUBLAS(
@@ -522,7 +576,7 @@ class CudaBackend final : public Backend {
     };
     const std::string shape =
         "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-        " batch=" + std::to_string(batch) +
+        " batch=" + std::to_string(batch) + (bias ? " bias epilogue" : "") +
         // Name the strides: a shared operand (stride 0) is what a batched plan is most likely
         // to be refused for.
         (batch > 1 ? " (batch strides x=" + std::to_string(sx) + " w=" + std::to_string(sw) +
@@ -553,7 +607,7 @@ class CudaBackend final : public Backend {
       throw;
     }
     p.algo = results[static_cast<std::size_t>(chosen)].algo;
-    p.algo_text = describe_algo(p.algo);
+    p.algo_text = describe_algo(p.algo) + (bias ? " epilogue=bias" : "");
     if (!times.empty()) {
       std::ostringstream t;
       t << " (timed: heuristic #" << chosen << " fastest of " << returned << ", "
@@ -576,10 +630,10 @@ class CudaBackend final : public Backend {
   void* flush_buffer_ = nullptr;
   std::size_t flush_bytes_ = 0;
   int flush_blocks_ = 0;
-  std::map<
-      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                 int, int, std::int64_t, std::int64_t, std::int64_t, std::uint32_t>,
-      LtPlan>
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      std::int64_t, int, int, std::int64_t, std::int64_t, std::int64_t,
+                      std::uint32_t, std::uint32_t, std::int64_t>,
+           LtPlan>
       plans_;
   cublasHandle_t blas_{};
   void* blas_workspace_ = nullptr;

@@ -34,21 +34,57 @@ __device__ __half from_float(float v) {
   return __float2half(v);
 }
 
+template <Activation A>
+__device__ float act_and_mul_value(float g, float u, float limit) {
+  if constexpr (A == Activation::silu) {
+    return g / (1.0f + __expf(-g)) * u;
+  } else if constexpr (A == Activation::gelu_tanh) {
+    return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g))) * u;
+  } else if constexpr (A == Activation::gelu) {
+    return 0.5f * g * (1.0f + erff(g * 0.70710678f)) * u;
+  } else {  // swigluoai (vLLM's SwigluOAIAndMul)
+    const float gc = fminf(g, limit), uc = fminf(fmaxf(u, -limit), limit);
+    return (uc + 1.0f) * gc / (1.0f + __expf(-static_cast<float>(kSwigluOaiAlpha) * gc));
+  }
+}
+
 // Rows on grid.y, columns on grid.x, both grid-stride: one launch whatever the size, like vLLM's
 // act_and_mul kernel, and no 64-bit division per element (it would make this bandwidth-bound
 // step compute-bound).
-template <class T>
-__global__ void silu_mul_kernel(const T* gate, std::int64_t ld_gate, const T* up,
-                                std::int64_t ld_up, T* out, std::int64_t ld_out, std::int64_t rows,
-                                std::int64_t cols) {
+template <class T, Activation A>
+__global__ void act_and_mul_kernel(const T* gate, std::int64_t ld_gate, const T* up,
+                                   std::int64_t ld_up, std::int64_t stride, T* out,
+                                   std::int64_t ld_out, std::int64_t rows, std::int64_t cols,
+                                   float limit) {
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const T* gate_row = gate + r * ld_gate;
     const T* up_row = up + r * ld_up;
     T* out_row = out + r * ld_out;
     for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
          c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      const float g = to_float(gate_row[c]);
-      out_row[c] = from_float<T>(g / (1.0f + __expf(-g)) * to_float(up_row[c]));
+      out_row[c] = from_float<T>(act_and_mul_value<A>(to_float(gate_row[c * stride]),
+                                                      to_float(up_row[c * stride]), limit));
+    }
+  }
+}
+
+// Members by value (no device pointer array to upload, so it captures into a graph as is);
+// grid.z picks the member, the rest as act_and_mul_kernel. The add happens in fp32, rounded once.
+struct BiasAddBatch {
+  BiasAddMember members[kMaxBiasAddMembers];
+  int count;
+};
+
+template <class T>
+__global__ void bias_add_kernel(BiasAddBatch batch, std::int64_t rows) {
+  const BiasAddMember& m = batch.members[blockIdx.z];
+  T* y = static_cast<T*>(m.y);
+  const T* bias = static_cast<const T*>(m.bias);
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    T* row = y + r * m.ld;
+    for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+         c < m.cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      row[c] = from_float<T>(to_float(row[c]) + to_float(bias[c]));
     }
   }
 }
@@ -66,36 +102,95 @@ __global__ void evict_l2_kernel(const int4* buffer, std::size_t count, int* sink
   if (acc == 0x5bd1e995) *sink = acc;
 }
 
-template <class T>
-cudaError_t launch(const void* gate, std::int64_t ld_gate, const void* up, std::int64_t ld_up,
-                   void* out, std::int64_t ld_out, std::int64_t rows, std::int64_t cols,
-                   cudaStream_t stream) {
-  constexpr int kThreads = 256;
+constexpr int kThreads = 256;
+
+dim3 grid_for(std::int64_t rows, std::int64_t cols, int members = 1) {
   const std::int64_t col_blocks = (cols + kThreads - 1) / kThreads;
-  const dim3 grid(static_cast<unsigned>(std::clamp<std::int64_t>(col_blocks, 1, 1024)),
-                  static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, 65535)));
+  return dim3(static_cast<unsigned>(std::clamp<std::int64_t>(col_blocks, 1, 1024)),
+              static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, 65535)),
+              static_cast<unsigned>(members));
+}
+
+template <class T, Activation A>
+cudaError_t launch_act(const void* gate, std::int64_t ld_gate, const void* up, std::int64_t ld_up,
+                       std::int64_t stride, void* out, std::int64_t ld_out, std::int64_t rows,
+                       std::int64_t cols, float limit, cudaStream_t stream) {
   (void)cudaGetLastError();  // an earlier, handled error must not be blamed on this launch
-                             // clang-format 14 splits "<T><<<" apart:
+                             // clang-format 14 splits "<T, A><<<" apart:
   // clang-format off
-  silu_mul_kernel<T><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T*>(gate), ld_gate, static_cast<const T*>(up), ld_up, static_cast<T*>(out),
-      ld_out, rows, cols);
+  act_and_mul_kernel<T, A><<<grid_for(rows, cols), kThreads, 0, stream>>>(
+      static_cast<const T*>(gate), ld_gate, static_cast<const T*>(up), ld_up, stride,
+      static_cast<T*>(out), ld_out, rows, cols, limit);
+  // clang-format on
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_act_typed(Activation act, float limit, const void* gate, std::int64_t ld_gate,
+                             const void* up, std::int64_t ld_up, std::int64_t stride, void* out,
+                             std::int64_t ld_out, std::int64_t rows, std::int64_t cols,
+                             cudaStream_t stream) {
+  switch (act) {
+    case Activation::silu:
+      return launch_act<T, Activation::silu>(gate, ld_gate, up, ld_up, stride, out, ld_out, rows,
+                                             cols, limit, stream);
+    case Activation::gelu_tanh:
+      return launch_act<T, Activation::gelu_tanh>(gate, ld_gate, up, ld_up, stride, out, ld_out,
+                                                  rows, cols, limit, stream);
+    case Activation::gelu:
+      return launch_act<T, Activation::gelu>(gate, ld_gate, up, ld_up, stride, out, ld_out, rows,
+                                             cols, limit, stream);
+    case Activation::swigluoai:
+      return launch_act<T, Activation::swigluoai>(gate, ld_gate, up, ld_up, stride, out, ld_out,
+                                                  rows, cols, limit, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <class T>
+cudaError_t launch_bias(const BiasAddBatch& batch, std::int64_t rows, cudaStream_t stream) {
+  std::int64_t cols = 0;
+  for (int i = 0; i < batch.count; ++i) cols = std::max(cols, batch.members[i].cols);
+  (void)cudaGetLastError();
+  // clang-format off
+  bias_add_kernel<T><<<grid_for(rows, cols, batch.count), kThreads, 0, stream>>>(batch, rows);
   // clang-format on
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_silu_mul(const void* gate, std::int64_t ld_gate, const void* up,
-                            std::int64_t ld_up, void* out, std::int64_t ld_out, std::int64_t rows,
-                            std::int64_t cols, DType dtype, cudaStream_t stream) {
+cudaError_t launch_act_and_mul(Activation act, float limit, const void* gate, std::int64_t ld_gate,
+                               const void* up, std::int64_t ld_up, std::int64_t col_stride,
+                               void* out, std::int64_t ld_out, std::int64_t rows, std::int64_t cols,
+                               DType dtype, cudaStream_t stream) {
   switch (dtype) {
     case DType::bf16:
-      return launch<__nv_bfloat16>(gate, ld_gate, up, ld_up, out, ld_out, rows, cols, stream);
+      return launch_act_typed<__nv_bfloat16>(act, limit, gate, ld_gate, up, ld_up, col_stride, out,
+                                             ld_out, rows, cols, stream);
     case DType::f16:
-      return launch<__half>(gate, ld_gate, up, ld_up, out, ld_out, rows, cols, stream);
+      return launch_act_typed<__half>(act, limit, gate, ld_gate, up, ld_up, col_stride, out, ld_out,
+                                      rows, cols, stream);
     case DType::f32:
-      return launch<float>(gate, ld_gate, up, ld_up, out, ld_out, rows, cols, stream);
+      return launch_act_typed<float>(act, limit, gate, ld_gate, up, ld_up, col_stride, out, ld_out,
+                                     rows, cols, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_bias_add(const BiasAddMember* members, int count, std::int64_t rows, DType dtype,
+                            cudaStream_t stream) {
+  if (count < 1 || count > kMaxBiasAddMembers) return cudaErrorInvalidValue;
+  BiasAddBatch batch{};
+  for (int i = 0; i < count; ++i) batch.members[i] = members[i];
+  batch.count = count;
+  switch (dtype) {
+    case DType::bf16:
+      return launch_bias<__nv_bfloat16>(batch, rows, stream);
+    case DType::f16:
+      return launch_bias<__half>(batch, rows, stream);
+    case DType::f32:
+      return launch_bias<float>(batch, rows, stream);
   }
   return cudaErrorInvalidValue;
 }

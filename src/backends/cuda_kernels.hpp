@@ -4,15 +4,30 @@
 
 #include <cstdint>
 
+#include "fusebench/activation.hpp"
 #include "fusebench/dtype.hpp"
 
 namespace fusebench::cuda {
 
-// out[r, c] = silu(gate[r, c]) * up[r, c] over rows x cols; each operand has its own leading
-// dimension so gate and up may be the two halves of one fused output.
-cudaError_t launch_silu_mul(const void* gate, std::int64_t ld_gate, const void* up,
-                            std::int64_t ld_up, void* out, std::int64_t ld_out, std::int64_t rows,
-                            std::int64_t cols, DType dtype, cudaStream_t stream);
+// out[r, c] = act(gate[r, c * col_stride]) * up[r, c * col_stride] over rows x cols; each
+// operand has its own leading dimension so gate and up may be the two halves of one fused output
+// (col_stride 1) or its even and odd columns (col_stride 2, gpt-oss's interleaved w13). `limit`
+// is swigluoai's clamp.
+cudaError_t launch_act_and_mul(Activation act, float limit, const void* gate, std::int64_t ld_gate,
+                               const void* up, std::int64_t ld_up, std::int64_t col_stride,
+                               void* out, std::int64_t ld_out, std::int64_t rows, std::int64_t cols,
+                               DType dtype, cudaStream_t stream);
+
+// y[r, c] += bias[c] for every member, in one launch (up to kMaxBiasAddMembers members, all with
+// `rows` rows): the separate kernel of a GEMM without a bias epilogue.
+struct BiasAddMember {
+  void* y = nullptr;
+  const void* bias = nullptr;
+  std::int64_t ld = 0, cols = 0;
+};
+inline constexpr int kMaxBiasAddMembers = 4;
+cudaError_t launch_bias_add(const BiasAddMember* members, int count, std::int64_t rows, DType dtype,
+                            cudaStream_t stream);
 
 // Evicts L2 by reading `bytes` (a multiple of 16, zero-filled once by the caller) of `buffer`
 // through it; `sink` is a device int the kernel only writes if the data were not zero.

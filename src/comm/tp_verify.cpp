@@ -31,7 +31,10 @@ std::string tp_config_string(const std::string& op, const std::string& variant, 
   return op + "/" + variant + " tokens=" + std::to_string(tokens) + " tp=" + std::to_string(s.tp) +
          " hidden=" + std::to_string(s.hidden) + " heads=" + std::to_string(s.q_heads) + "/" +
          std::to_string(s.kv_heads) + "x" + std::to_string(s.kv_replicas) +
-         " head_dim=" + std::to_string(s.head_dim) + " inter=" + std::to_string(s.intermediate) +
+         " head_dim=" + std::to_string(s.head_dim) + " layer=" + std::string(to_string(s.mlp)) +
+         " inter=" + std::to_string(s.intermediate) + " bias=" + std::to_string(s.qkv_bias) +
+         std::to_string(s.o_bias) + std::to_string(s.mlp_bias) +
+         " act=" + std::string(to_string(s.activation)) +
          " dtype=" + std::string(to_string(dtype)) + " seed=" + std::to_string(seed);
 }
 
@@ -44,13 +47,22 @@ VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::str
                                 " ranks but tp=" + std::to_string(shard.tp));
   }
   shard.rank = comm.rank();
-  const Tolerance tol = tolerance_for(dtype);
   comm.check_same_config(tp_config_string(op, variant, shard, tokens, dtype, seed));
-  const Plan plan = build_plan(op, variant, shard, tokens, dtype);
+  return verify_tp_plan(backend, comm, build_plan(op, variant, shard, tokens, dtype), seed,
+                        with_reference);
+}
+
+VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& plan,
+                            std::uint64_t seed, bool with_reference) {
+  const std::string& op = plan.op;
+  const ShardShape& shard = plan.shard;
+  const std::int64_t tokens = plan.tokens;
+  const DType dtype = plan.dtype;
+  const Tolerance tol = tolerance_for(dtype);
   Workspace ws(backend, plan, seed);
   ws.run(&comm);
   VerifyResult result{
-      op, variant + "/rank:" + std::to_string(shard.rank), {}, with_reference ? tokens : 0};
+      op, plan.variant + "/rank:" + std::to_string(shard.rank), {}, with_reference ? tokens : 0};
   ReferenceOutputs reference;
   if (with_reference) reference = find_op(op).reference(plan, logical_inputs(plan, seed));
   std::map<std::string, std::vector<float>> got;
@@ -92,7 +104,7 @@ std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const Sh
                                                  std::int64_t tokens, DType dtype,
                                                  std::uint64_t seed, bool with_reference) {
   std::vector<VerifyResult> results;
-  for (const auto& variant : find_op(op).variants) {
+  for (const auto& variant : variants_for(find_op(op), shard)) {
     auto comms = make_inprocess_group(shard.tp, default_comm_timeout());
     std::vector<VerifyResult> per_rank(static_cast<std::size_t>(shard.tp));
     run_ranks(shard.tp, [&](int r) {

@@ -12,10 +12,11 @@ struct StepCost {
   double flops = 0, bytes = 0, comm_bytes = 0;
 };
 
+// A bias epilogue reads the N bias elements once more; its adds are not matmul FLOPs.
 StepCost gemm_cost(const GemmStep& g, double elem) {
   const double m = static_cast<double>(g.y.rows), n = static_cast<double>(g.y.cols),
                k = static_cast<double>(g.x.cols);
-  return {2 * m * n * k, (m * k + n * k + m * n) * elem, 0};
+  return {2 * m * n * k, (m * k + n * k + m * n + (g.has_bias() ? n : 0)) * elem, 0};
 }
 
 template <class F>
@@ -35,9 +36,15 @@ void for_each_step_cost(const Plan& plan, F&& f) {
               total.bytes += c.bytes;
             }
             f(total, 1, 0, 0);
-          } else if constexpr (std::is_same_v<T, SiluMulStep>) {
+          } else if constexpr (std::is_same_v<T, ActAndMulStep>) {
             const double mn = static_cast<double>(s.out.rows * s.out.cols);
             f(StepCost{0, 3 * mn * elem, 0}, 0, 1, 0);
+          } else if constexpr (std::is_same_v<T, BiasAddStep>) {
+            // Reads y and the bias, writes y: 2MN + N per member, one launch for all.
+            double bytes = 0;
+            for (const auto& m : s.members)
+              bytes += static_cast<double>(2 * m.y.rows * m.y.cols + m.bias.rows) * elem;
+            f(StepCost{0, bytes, 0}, 0, 1, 0);
           } else if constexpr (std::is_same_v<T, AllReduceStep>) {
             f(StepCost{0, 0, static_cast<double>(s.data.rows * s.data.cols) * elem}, 0, 0, 1);
           } else if constexpr (std::is_same_v<T, AllGatherStep>) {

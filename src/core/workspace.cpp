@@ -74,6 +74,22 @@ std::vector<float> unrounded_window(const std::string& name, std::int64_t logica
   return values;
 }
 
+// Row r of part p goes to row r * parts + p (all parts have the same rows).
+void interleave_rows(const std::vector<std::vector<std::byte>>& parts, const BufferSpec& b,
+                     DType dtype, std::vector<std::byte>& out) {
+  const std::size_t row = static_cast<std::size_t>(b.cols) * dtype_size(dtype);
+  for (std::size_t p = 1; p < parts.size(); ++p) {
+    if (b.part_rows[p] != b.part_rows[0])
+      throw std::logic_error("buffer " + b.name + ": interleaved parts differ in rows");
+  }
+  for (std::int64_t r = 0; r < (parts.empty() ? 0 : b.part_rows[0]); ++r) {
+    for (const auto& part : parts) {
+      const auto* src = part.data() + static_cast<std::size_t>(r) * row;
+      out.insert(out.end(), src, src + row);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<float> logical_window(const std::string& name, std::int64_t logical_rows,
@@ -113,16 +129,23 @@ const TensorSource& source_of(const BufferSpec& b, const RandomTensors& random,
 
 }  // namespace
 
-LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, const TensorSource* weights) {
+LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, const TensorSource* weights,
+                              bool windows_only) {
   const RandomTensors random(seed);
   LogicalTensors out;
   for (const auto& b : plan.buffers) {
     for (std::size_t i = 0; i < b.parts.size(); ++i) {
-      // The whole tensor the part is (a window of), rounded as the device sees it.
       WindowRequest r = part_request(plan, b, i);
-      r.row0 = r.col0 = 0;
-      r.rows = r.logical_rows;
-      r.cols = r.logical_cols;
+      if (windows_only && i < b.part_windows.size()) {  // the part's rows and columns alone
+        if (out.count(b.parts[i]))
+          throw std::logic_error("plan " + plan.op + "/" + plan.variant + " holds " + b.parts[i] +
+                                 " twice; its windows need the whole tensor");
+      } else {  // the whole tensor the part is (a window of)
+        r.row0 = r.col0 = 0;
+        r.rows = r.logical_rows;
+        r.cols = r.logical_cols;
+      }
+      // Rounded as the device sees it.
       const auto values = source_of(b, random, weights).window(r);
       out[b.parts[i]] = decode(encode(values, plan.dtype).data(), values.size(), plan.dtype);
     }
@@ -150,10 +173,16 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed, const Tens
       } else {
         bytes.reserve(plan_.buffer_bytes(i));
         const TensorSource& source = source_of(b, random, weights);
+        std::vector<std::vector<std::byte>> parts;
         for (std::size_t p = 0; p < b.parts.size(); ++p) {
-          const auto part = encode(source.window(part_request(plan_, b, p)), plan_.dtype);
-          bytes.insert(bytes.end(), part.begin(), part.end());
+          auto part = encode(source.window(part_request(plan_, b, p)), plan_.dtype);
+          if (b.interleave_parts) {
+            parts.push_back(std::move(part));
+          } else {
+            bytes.insert(bytes.end(), part.begin(), part.end());
+          }
         }
+        if (b.interleave_parts) interleave_rows(parts, b, plan_.dtype, bytes);
       }
       backend_.upload(buffers_[static_cast<std::size_t>(i)], bytes.data(), bytes.size());
     }
@@ -193,14 +222,22 @@ void Workspace::run_on(std::span<void* const> buffers, Communicator* comm) {
     std::visit(
         [&](const auto& s) {
           using T = std::decay_t<decltype(s)>;
+          const auto gemm_args = [&](const GemmStep& g) {
+            return GemmArgs{ref(g.x), ref(g.w), ref(g.y), g.has_bias() ? ref(g.bias) : MatRef{}};
+          };
           if constexpr (std::is_same_v<T, GemmStep>) {
-            backend_.gemm({ref(s.x), ref(s.w), ref(s.y)});
+            backend_.gemm(gemm_args(s));
           } else if constexpr (std::is_same_v<T, GroupedGemmStep>) {
             std::vector<GemmArgs> args;
-            for (const auto& g : s.gemms) args.push_back({ref(g.x), ref(g.w), ref(g.y)});
+            for (const auto& g : s.gemms) args.push_back(gemm_args(g));
             s.batched ? backend_.gemm_batched(args) : backend_.gemm_grouped(args);
-          } else if constexpr (std::is_same_v<T, SiluMulStep>) {
-            backend_.silu_mul(ref(s.gate), ref(s.up), ref(s.out));
+          } else if constexpr (std::is_same_v<T, ActAndMulStep>) {
+            backend_.act_and_mul(
+                {ref(s.gate), ref(s.up), ref(s.out), s.act, s.limit, s.col_stride});
+          } else if constexpr (std::is_same_v<T, BiasAddStep>) {
+            std::vector<BiasAddArgs> args;
+            for (const auto& m : s.members) args.push_back({ref(m.y), ref(m.bias)});
+            backend_.bias_add(args);
           } else {
             if (comm == nullptr) {
               throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +

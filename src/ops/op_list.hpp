@@ -42,6 +42,19 @@ std::vector<double> reference_linear(const std::vector<X>& x, const std::vector<
   return y;
 }
 double silu(double v);
+// act(g) * u in float64 (the reference of ActAndMulStep).
+double act_and_mul(Activation act, double limit, double g, double u);
+// Rows [row0, row0 + n) of a row-major tensor with `cols` columns.
+std::vector<float> rows_of(const std::vector<float>& t, std::int64_t cols, std::int64_t row0,
+                           std::int64_t n);
+// The same of a tensor that is either the whole logical tensor or already just those rows
+// (logical_inputs with windows_only): a shard's rows either way.
+std::vector<float> shard_rows(const std::vector<float>& t, std::int64_t cols, std::int64_t row0,
+                              std::int64_t n);
+// y[m, n] += b[b0 + j] on every row (the reference of a bias epilogue or bias add); b is the
+// whole bias, or just its n elements (then b0 is ignored).
+void add_bias(std::vector<double>& y, std::int64_t m, std::int64_t n, const std::vector<float>& b,
+              std::int64_t b0);
 [[noreturn]] void unknown_variant(const OpInfo& op, const std::string& variant);
 
 }  // namespace fusebench::ops

@@ -1,6 +1,7 @@
 // Tensor-parallel attention projections, one rank's share: qkv column-parallel GEMM (this rank's
-// q heads and kv heads of the unsharded weights, vLLM QKVParallelLinear), then o_proj
-// row-parallel GEMM on this rank's q shard, then an all-reduce of [M, hidden].
+// q heads and kv heads of the unsharded weights, vLLM QKVParallelLinear, with its rows of the
+// bias), then o_proj row-parallel GEMM on this rank's q shard (its bias on rank 0 only, as
+// RowParallelLinear adds it), then an all-reduce of [M, hidden].
 // Attention itself is out of scope: o_proj consumes the q columns of the qkv output as a view,
 // which has the shape attention's output would have ([M, q_size/tp]).
 //   paired: column -> row with no communication between them; one all-reduce.
@@ -15,21 +16,33 @@ namespace {
 
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   if (variant != "naive" && variant != "paired") unknown_variant(tp_attn_op(), variant);
+  if (s.attention != LayerKind::attention)
+    throw std::invalid_argument(
+        "tp_attn: MLA's attention pipeline is not modelled (qkv "
+        "benchmarks its fused_qkv_a_proj)");
   const tp::Full f = tp::full_sizes(s);
   Plan p = start_plan("tp_attn", s, m, dtype, variant);
   const std::int64_t h = s.hidden, q = s.q_size(), kv = s.kv_size(), qkv = s.qkv_size();
-  const std::int64_t r = s.rank, d = s.head_dim;
+  const std::int64_t r = s.rank, kv0 = f.kv_head0 * s.head_dim;
   const int x = add_input(p, "x", m, h);
   const int w_qkv = tp::add_windowed(p, "w_qkv", BufferRole::weight,
                                      {{"w_q", q, {f.q, h, r * q, 0}},
-                                      {"w_k", kv, {f.kv, h, f.kv_head0 * d, 0}},
-                                      {"w_v", kv, {f.kv, h, f.kv_head0 * d, 0}}},
+                                      {"w_k", kv, {f.kv, h, kv0, 0}},
+                                      {"w_v", kv, {f.kv, h, kv0, 0}}},
                                      h);
   const int w_o =
       tp::add_windowed(p, "w_o", BufferRole::weight, {{"w_o", h, {h, f.q, 0, r * q}}}, q);
   const int y = add_output(p, "qkv", m, qkv);
   const int out = add_output(p, "out", m, h);
-  p.steps.push_back(GemmStep{"qkv_proj", whole(p, x), whole(p, w_qkv), whole(p, y)});
+  GemmStep column{"qkv_proj", whole(p, x), whole(p, w_qkv), whole(p, y)};
+  if (s.qkv_bias) {  // column-parallel: each rank adds its own rows of the bias
+    column.bias = whole(p, tp::add_windowed(p, "b_qkv", BufferRole::weight,
+                                            {{"b_q", q, {f.q, 1, r * q, 0}},
+                                             {"b_k", kv, {f.kv, 1, kv0, 0}},
+                                             {"b_v", kv, {f.kv, 1, kv0, 0}}},
+                                            1));
+  }
+  p.steps.push_back(std::move(column));
   View o_in = columns(p, y, 0, q);
   if (variant == "naive" && s.tp > 1) {
     const int g = add_output(p, "qkv_gathered", m, qkv * s.tp);
@@ -37,7 +50,14 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     o_in = columns(p, g, r * qkv, q);  // this rank's q slice of the gathered input
     p.outputs["qkv_gathered"] = whole(p, g);
   }
-  p.steps.push_back(GemmStep{"o_proj", o_in, whole(p, w_o), whole(p, out)});
+  GemmStep row{"o_proj", o_in, whole(p, w_o), whole(p, out)};
+  // RowParallelLinear: every rank holds the bias, rank 0 alone adds it (bias_ = None if
+  // tp_rank > 0), since the all-reduce would add it tp times.
+  if (s.o_bias) {
+    const int b = tp::add_windowed(p, "b_o", BufferRole::weight, {{"b_o", h, {h, 1, 0, 0}}}, 1);
+    if (r == 0) row.bias = whole(p, b);
+  }
+  p.steps.push_back(std::move(row));
   if (s.tp > 1) p.steps.push_back(AllReduceStep{"all_reduce_o", whole(p, out)});
   p.outputs["out"] = whole(p, out);
   return p;
@@ -50,12 +70,18 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const std::int64_t m = p.tokens, h = s.hidden;
   const auto& x = in.at("x");
   const std::vector<double> xd(x.begin(), x.end());
+  const auto project = [&](const char* w, const char* b, std::int64_t n) {
+    auto y = reference_linear(xd, in.at(w), m, n, h);
+    if (s.qkv_bias) add_bias(y, m, n, in.at(b), 0);
+    return y;
+  };
   ReferenceOutputs out;
-  const auto q = reference_linear(xd, in.at("w_q"), m, f.q, h);
+  const auto q = project("w_q", "b_q", f.q);
   out["out"] = reference_linear(q, in.at("w_o"), m, h, f.q);
+  if (s.o_bias) add_bias(out["out"], m, h, in.at("b_o"), 0);  // once, whatever tp is
   if (p.outputs.count("qkv_gathered")) {
-    const auto k = reference_linear(xd, in.at("w_k"), m, f.kv, h);
-    const auto v = reference_linear(xd, in.at("w_v"), m, f.kv, h);
+    const auto k = project("w_k", "b_k", f.kv);
+    const auto v = project("w_v", "b_v", f.kv);
     std::vector<double> g;
     const std::int64_t ql = s.q_size(), kvl = s.kv_size();
     for (std::int64_t i = 0; i < m; ++i) {

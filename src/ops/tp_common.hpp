@@ -45,6 +45,18 @@ inline int add_windowed(Plan& plan, const std::string& name, BufferRole role,
   return plan.add_buffer(std::move(spec));
 }
 
+// The logical tensor name of an MLP layer's weight or bias: `kind` "w" or "b", `what` "gate",
+// "up" or "down": w_gate (dense), w_expert_gate (one routed expert), w_shared_expert_gate.
+inline std::string mlp_tensor(LayerKind layer, const char* kind, const char* what) {
+  const char* infix = layer == LayerKind::expert          ? "_expert_"
+                      : layer == LayerKind::shared_expert ? "_shared_expert_"
+                                                          : "_";
+  return std::string(kind) + infix + what;
+}
+
+// vLLM's name of the activation kernel, for step labels.
+inline std::string act_label(Activation act) { return std::string(to_string(act)) + "_and_mul"; }
+
 // Columns [c0, c0+n) of a row-major [m, cols] matrix.
 inline std::vector<double> column_slice(const std::vector<double>& a, std::int64_t m,
                                         std::int64_t cols, std::int64_t c0, std::int64_t n) {

@@ -94,9 +94,11 @@ std::int64_t extent_of(const ModelShape& model, LayerExtent extent) {
 }
 
 const std::vector<LayerFamily>& layer_families() {
-  // From vLLM's model files (llama.py, qwen2.py, qwen3.py, phi3.py). Phase 2 adds MoE experts
-  // (model.layers.{layer}.mlp.experts.E.{gate,up,down}_proj, shared_experts) and MLA
-  // (q_a_proj, kv_a_proj_with_mqa) as entries here, with the logical names of issue 11.
+  // From vLLM's model files (llama.py, qwen2.py, qwen3.py, phi3.py). The logical names are the
+  // plans' (docs/models.md, "Logical tensors"); biases are [n, 1]. Phase 2 adds the MoE and MLA
+  // entries the plans read: w_expert_{gate,up,down} and b_expert_* (one expert,
+  // model.layers.{layer}.mlp.experts.E.*), w_shared_expert_{gate,up,down} (mlp.shared_expert(s).*)
+  // and w_q_a, w_kv_a (self_attn.q_a_proj, self_attn.kv_a_proj_with_mqa).
   static const std::vector<LayerFamily> families = {
       // LlamaAttention: bias = attention_bias (default false); LlamaMLP: bias = mlp_bias.
       {"llama",

@@ -68,6 +68,15 @@ class NcuCompare(unittest.TestCase):
         rows = ncu_compare.compare(ncu_compare.parse_ncu(CSV), report)
         self.assertIn(("qkv/split/model:llama3-8b/tokens:1", "kernels", 4.0, 3, "DIFFERENT"), rows)
 
+    def test_a_layer_segment_selects_that_layer(self):
+        csv_text = CSV.replace("# qkv/split/model:llama3-8b/tokens:1",
+                               "# qkv/split/model:llama3-8b/layer:attention/tokens:1")
+        other = dict(REPORT["benchmarks"][0], layer="mla", kernels=9.0)
+        mine = dict(REPORT["benchmarks"][0], layer="attention")
+        rows = ncu_compare.compare(ncu_compare.parse_ncu(csv_text), {"benchmarks": [other, mine]})
+        self.assertIn(("qkv/split/model:llama3-8b/layer:attention/tokens:1", "kernels", 3.0, 3,
+                       "equal"), rows)
+
 
 if __name__ == "__main__":
     unittest.main()
