@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config git python3 python3-pip
           libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev libopenblas-dev libcli11-dev
+          libdnnl-dev
           libopenmpi-dev openmpi-bin
           libbenchmark-tools clang-14 libclang-rt-14-dev)
+# libdnnl-dev: oneDNN, the CPU backend's GEMMs for M >= 2 and bf16 (docs/cpu-gemm.md).
 # libbenchmark-tools: Google Benchmark's compare.py (a test loads our report in it).
 # clang-14 + libclang-rt-14-dev: libFuzzer and the ASan/UBSan build scripts/test.sh runs.
 # chromium renders the HTML report in a test; FUSEBENCH_NO_CHROMIUM=1 leaves it out (the test

@@ -72,19 +72,24 @@ std::vector<GemmPath> paths_for(DType dtype, std::int64_t m) {
     out.push_back(GemmPath::blas_sbgemm);
 #endif
   }
-  if (cpu::dnnl_built()) out.push_back(GemmPath::dnnl_matmul);
+  if (cpu::dnnl_built()) {
+    if (dtype == DType::f32) out.push_back(GemmPath::dnnl_sgemm);
+    out.push_back(GemmPath::dnnl_matmul);
+  }
   return out;
 }
 
 }  // namespace
 
-TEST(CpuGemmDispatch, OneRowFp32GoesToGemvElseOneDnnWhenBuilt) {
+TEST(CpuGemmDispatch, OneRowFp32GoesToGemvFewRowsToOneDnnSgemmElseMatmul) {
   EXPECT_EQ(cpu::choose_path(DType::f32, 1, true), GemmPath::blas_gemv);
   EXPECT_EQ(cpu::choose_path(DType::f32, 1, false), GemmPath::blas_gemv);
-  for (std::int64_t m : {2, 4, 64, 1024}) {
+  for (std::int64_t m : {2, 3})
+    EXPECT_EQ(cpu::choose_path(DType::f32, m, true), GemmPath::dnnl_sgemm);
+  for (std::int64_t m : {4, 64, 1024})
     EXPECT_EQ(cpu::choose_path(DType::f32, m, true), GemmPath::dnnl_matmul) << m;
+  for (std::int64_t m : {2, 3, 4, 1024})
     EXPECT_EQ(cpu::choose_path(DType::f32, m, false), GemmPath::blas_gemm) << m;
-  }
   for (std::int64_t m : {1, 2, 64}) {
     EXPECT_EQ(cpu::choose_path(DType::bf16, m, true), GemmPath::dnnl_matmul) << m;
     const GemmPath fallback = cpu::choose_path(DType::bf16, m, false);
@@ -95,7 +100,7 @@ TEST(CpuGemmDispatch, OneRowFp32GoesToGemvElseOneDnnWhenBuilt) {
 TEST(CpuGemmDispatch, RunTakesTheRulesPathAndTheBackendLogsIt) {
   cpu::CpuGemm gemm;
   auto backend = make_cpu_backend();
-  for (std::int64_t m : {1, 3}) {
+  for (std::int64_t m : {1, 3, 5}) {
     HostMatrix x = random_matrix(DType::f32, m, 64, 0, 1, 1.0f);
     HostMatrix w = random_matrix(DType::f32, 40, 64, 0, 2, 0.125f);
     HostMatrix y(DType::f32, m, 40, 0);
@@ -152,8 +157,8 @@ TEST(CpuGemmPaths, PathsRefuseWhatTheyCannotRun) {
   EXPECT_THROW(gemm.run_path(GemmPath::widened_sgemm, {x.ref, w.ref, y.ref}),
                std::invalid_argument);
   if (!cpu::dnnl_built()) {
-    EXPECT_THROW(gemm.run_path(GemmPath::dnnl_matmul, {x.ref, w.ref, y.ref}),
-                 std::invalid_argument);
+    for (GemmPath p : {GemmPath::dnnl_sgemm, GemmPath::dnnl_matmul})
+      EXPECT_THROW(gemm.run_path(p, {x.ref, w.ref, y.ref}), std::invalid_argument);
   }
 }
 
@@ -164,7 +169,8 @@ TEST(CpuGemmContext, NamesTheLibrariesThreadsAndRule) {
   EXPECT_EQ(j["dispatch"]["fp32_m1"], "openblas_sgemv");
   if (cpu::dnnl_built()) {
     EXPECT_TRUE(j["onednn"].contains("version"));
-    EXPECT_EQ(j["dispatch"]["fp32_m_ge_2"], "onednn_matmul");
+    EXPECT_EQ(j["dispatch"]["fp32_m2_m3"], "onednn_sgemm");
+    EXPECT_EQ(j["dispatch"]["fp32_m_ge_4"], "onednn_matmul");
   } else {
     EXPECT_TRUE(j["onednn"].is_string());
   }

@@ -44,6 +44,7 @@ void require_dtype(GemmPath path, const GemmArgs& a, DType want) {
   }
 }
 
+#ifdef FUSEBENCH_HAVE_DNNL
 // OpenMP's thread count as oneDNN sees it (libgomp is loaded by libdnnl; looked up at run time
 // so this file needs no OpenMP flags, which clang's ASan build lacks).
 int omp_max_threads() {
@@ -51,6 +52,7 @@ int omp_max_threads() {
   const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   return fn != nullptr ? fn() : -1;
 }
+#endif
 
 std::string openblas_parallel() {
   switch (openblas_get_parallel()) {
@@ -76,6 +78,8 @@ const char* to_string(GemmPath path) {
       return "openblas_sbgemm";
     case GemmPath::widened_sgemm:
       return "bf16_widened_openblas_sgemm";
+    case GemmPath::dnnl_sgemm:
+      return "onednn_sgemm";
     case GemmPath::dnnl_matmul:
       return "onednn_matmul";
   }
@@ -93,7 +97,8 @@ bool dnnl_built() {
 GemmPath choose_path(DType dtype, std::int64_t m, bool have_dnnl) {
   if (dtype == DType::f32) {
     if (m == 1) return GemmPath::blas_gemv;
-    return have_dnnl ? GemmPath::dnnl_matmul : GemmPath::blas_gemm;
+    if (!have_dnnl) return GemmPath::blas_gemm;
+    return m <= 3 ? GemmPath::dnnl_sgemm : GemmPath::dnnl_matmul;
   }
   if (have_dnnl) return GemmPath::dnnl_matmul;
 #ifdef FUSEBENCH_HAVE_SBGEMM
@@ -203,6 +208,19 @@ void CpuGemm::run_path(GemmPath path, const GemmArgs& a) {
       store_rows(scratch_, a.y);
       return;
     }
+    case GemmPath::dnnl_sgemm:
+#ifdef FUSEBENCH_HAVE_DNNL
+      require_dtype(path, a, DType::f32);
+      if (dnnl_sgemm('N', 'T', m, n, k, 1.0f, static_cast<const float*>(a.x.data), a.x.ld,
+                     static_cast<const float*>(a.w.data), a.w.ld, 0.0f,
+                     static_cast<float*>(a.y.data), a.y.ld) != dnnl_success) {
+        throw std::runtime_error("dnnl_sgemm failed (M=" + std::to_string(m) +
+                                 ", N=" + std::to_string(n) + ", K=" + std::to_string(k) + ")");
+      }
+      return;
+#else
+      throw std::invalid_argument("this build has no oneDNN (libdnnl-dev was not found)");
+#endif
     case GemmPath::dnnl_matmul:
 #ifdef FUSEBENCH_HAVE_DNNL
       if (a.x.dtype != DType::f32 && a.x.dtype != DType::bf16)
@@ -256,12 +274,14 @@ nlohmann::json CpuGemm::context() const {
   const bool dnnl = dnnl_ != nullptr;
   j["dispatch"] = {
       {"fp32_m1", to_string(choose_path(DType::f32, 1, dnnl))},
-      {"fp32_m_ge_2", to_string(choose_path(DType::f32, 2, dnnl))},
+      {"fp32_m2_m3", to_string(choose_path(DType::f32, 2, dnnl))},
+      {"fp32_m_ge_4", to_string(choose_path(DType::f32, 4, dnnl))},
       {"bf16", to_string(choose_path(DType::bf16, 1, dnnl))},
       {"why",
-       "measured on this suite's 2-core AVX-512 host (docs/cpu-gemm.md): OpenBLAS sgemm has no "
-       "one-row path (sgemv is 2-3x faster at M=1, as numpy uses); oneDNN's JIT AVX-512 matmul "
-       "is up to 2x faster than OpenBLAS's Haswell kernels for M >= 2 and runs bf16 natively"}};
+       "measured on this suite's 2-core AVX-512 host (docs/cpu-gemm.md): OpenBLAS sgemm packs "
+       "the whole weight for one row (sgemv, as numpy uses, is 2-3x faster at M=1); oneDNN's "
+       "sgemm is fastest at M=2-3 and its JIT AVX-512 matmul from M=4 (up to 2x faster than "
+       "OpenBLAS's Haswell kernels), and it runs bf16 natively"}};
   j["hardware_threads"] = std::thread::hardware_concurrency();
   return j;
 }

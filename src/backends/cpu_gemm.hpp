@@ -2,9 +2,10 @@
 // The CPU backend's GEMM: y[M,N] = x[M,K] w[N,K]^T, row-major (F.linear), fp32 or bf16 (bf16 in,
 // fp32 accumulate, rounded to bf16 on store). Which library runs a call is a fixed rule, chosen
 // by measurement on the 2-core AVX-512 machine this suite is developed on (docs/cpu-gemm.md):
-//   fp32, M = 1  -> OpenBLAS cblas_sgemv (sgemm has no one-row path: 2-3x slower than sgemv);
-//   fp32, M >= 2 -> oneDNN matmul (JIT AVX-512 kernels; OpenBLAS runs its Haswell kernels here);
-//   bf16         -> oneDNN matmul (native bf16 dot products where the CPU has them).
+//   fp32, M = 1     -> OpenBLAS cblas_sgemv (sgemm packs the whole weight: 2-3x slower);
+//   fp32, M = 2, 3  -> oneDNN dnnl_sgemm (1.5x faster than its matmul primitive there);
+//   fp32, M >= 4    -> oneDNN matmul (JIT AVX-512 kernels; OpenBLAS runs Haswell kernels here);
+//   bf16            -> oneDNN matmul (native bf16 dot products where the CPU has them).
 // Built without oneDNN, every M >= 2 fp32 call is OpenBLAS sgemm and bf16 is widened to fp32
 // (or OpenBLAS sbgemm where the build has it); the context says which.
 #include <cstdint>
@@ -22,6 +23,7 @@ enum class GemmPath {
   blas_gemm,      // OpenBLAS cblas_sgemm (fp32)
   blas_sbgemm,    // OpenBLAS cblas_sbgemm (bf16; only where this OpenBLAS has it)
   widened_sgemm,  // bf16 widened to fp32 (exact), cblas_sgemm, rounded to bf16 (timed)
+  dnnl_sgemm,     // oneDNN dnnl_sgemm (fp32)
   dnnl_matmul,    // oneDNN matmul primitive (fp32 or bf16)
 };
 const char* to_string(GemmPath path);
