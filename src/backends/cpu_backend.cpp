@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "backends/cpu_gemm.hpp"
+#include "backends/cpu_memory.hpp"
 #include "core/host_mat.hpp"
 #include "fusebench/backend.hpp"
 
@@ -45,7 +46,7 @@ class CpuBackend final : public Backend {
           "allocation of " + std::to_string(bytes >> 20) + " MiB exceeds 80% of the " +
           std::to_string(static_cast<long long>(total) >> 20) + " MiB of host memory");
     }
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void* p = cpu::allocate_host(bytes);
     if (p == nullptr)
       throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
