@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "backends/cpu_gemm.hpp"
+#include "backends/cpu_memory.hpp"
 #include "core/host_mat.hpp"
 #include "fusebench/verify.hpp"
 
@@ -173,5 +177,17 @@ TEST(CpuGemmContext, NamesTheLibrariesThreadsAndRule) {
     EXPECT_EQ(j["dispatch"]["fp32_m_ge_4"], "onednn_matmul");
   } else {
     EXPECT_TRUE(j["onednn"].is_string());
+  }
+}
+
+TEST(CpuMemory, LargeBuffersAreHugePageAlignedSmallOnesCacheLineAligned) {
+  // The huge-page advice itself is the kernel's to honour; the alignment that lets it is ours.
+  for (std::size_t bytes : {std::size_t{100}, std::size_t{4} << 20, (std::size_t{9} << 20) + 3}) {
+    void* p = cpu::allocate_host(bytes);
+    ASSERT_NE(p, nullptr) << bytes;
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    EXPECT_EQ(addr % (bytes >= cpu::kHugePageThreshold ? cpu::kHugePageBytes : 64), 0u) << bytes;
+    std::memset(p, 1, bytes);  // the whole size is usable (ASan checks the bounds)
+    std::free(p);
   }
 }
