@@ -65,7 +65,7 @@ int mismatches(const MatRef& y, const std::vector<double>& want) {
   return bad;
 }
 
-std::vector<GemmPath> paths_for(DType dtype, std::int64_t m) {
+std::vector<GemmPath> paths_for(const cpu::CpuGemm& gemm, DType dtype, std::int64_t m) {
   std::vector<GemmPath> out;
   if (dtype == DType::f32) {
     if (m == 1) out.push_back(GemmPath::blas_gemv);
@@ -76,7 +76,7 @@ std::vector<GemmPath> paths_for(DType dtype, std::int64_t m) {
     out.push_back(GemmPath::blas_sbgemm);
 #endif
   }
-  if (cpu::dnnl_built()) {
+  if (gemm.dnnl_takes(dtype)) {
     if (dtype == DType::f32) out.push_back(GemmPath::dnnl_sgemm);
     out.push_back(GemmPath::dnnl_matmul);
   }
@@ -109,7 +109,7 @@ TEST(CpuGemmDispatch, RunTakesTheRulesPathAndTheBackendLogsIt) {
     HostMatrix w = random_matrix(DType::f32, 40, 64, 0, 2, 0.125f);
     HostMatrix y(DType::f32, m, 40, 0);
     const GemmArgs args{x.ref, w.ref, y.ref};
-    const GemmPath want = cpu::choose_path(DType::f32, m, cpu::dnnl_built());
+    const GemmPath want = cpu::choose_path(DType::f32, m, gemm.dnnl_takes(DType::f32));
     EXPECT_EQ(gemm.run(args), want);
     backend->take_algorithm_log();
     backend->gemm(args);
@@ -142,7 +142,7 @@ TEST(CpuGemmPaths, EveryPathMatchesFloat64OnOddStridedShapes) {
       HostMatrix x = random_matrix(dtype, m, k, 5, 10 + static_cast<unsigned>(m), 1.0f);
       HostMatrix w = random_matrix(dtype, n, k, 3, 20 + static_cast<unsigned>(m), 0.1f);
       const auto want = reference(x.ref, w.ref);
-      for (GemmPath path : paths_for(dtype, m)) {
+      for (GemmPath path : paths_for(gemm, dtype, m)) {
         HostMatrix y(dtype, m, n, 7);
         gemm.run_path(path, {x.ref, w.ref, y.ref});
         EXPECT_EQ(mismatches(y.ref, want), 0)
@@ -171,6 +171,7 @@ TEST(CpuGemmContext, NamesTheLibrariesThreadsAndRule) {
   EXPECT_TRUE(j["openblas"].contains("threading"));
   EXPECT_TRUE(j["openblas"].contains("threads"));
   EXPECT_EQ(j["dispatch"]["fp32_m1"], "openblas_sgemv");
+  EXPECT_EQ(cpu::CpuGemm().dnnl_takes(DType::f32), cpu::dnnl_built());
   if (cpu::dnnl_built()) {
     EXPECT_TRUE(j["onednn"].contains("version"));
     EXPECT_EQ(j["dispatch"]["fp32_m2_m3"], "onednn_sgemm");

@@ -122,6 +122,22 @@ struct CpuGemm::Dnnl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, Entry> cache;
+  // Where oneDNN has no bf16 matmul for this CPU (2.x wants AVX-512), bf16 takes the OpenBLAS path.
+  bool bf16 = false;
+
+  Dnnl() {
+    try {
+      probe_bf16();
+      bf16 = true;
+    } catch (const dnnl::error&) {
+      bf16 = false;
+    }
+  }
+
+  void probe_bf16() {
+    std::uint16_t x[4] = {}, w[4] = {}, y[4] = {};
+    entry({{x, DType::bf16, 2, 2, 2}, {w, DType::bf16, 2, 2, 2}, {y, DType::bf16, 2, 2, 2}});
+  }
 
   Entry& entry(const GemmArgs& a) {
     const std::int64_t m = a.y.rows, n = a.y.cols, k = a.x.cols;
@@ -160,8 +176,17 @@ CpuGemm::CpuGemm() {
 
 CpuGemm::~CpuGemm() = default;
 
+bool CpuGemm::dnnl_takes(DType dtype) const {
+#ifdef FUSEBENCH_HAVE_DNNL
+  return dnnl_ != nullptr && (dtype == DType::f32 || (dtype == DType::bf16 && dnnl_->bf16));
+#else
+  (void)dtype;
+  return false;
+#endif
+}
+
 GemmPath CpuGemm::run(const GemmArgs& a) {
-  const GemmPath path = choose_path(a.x.dtype, a.y.rows, dnnl_ != nullptr);
+  const GemmPath path = choose_path(a.x.dtype, a.y.rows, dnnl_takes(a.x.dtype));
   run_path(path, a);
   return path;
 }
@@ -271,12 +296,12 @@ nlohmann::json CpuGemm::context() const {
 #else
   j["onednn"] = "unavailable: built without oneDNN (install libdnnl-dev)";
 #endif
-  const bool dnnl = dnnl_ != nullptr;
+  const bool f32 = dnnl_takes(DType::f32), bf16 = dnnl_takes(DType::bf16);
   j["dispatch"] = {
-      {"fp32_m1", to_string(choose_path(DType::f32, 1, dnnl))},
-      {"fp32_m2_m3", to_string(choose_path(DType::f32, 2, dnnl))},
-      {"fp32_m_ge_4", to_string(choose_path(DType::f32, 4, dnnl))},
-      {"bf16", to_string(choose_path(DType::bf16, 1, dnnl))},
+      {"fp32_m1", to_string(choose_path(DType::f32, 1, f32))},
+      {"fp32_m2_m3", to_string(choose_path(DType::f32, 2, f32))},
+      {"fp32_m_ge_4", to_string(choose_path(DType::f32, 4, f32))},
+      {"bf16", to_string(choose_path(DType::bf16, 1, bf16))},
       {"why",
        "measured on this suite's 2-core AVX-512 host (docs/cpu-gemm.md): OpenBLAS sgemm packs "
        "the whole weight for one row (sgemv, as numpy uses, is 2-3x faster at M=1); oneDNN's "

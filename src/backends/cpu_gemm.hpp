@@ -49,6 +49,8 @@ class CpuGemm {
   std::string describe(GemmPath path, const GemmArgs& a);
   // Library, versions, threading and the dispatch rule, for the report context.
   nlohmann::json context() const;
+  // True when oneDNN runs this dtype here (built with it; bf16 also needs a CPU it supports).
+  bool dnnl_takes(DType dtype) const;
 
  private:
   struct Dnnl;
