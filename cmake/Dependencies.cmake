@@ -29,6 +29,25 @@ set(CMAKE_REQUIRED_LIBRARIES fusebench_openblas)
 check_symbol_exists(cblas_sbgemm "cblas.h" FUSEBENCH_HAVE_SBGEMM)
 unset(CMAKE_REQUIRED_LIBRARIES)
 
+# oneDNN for the CPU backend's GEMMs (src/backends/cpu_gemm.hpp says which path runs when).
+# Found by header and library, not by its CMake package: Debian's package config requires the
+# OpenCL headers for its GPU runtime, which the CPU engine we use does not need. Optional: without
+# it the CPU backend runs OpenBLAS alone and its report context says so.
+set(FUSEBENCH_HAVE_DNNL OFF)
+if(FUSEBENCH_WITH_DNNL)
+  find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+  find_library(DNNL_LIBRARY dnnl)
+  if(DNNL_INCLUDE_DIR AND DNNL_LIBRARY)
+    add_library(fusebench_dnnl INTERFACE)
+    target_include_directories(fusebench_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+    target_link_libraries(fusebench_dnnl INTERFACE ${DNNL_LIBRARY} ${CMAKE_DL_LIBS})
+    set(FUSEBENCH_HAVE_DNNL ON)
+  else()
+    message(WARNING "fusebench: oneDNN not found (install libdnnl-dev): the CPU backend's GEMMs "
+                    "run on OpenBLAS alone, up to 2x slower on AVX-512 CPUs and bf16 widened to fp32")
+  endif()
+endif()
+
 # Google Benchmark 1.8 replaced Run::error_occurred with Run::skipped.
 if(DEFINED benchmark_VERSION AND benchmark_VERSION VERSION_GREATER_EQUAL 1.8.0)
   set(FUSEBENCH_GBENCH_HAS_SKIPPED ON)
@@ -93,4 +112,5 @@ endif()
 find_package(GTest QUIET)
 
 message(STATUS "fusebench: CUDA=${FUSEBENCH_HAVE_CUDA} CUPTI=${FUSEBENCH_HAVE_CUPTI} "
-               "NCCL=${FUSEBENCH_HAVE_NCCL} MPI=${FUSEBENCH_HAVE_MPI} sbgemm=${FUSEBENCH_HAVE_SBGEMM}")
+               "NCCL=${FUSEBENCH_HAVE_NCCL} MPI=${FUSEBENCH_HAVE_MPI} sbgemm=${FUSEBENCH_HAVE_SBGEMM} "
+               "oneDNN=${FUSEBENCH_HAVE_DNNL}")

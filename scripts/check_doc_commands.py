@@ -76,6 +76,13 @@ RULES = [
      "the default sweep after verification (minutes); `build/bin/fusebench --verify --tokens=1` runs"),
     (r"^fusebench --ops=tp_attn,tp_mlp --tp=1,2,4,8$", "skip",
      "the one-GPU recipe (tp 8 as 8 threads on 2 cores); its CPU form with --tp=1,2,4 runs"),
+    # docs/cpu-gemm.md
+    (r"^python3 scripts/cpu_vs_numpy\.py --markdown=table\.md$", "skip",
+     "the full fusebench-vs-numpy table (11 token counts, both ops and variants): 10-16 minutes "
+     "on 2 cores; ctest's cpu_vs_numpy_smoke runs the script at one shape"),
+    (r"^python3 scripts/cpu_vs_numpy\.py --threads=1 --rounds=5 ", "skip",
+     "the committed table's run (5 rounds of 11 token counts): about 16 minutes on 2 cores; "
+     "ctest's cpu_vs_numpy_smoke runs the script at one shape"),
     # docs/charts.md
     (r"^python3 scripts/make_html\.py a\.json b\.json", "skip",
      "a.json and b.json are placeholders; charts_html_chromium runs make_html.py on a real report"),

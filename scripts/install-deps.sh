@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config git python3 python3-pip
           libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev libopenblas-dev libcli11-dev
+          libdnnl-dev
           libopenmpi-dev openmpi-bin
           libbenchmark-tools clang-14 libclang-rt-14-dev shellcheck)
+# libdnnl-dev: oneDNN, the CPU backend's GEMMs for M >= 2 and bf16 (docs/cpu-gemm.md).
 # libbenchmark-tools: Google Benchmark's compare.py (a test loads our report in it).
 # clang-14 + libclang-rt-14-dev: libFuzzer and the ASan/UBSan build scripts/test.sh runs.
 # shellcheck: lints the workflow's run: scripts (tests/workflow/lint_workflows.py).

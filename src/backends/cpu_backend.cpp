@@ -1,7 +1,6 @@
-// CPU backend on OpenBLAS: fp32 through sgemm, bf16 through sbgemm (bf16 in, fp32 accumulate,
-// rounded to bf16 on store). Used where no GPU is present, and as a second implementation the
-// tests compare against.
-#include <cblas.h>
+// CPU backend: GEMMs through cpu_gemm (OpenBLAS sgemv for one-row fp32 products, oneDNN matmul
+// otherwise; see cpu_gemm.hpp), elementwise steps as loops. Used where no GPU is present, and as
+// a second implementation the tests compare against.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,25 +10,20 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <stdexcept>
 #include <string>
-#include <thread>
+#include <utility>
 
+#include "backends/cpu_gemm.hpp"
+#include "backends/cpu_memory.hpp"
 #include "core/host_mat.hpp"
 #include "fusebench/backend.hpp"
 
 namespace fusebench {
 namespace {
 
-std::vector<float> widen(const MatRef& m) {
-  std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));
-  for (std::int64_t r = 0; r < m.rows; ++r) {
-    for (std::int64_t c = 0; c < m.cols; ++c)
-      out[static_cast<std::size_t>(r * m.cols + c)] = load(m, r, c);
-  }
-  return out;
-}
-
-// y[r, c] += bias[c] (bias: y.cols contiguous elements of y's dtype).
+// y[r, c] += bias[r] of a [N, 1] bias (y.cols contiguous elements of y's dtype): the separate
+// bias add (BiasAddStep). A GEMM's own bias is added inside its library call (cpu_gemm.cpp).
 void add_bias(const MatRef& y, const MatRef& bias) {
   if (bias.rows != y.cols || bias.dtype != y.dtype)
     throw std::invalid_argument("bias of " + std::to_string(bias.rows) + " elements for " +
@@ -55,7 +49,7 @@ class CpuBackend final : public Backend {
 
   std::string unsupported_reason(DType dtype) const override {
     if (dtype == DType::f32 || dtype == DType::bf16) return {};
-    return "the CPU backend (OpenBLAS) has no " + std::string(to_string(dtype)) +
+    return "the CPU backend (OpenBLAS, oneDNN) has no " + std::string(to_string(dtype)) +
            " GEMM; use fp32 or bf16";
   }
 
@@ -72,7 +66,7 @@ class CpuBackend final : public Backend {
           std::to_string(static_cast<long long>(total) >> 20) +
           " MiB; use fewer tokens or a smaller model");
     }
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void* p = cpu::allocate_host(bytes);
     if (p == nullptr)
       throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
@@ -97,36 +91,13 @@ class CpuBackend final : public Backend {
   }
 
   void gemm(const GemmArgs& a) override {
-    const auto m = static_cast<blasint>(a.y.rows), n = static_cast<blasint>(a.y.cols),
-               k = static_cast<blasint>(a.x.cols);
     ++calls_;
-    if (a.x.dtype == DType::f32) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f,
-                  static_cast<const float*>(a.x.data), static_cast<blasint>(a.x.ld),
-                  static_cast<const float*>(a.w.data), static_cast<blasint>(a.w.ld), 0.0f,
-                  static_cast<float*>(a.y.data), static_cast<blasint>(a.y.ld));
-      if (a.bias.data != nullptr) add_bias(a.y, a.bias);  // the same call: the GPU's epilogue
-      return;
-    }
-    if (a.x.dtype != DType::bf16) throw std::runtime_error(unsupported_reason(a.x.dtype));
-    scratch_.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
-#ifdef FUSEBENCH_HAVE_SBGEMM
-    cblas_sbgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f,
-                 static_cast<const bfloat16*>(a.x.data), static_cast<blasint>(a.x.ld),
-                 static_cast<const bfloat16*>(a.w.data), static_cast<blasint>(a.w.ld), 0.0f,
-                 scratch_.data(), n);
-#else
-    // No sbgemm in this OpenBLAS build: widen the bf16 operands to fp32 (exact) and use sgemm.
-    // Same numerics as sbgemm (fp32 accumulate); the widening is part of the timed region.
-    const std::vector<float> x = widen(a.x), w = widen(a.w);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k, w.data(), k,
-                0.0f, scratch_.data(), n);
-#endif
-    for (blasint r = 0; r < m; ++r) {
-      for (blasint c = 0; c < n; ++c)
-        store(a.y, r, c, scratch_[static_cast<std::size_t>(r) * n + c]);
-    }
-    if (a.bias.data != nullptr) add_bias(a.y, a.bias);
+    const cpu::GemmPath path = gemm_.run(a);
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms)
+      algorithm_log_.push_back(gemm_.describe(path, a));
+  }
+  std::vector<std::string> take_algorithm_log() override {
+    return std::exchange(algorithm_log_, {});
   }
 
   // Grouped/batched GEMMs run as a loop of BLAS calls (k library calls, counted as such) so
@@ -182,24 +153,16 @@ class CpuBackend final : public Backend {
   std::int64_t library_calls() const override { return calls_; }
 
   nlohmann::json context() const override {
-    return {{"backend", "cpu"},
-            {"blas", "OpenBLAS"},
-            {"blas_config", openblas_get_config()},
-            {"blas_core", openblas_get_corename()},
-            {"blas_threads", openblas_get_num_threads()},
-#ifdef FUSEBENCH_HAVE_SBGEMM
-            {"cpu_bf16_gemm", "cblas_sbgemm (bf16 in, fp32 accumulate)"},
-#else
-            {"cpu_bf16_gemm",
-             "bf16 widened to fp32 then cblas_sgemm (this OpenBLAS has no sbgemm); widening is "
-             "timed"},
-#endif
-            {"hardware_threads", std::thread::hardware_concurrency()}};
+    nlohmann::json j = {{"backend", "cpu"}, {"cpu_gemm", gemm_.context()}};
+    j["hardware_threads"] = j["cpu_gemm"]["hardware_threads"];
+    return j;
   }
 
  private:
+  static constexpr std::size_t kMaxLoggedAlgorithms = 64;
   std::int64_t calls_ = 0;
-  std::vector<float> scratch_;
+  cpu::CpuGemm gemm_;
+  std::vector<std::string> algorithm_log_;
 };
 
 }  // namespace

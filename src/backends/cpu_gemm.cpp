@@ -1,0 +1,375 @@
+#include "backends/cpu_gemm.hpp"
+
+#include <cblas.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/host_mat.hpp"
+
+#ifdef FUSEBENCH_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace fusebench::cpu {
+namespace {
+
+blasint as_blasint(std::int64_t v) { return static_cast<blasint>(v); }
+
+std::vector<float> widen(const MatRef& m) {
+  std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));
+  for (std::int64_t r = 0; r < m.rows; ++r) {
+    for (std::int64_t c = 0; c < m.cols; ++c)
+      out[static_cast<std::size_t>(r * m.cols + c)] = load(m, r, c);
+  }
+  return out;
+}
+
+void store_rows(const std::vector<float>& src, const MatRef& y) {
+  for (std::int64_t r = 0; r < y.rows; ++r) {
+    for (std::int64_t c = 0; c < y.cols; ++c)
+      store(y, r, c, src[static_cast<std::size_t>(r * y.cols + c)]);
+  }
+}
+
+bool has_bias(const GemmArgs& a) { return a.bias.data != nullptr; }
+
+void require_bias_shape(const GemmArgs& a) {
+  if (has_bias(a) && (a.bias.rows != a.y.cols || a.bias.dtype != a.y.dtype)) {
+    throw std::invalid_argument("cpu gemm: a bias of " + std::to_string(a.bias.rows) + " " +
+                                std::string(to_string(a.bias.dtype)) + " elements for " +
+                                std::to_string(a.y.cols) + " " + std::string(to_string(a.y.dtype)) +
+                                " output columns");
+  }
+}
+
+// Rows [0, m) of out (row stride ld) = the bias, in fp32: the BLAS calls then accumulate onto it
+// (beta = 1), so the bias is added in the GEMM's own library call as cuBLASLt's epilogue adds it
+// in its kernel, before the one rounding to the output dtype.
+void fill_with_bias(const MatRef& bias, float* out, std::int64_t m, std::int64_t n,
+                    std::int64_t ld) {
+  for (std::int64_t c = 0; c < n; ++c) out[c] = load(bias, c, 0);
+  for (std::int64_t r = 1; r < m; ++r) std::memcpy(out + r * ld, out, sizeof(float) * n);
+}
+
+// beta of the BLAS calls: 1 onto the bias fill_with_bias() wrote, else 0.
+float prepare_fp32_output(const GemmArgs& a, float* out, std::int64_t ld) {
+  if (!has_bias(a)) return 0.0f;
+  fill_with_bias(a.bias, out, a.y.rows, a.y.cols, ld);
+  return 1.0f;
+}
+
+void require_dtype(GemmPath path, const GemmArgs& a, DType want) {
+  if (a.x.dtype != want || a.w.dtype != want || a.y.dtype != want) {
+    throw std::invalid_argument(std::string("cpu gemm path ") + to_string(path) + " takes " +
+                                std::string(to_string(want)) + " operands, got " +
+                                std::string(to_string(a.x.dtype)));
+  }
+}
+
+#ifdef FUSEBENCH_HAVE_DNNL
+// OpenMP's thread count as oneDNN sees it (libgomp is loaded by libdnnl; looked up at run time
+// so this file needs no OpenMP flags, which clang's ASan build lacks).
+int omp_max_threads() {
+  using Fn = int (*)();
+  const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  return fn != nullptr ? fn() : -1;
+}
+#endif
+
+std::string openblas_parallel() {
+  switch (openblas_get_parallel()) {
+    case 0:
+      return "sequential";
+    case 1:
+      return "pthreads";
+    case 2:
+      return "openmp";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+const char* to_string(GemmPath path) {
+  switch (path) {
+    case GemmPath::blas_gemv:
+      return "openblas_sgemv";
+    case GemmPath::blas_gemm:
+      return "openblas_sgemm";
+    case GemmPath::blas_sbgemm:
+      return "openblas_sbgemm";
+    case GemmPath::widened_sgemm:
+      return "bf16_widened_openblas_sgemm";
+    case GemmPath::dnnl_sgemm:
+      return "onednn_sgemm";
+    case GemmPath::dnnl_matmul:
+      return "onednn_matmul";
+  }
+  return "unknown";
+}
+
+bool dnnl_built() {
+#ifdef FUSEBENCH_HAVE_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
+GemmPath choose_path(DType dtype, std::int64_t m, bool have_dnnl) {
+  if (dtype == DType::f32) {
+    if (m == 1) return GemmPath::blas_gemv;
+    if (!have_dnnl) return GemmPath::blas_gemm;
+    return m <= 3 ? GemmPath::dnnl_sgemm : GemmPath::dnnl_matmul;
+  }
+  if (have_dnnl) return GemmPath::dnnl_matmul;
+#ifdef FUSEBENCH_HAVE_SBGEMM
+  return GemmPath::blas_sbgemm;
+#else
+  return GemmPath::widened_sgemm;
+#endif
+}
+
+#ifdef FUSEBENCH_HAVE_DNNL
+// One matmul primitive per shape, strides and dtype, created on first use (the warm-up run) and
+// executed on the operands' own pointers.
+struct CpuGemm::Dnnl {
+  using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, bool>;
+  struct Entry {
+    dnnl::matmul primitive;
+    dnnl::memory::desc x, w, y, bias;  // bias: empty without one
+    std::string impl;
+  };
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, Entry> cache;
+  // Where oneDNN has no bf16 matmul for this CPU (2.x wants AVX-512), bf16 takes the OpenBLAS path.
+  bool bf16 = false;
+
+  Dnnl() {
+    try {
+      probe_bf16();
+      bf16 = true;
+    } catch (const dnnl::error&) {
+      bf16 = false;
+    }
+  }
+
+  // With and without a bias: the split and fused variants of a model with a bias must take the
+  // same path.
+  void probe_bf16() {
+    std::uint16_t x[4] = {}, w[4] = {}, y[4] = {}, b[2] = {};
+    entry({{x, DType::bf16, 2, 2, 2}, {w, DType::bf16, 2, 2, 2}, {y, DType::bf16, 2, 2, 2}});
+    entry({{x, DType::bf16, 2, 2, 2},
+           {w, DType::bf16, 2, 2, 2},
+           {y, DType::bf16, 2, 2, 2},
+           {b, DType::bf16, 2, 1, 1}});
+  }
+
+  Entry& entry(const GemmArgs& a) {
+    const std::int64_t m = a.y.rows, n = a.y.cols, k = a.x.cols;
+    const Key key{static_cast<int>(a.x.dtype), m, n, k, a.x.ld, a.w.ld, a.y.ld, has_bias(a)};
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    using dt = dnnl::memory::data_type;
+    const dt type = a.x.dtype == DType::bf16 ? dt::bf16 : dt::f32;
+    // x [M,K] row-major; w^T [K,N] read from w [N,K] row-major (strides 1, ldw); y [M,N].
+    const dnnl::memory::desc x({m, k}, type, dnnl::memory::dims{a.x.ld, 1});
+    const dnnl::memory::desc w({k, n}, type, dnnl::memory::dims{1, a.w.ld});
+    const dnnl::memory::desc y({m, n}, type, dnnl::memory::dims{a.y.ld, 1});
+    // The bias: N contiguous elements broadcast over the rows, added by the matmul itself (in
+    // fp32, before the output is rounded).
+    const dnnl::memory::desc bias = has_bias(a)
+                                        ? dnnl::memory::desc({1, n}, type, dnnl::memory::dims{n, 1})
+                                        : dnnl::memory::desc();
+#if DNNL_VERSION_MAJOR >= 3
+    const dnnl::matmul::primitive_desc pd =
+        has_bias(a) ? dnnl::matmul::primitive_desc(engine, x, w, bias, y)
+                    : dnnl::matmul::primitive_desc(engine, x, w, y);
+#else
+    const dnnl::matmul::primitive_desc pd(
+        has_bias(a) ? dnnl::matmul::desc(x, w, bias, y) : dnnl::matmul::desc(x, w, y), engine);
+#endif
+    return cache.emplace(key, Entry{dnnl::matmul(pd), x, w, y, bias, pd.impl_info_str()})
+        .first->second;
+  }
+
+  void run(const GemmArgs& a) {
+    Entry& e = entry(a);
+    dnnl::memory x(e.x, engine, a.x.data), w(e.w, engine, a.w.data), y(e.y, engine, a.y.data);
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
+    if (has_bias(a)) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, engine, a.bias.data));
+    e.primitive.execute(stream, args);
+    stream.wait();
+  }
+};
+#else
+struct CpuGemm::Dnnl {};
+#endif
+
+CpuGemm::CpuGemm() {
+#ifdef FUSEBENCH_HAVE_DNNL
+  dnnl_ = std::make_unique<Dnnl>();
+#endif
+}
+
+CpuGemm::~CpuGemm() = default;
+
+bool CpuGemm::dnnl_takes(DType dtype) const {
+#ifdef FUSEBENCH_HAVE_DNNL
+  return dnnl_ != nullptr && (dtype == DType::f32 || (dtype == DType::bf16 && dnnl_->bf16));
+#else
+  (void)dtype;
+  return false;
+#endif
+}
+
+GemmPath CpuGemm::run(const GemmArgs& a) {
+  const GemmPath path = choose_path(a.x.dtype, a.y.rows, dnnl_takes(a.x.dtype));
+  run_path(path, a);
+  return path;
+}
+
+void CpuGemm::run_path(GemmPath path, const GemmArgs& a) {
+  const std::int64_t m = a.y.rows, n = a.y.cols, k = a.x.cols;
+  require_bias_shape(a);
+  auto* const y32 = static_cast<float*>(a.y.data);  // the fp32 paths' output
+  switch (path) {
+    case GemmPath::blas_gemv: {
+      require_dtype(path, a, DType::f32);
+      if (m != 1) throw std::invalid_argument("cpu gemm path openblas_sgemv takes M = 1");
+      // y[0,:] = w[N,K] x[0,:] (+ bias)
+      const float beta = prepare_fp32_output(a, y32, a.y.ld);
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, as_blasint(n), as_blasint(k), 1.0f,
+                  static_cast<const float*>(a.w.data), as_blasint(a.w.ld),
+                  static_cast<const float*>(a.x.data), 1, beta, y32, 1);
+      return;
+    }
+    case GemmPath::blas_gemm: {
+      require_dtype(path, a, DType::f32);
+      const float beta = prepare_fp32_output(a, y32, a.y.ld);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blasint(m), as_blasint(n),
+                  as_blasint(k), 1.0f, static_cast<const float*>(a.x.data), as_blasint(a.x.ld),
+                  static_cast<const float*>(a.w.data), as_blasint(a.w.ld), beta, y32,
+                  as_blasint(a.y.ld));
+      return;
+    }
+    case GemmPath::blas_sbgemm: {
+#ifdef FUSEBENCH_HAVE_SBGEMM
+      require_dtype(path, a, DType::bf16);
+      scratch_.resize(static_cast<std::size_t>(m * n));
+      const float beta = prepare_fp32_output(a, scratch_.data(), n);
+      cblas_sbgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blasint(m), as_blasint(n),
+                   as_blasint(k), 1.0f, static_cast<const bfloat16*>(a.x.data), as_blasint(a.x.ld),
+                   static_cast<const bfloat16*>(a.w.data), as_blasint(a.w.ld), beta,
+                   scratch_.data(), as_blasint(n));
+      store_rows(scratch_, a.y);
+      return;
+#else
+      throw std::invalid_argument("this OpenBLAS has no cblas_sbgemm");
+#endif
+    }
+    case GemmPath::widened_sgemm: {
+      require_dtype(path, a, DType::bf16);
+      // Exact widening, fp32 accumulate (bias included), one rounding on store: a bf16 GEMM's
+      // numerics.
+      const std::vector<float> x = widen(a.x), w = widen(a.w);
+      scratch_.resize(static_cast<std::size_t>(m * n));
+      const float beta = prepare_fp32_output(a, scratch_.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blasint(m), as_blasint(n),
+                  as_blasint(k), 1.0f, x.data(), as_blasint(k), w.data(), as_blasint(k), beta,
+                  scratch_.data(), as_blasint(n));
+      store_rows(scratch_, a.y);
+      return;
+    }
+    case GemmPath::dnnl_sgemm:
+#ifdef FUSEBENCH_HAVE_DNNL
+    {
+      require_dtype(path, a, DType::f32);
+      const float beta = prepare_fp32_output(a, y32, a.y.ld);
+      if (dnnl_sgemm('N', 'T', m, n, k, 1.0f, static_cast<const float*>(a.x.data), a.x.ld,
+                     static_cast<const float*>(a.w.data), a.w.ld, beta, y32,
+                     a.y.ld) != dnnl_success) {
+        throw std::runtime_error("dnnl_sgemm failed (M=" + std::to_string(m) +
+                                 ", N=" + std::to_string(n) + ", K=" + std::to_string(k) + ")");
+      }
+      return;
+    }
+#else
+      throw std::invalid_argument("this build has no oneDNN (libdnnl-dev was not found)");
+#endif
+    case GemmPath::dnnl_matmul:
+#ifdef FUSEBENCH_HAVE_DNNL
+      if (a.x.dtype != DType::f32 && a.x.dtype != DType::bf16)
+        throw std::invalid_argument("cpu gemm path onednn_matmul takes fp32 or bf16");
+      if (a.w.dtype != a.x.dtype || a.y.dtype != a.x.dtype)
+        throw std::invalid_argument("cpu gemm path onednn_matmul: operand dtypes differ");
+      dnnl_->run(a);
+      return;
+#else
+      throw std::invalid_argument("this build has no oneDNN (libdnnl-dev was not found)");
+#endif
+  }
+  throw std::invalid_argument("unknown cpu gemm path");
+}
+
+std::string CpuGemm::describe(GemmPath path, const GemmArgs& a) {
+  std::string text = to_string(path);
+#ifdef FUSEBENCH_HAVE_DNNL
+  if (path == GemmPath::dnnl_matmul) text += " " + dnnl_->entry(a).impl;
+#else
+  (void)a;
+#endif
+  if (path == GemmPath::blas_gemv || path == GemmPath::blas_gemm ||
+      path == GemmPath::widened_sgemm) {
+    text += std::string(" ") + openblas_get_corename();
+  }
+  if (has_bias(a)) text += " +bias";  // added in this call (matmul bias, or beta = 1 onto it)
+  return text;
+}
+
+nlohmann::json CpuGemm::context() const {
+  nlohmann::json j;
+  j["openblas"] = {{"config", openblas_get_config()},
+                   {"core", openblas_get_corename()},
+                   {"threading", openblas_parallel()},
+                   {"threads", openblas_get_num_threads()}};
+#ifdef FUSEBENCH_HAVE_DNNL
+  const dnnl_version_t* v = dnnl_version();
+  const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP          ? "openmp"
+                        : v->cpu_runtime == DNNL_RUNTIME_TBB        ? "tbb"
+                        : v->cpu_runtime == DNNL_RUNTIME_SEQ        ? "sequential"
+                        : v->cpu_runtime == DNNL_RUNTIME_THREADPOOL ? "threadpool"
+                                                                    : "other";
+  j["onednn"] = {{"version", std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                                 std::to_string(v->patch)},
+                 {"git_hash", v->hash != nullptr ? v->hash : ""},
+                 {"threading", runtime},
+                 {"threads", v->cpu_runtime == DNNL_RUNTIME_OMP ? omp_max_threads() : -1}};
+#else
+  j["onednn"] = "unavailable: built without oneDNN (install libdnnl-dev)";
+#endif
+  const bool f32 = dnnl_takes(DType::f32), bf16 = dnnl_takes(DType::bf16);
+  j["dispatch"] = {
+      {"fp32_m1", to_string(choose_path(DType::f32, 1, f32))},
+      {"fp32_m2_m3", to_string(choose_path(DType::f32, 2, f32))},
+      {"fp32_m_ge_4", to_string(choose_path(DType::f32, 4, f32))},
+      {"bf16", to_string(choose_path(DType::bf16, 1, bf16))},
+      {"why",
+       "measured on this suite's 2-core AVX-512 host (docs/cpu-gemm.md): OpenBLAS sgemm packs "
+       "the whole weight for one row (sgemv, as numpy uses, is 2-3x faster at M=1); oneDNN's "
+       "sgemm is fastest at M=2-3 and its JIT AVX-512 matmul from M=4 (up to 2x faster than "
+       "OpenBLAS's Haswell kernels), and it runs bf16 natively"}};
+  j["hardware_threads"] = std::thread::hardware_concurrency();
+  return j;
+}
+
+}  // namespace fusebench::cpu

@@ -1,0 +1,64 @@
+#pragma once
+// The CPU backend's GEMM: y[M,N] = x[M,K] w[N,K]^T (+ bias), row-major (F.linear), fp32 or bf16
+// (bf16 in, fp32 accumulate, rounded to bf16 on store). A bias is added in the same library call
+// on every path (oneDNN matmul's bias argument; the BLAS calls accumulate onto it, beta = 1),
+// before the one rounding, as cuBLASLt's epilogue adds it in its kernel. Which library runs a call
+// is a fixed rule, chosen by measurement on the 2-core AVX-512 machine this suite is developed on
+// (docs/cpu-gemm.md):
+//   fp32, M = 1     -> OpenBLAS cblas_sgemv (sgemm packs the whole weight: 2-3x slower);
+//   fp32, M = 2, 3  -> oneDNN dnnl_sgemm (1.5x faster than its matmul primitive there);
+//   fp32, M >= 4    -> oneDNN matmul (JIT AVX-512 kernels; OpenBLAS runs Haswell kernels here);
+//   bf16            -> oneDNN matmul (native bf16 dot products where the CPU has them).
+// Built without oneDNN, every M >= 2 fp32 call is OpenBLAS sgemm and bf16 is widened to fp32
+// (or OpenBLAS sbgemm where the build has it); the context says which.
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "fusebench/backend.hpp"
+
+namespace fusebench::cpu {
+
+enum class GemmPath {
+  blas_gemv,      // OpenBLAS cblas_sgemv (fp32, one row)
+  blas_gemm,      // OpenBLAS cblas_sgemm (fp32)
+  blas_sbgemm,    // OpenBLAS cblas_sbgemm (bf16; only where this OpenBLAS has it)
+  widened_sgemm,  // bf16 widened to fp32 (exact), cblas_sgemm, rounded to bf16 (timed)
+  dnnl_sgemm,     // oneDNN dnnl_sgemm (fp32)
+  dnnl_matmul,    // oneDNN matmul primitive (fp32 or bf16)
+};
+const char* to_string(GemmPath path);
+
+// The dispatch rule (pure, for tests and the report): the path a call of this shape takes.
+GemmPath choose_path(DType dtype, std::int64_t m, bool have_dnnl);
+// True when this build has oneDNN.
+bool dnnl_built();
+
+class CpuGemm {
+ public:
+  CpuGemm();
+  ~CpuGemm();
+  CpuGemm(const CpuGemm&) = delete;
+  CpuGemm& operator=(const CpuGemm&) = delete;
+
+  // Runs the path choose_path() picks; returns it.
+  GemmPath run(const GemmArgs& a);
+  // Runs a given path (tests compare paths on one shape); throws std::invalid_argument when the
+  // path does not exist in this build or does not take this dtype or shape.
+  void run_path(GemmPath path, const GemmArgs& a);
+  // A short description of a path as it runs here (library, kernel), for gemm_algorithms.
+  std::string describe(GemmPath path, const GemmArgs& a);
+  // Library, versions, threading and the dispatch rule, for the report context.
+  nlohmann::json context() const;
+  // True when oneDNN runs this dtype here (built with it; bf16 also needs a CPU it supports).
+  bool dnnl_takes(DType dtype) const;
+
+ private:
+  struct Dnnl;
+  std::unique_ptr<Dnnl> dnnl_;  // null without oneDNN
+  std::vector<float> scratch_;  // fp32 result of the bf16 fallbacks
+};
+
+}  // namespace fusebench::cpu
