@@ -89,8 +89,10 @@ class HfLayerWeights : public TensorSource {
   // The dtype the layer's tensors are stored in (what a run uses by default); throws
   // CheckpointError when they differ.
   TensorDtype stored_dtype() const;
-  // Every dtype the layer's tensors are stored in.
+  // Every dtype the layer's tensors are stored in; the one a logical tensor is stored in (throws
+  // CheckpointError when the layer does not provide it).
   std::set<TensorDtype> stored_dtypes() const;
+  TensorDtype stored_dtype_of(const std::string& logical) const;
   int layer() const { return layer_; }
   std::int64_t expert() const { return expert_; }
   const std::string& family() const { return family_; }

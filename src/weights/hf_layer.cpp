@@ -427,6 +427,13 @@ std::set<TensorDtype> HfLayerWeights::stored_dtypes() const {
   return out;
 }
 
+TensorDtype HfLayerWeights::stored_dtype_of(const std::string& logical) const {
+  const auto it = parts_.find(logical);
+  if (it == parts_.end())
+    throw CheckpointError(describe() + ": provides no " + quote_name(logical));
+  return checkpoint_->tensor(it->second.tensor).info.dtype;
+}
+
 TensorDtype HfLayerWeights::stored_dtype() const {
   std::map<TensorDtype, std::string> seen;
   for (const auto& [logical, p] : parts_)
