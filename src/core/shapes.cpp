@@ -301,7 +301,17 @@ void read_qwen_moe(const ConfigReader& c, const std::string& type, ModelShape& m
   const auto dense_only = c.indices("mlp_only_layers");
   m.moe_placement.sparse_step = step;
   m.moe_placement.dense_only.assign(dense_only.begin(), dense_only.end());
-  m.moe_placement.rule = "decoder_sparse_step=" + std::to_string(step) + ", mlp_only_layers";
+  std::string listed;
+  std::size_t shown = 0;
+  for (std::int64_t i : dense_only) {
+    if (++shown > 16) {
+      listed += ", ... (" + std::to_string(dense_only.size()) + " layers)";
+      break;
+    }
+    listed += (listed.empty() ? "" : ", ") + std::to_string(i);
+  }
+  m.moe_placement.rule =
+      "decoder_sparse_step=" + std::to_string(step) + ", mlp_only_layers=[" + listed + "]";
   const bool known = m.layers > 0;
   const std::int64_t moe = known ? qwen_moe_layer_count(m.layers, step, dense_only) : -1;
   const bool has_dense = known ? moe < m.layers : (step > 1 || !dense_only.empty());
