@@ -21,7 +21,8 @@ q/k/v bias, Mixtral's block_sparse_moe w1/w3/w2, DeepSeek-V3's MLA with a dense 
 each layer's logical tensors for every expert, and each rank's w13/w2 as a transcription of
 vLLM's FusedMoE weight loader (_load_w13, _load_w2 in fused_moe/layer.py) builds them.
 hostile/cli/ holds the hostile files again as model directories (config.json beside them), for
-the command-line tests.
+the command-line tests; cli/nan_in_layer1_k_proj/ is a valid checkpoint with one NaN weight, so
+the command-line tests can see which layer's values a run computes on.
 """
 import json
 import os
@@ -745,6 +746,29 @@ def hostile_cases(out, blob, rng):
     return cases, cli
 
 
+def nan_in_one_layer(out):
+    """A valid Llama-like fp32 checkpoint with one NaN in layer 1's k_proj: the reader accepts it
+    (NaN is a value), so the command line's --verify fails exactly where the checkpoint's values
+    reach a computation (layer 1's q/k/v, output k) and passes on layer 0: proof that a run
+    computes on the layer --layer picks, not on random weights."""
+    spec = dict(model_type="llama", hidden=16, heads=2, kv=1, head_dim=8, inter=24, layers=2,
+                dtype="F32", layout="single", bias=False, fused=False)
+    root = os.path.join(out, "cli", "nan_in_layer1_k_proj")
+    os.makedirs(root)
+    poisoned = "model.layers.1.self_attn.k_proj.weight"
+    tensors = []
+    for name, values in hf_tensors(spec, np.random.default_rng(20261201)):
+        values = np.array(values, np.float32)
+        if name == poisoned:
+            values[2, 3] = np.nan
+        raw, value = store(values, "F32")
+        tensors.append((name, "F32", list(value.shape), raw))
+    write_safetensors(os.path.join(root, "model.safetensors"), tensors)
+    with open(os.path.join(root, "config.json"), "w") as f:
+        f.write(config_json(spec))
+    return {"path": os.path.relpath(root, out), "layer": 1, "tensor": poisoned, "output": "k"}
+
+
 def official_checks(out, manifest, blob, rng):
     """With the reference implementation: read back our files, refuse the hostile ones, and write
     one more checkpoint with it."""
@@ -802,6 +826,7 @@ def main():
                               for name, spec in MOE_MODELS.items()}
     manifest["hostile"], manifest["cli"] = hostile_cases(out, blob, rng)
     manifest["official"] = official_checks(out, manifest, blob, rng)
+    manifest["cli_nan"] = nan_in_one_layer(out)
     with open(os.path.join(out, "expected.bin"), "wb") as f:
         f.write(b"".join(blob.chunks))
     with open(os.path.join(out, "expected.json"), "w") as f:
