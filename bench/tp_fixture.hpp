@@ -40,8 +40,8 @@ struct CommSettings {
 std::string resolve_comm(const CommSettings& settings, const Backend& backend,
                          const std::string& op, int tp);
 
-// Under mpirun/srun with CUDA_VISIBLE_DEVICES unset: shows each process only the GPU of its
-// local rank (call before any CUDA call).
+// Under mpirun/srun: this process opens the GPU of its local rank modulo the GPUs it sees
+// (local_device.hpp; call before creating the backend).
 void pin_local_gpu();
 // context["tp"]: the --comm request, the link profile, processes; definitions of the counters.
 nlohmann::json tp_context(const CommSettings& settings, int processes);
