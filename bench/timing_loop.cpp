@@ -20,13 +20,7 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-bool has_collectives(const Plan& plan) {
-  for (const Step& s : plan.steps) {
-    if (std::holds_alternative<AllReduceStep>(s) || std::holds_alternative<AllGatherStep>(s))
-      return true;
-  }
-  return false;
-}
+bool has_collectives(const Plan& plan) { return plan.has_collectives(); }
 
 // Builds the rotation sets of a fixture once (copies of set 0's bytes: no regeneration).
 void prepare_rotation(RotationState& rot, const std::string& key, Workspace& ws,

@@ -9,9 +9,11 @@
 #include <stdexcept>
 
 #include "fusebench/cost_model.hpp"
+#include "fusebench/local_device.hpp"
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/overlap.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
 
@@ -62,6 +64,13 @@ class TimedCollectives final : public Communicator {
   void all_gather(const MatRef& s, const MatRef& d) override {
     timed(CollectiveKind::all_gather, [&] { inner_.all_gather(s, d); });
   }
+  void reduce_scatter(const MatRef& s, const MatRef& d) override {
+    timed(CollectiveKind::reduce_scatter, [&] { inner_.reduce_scatter(s, d); });
+  }
+  void all_gather_rows(const MatRef& s, const MatRef& d) override {
+    timed(CollectiveKind::all_gather, [&] { inner_.all_gather_rows(s, d); });
+  }
+  void reserve(std::size_t bytes) override { inner_.reserve(bytes); }
   void check_same_config(const std::string& c) override { inner_.check_same_config(c); }
   std::map<CollectiveKind, double> seconds;
 
@@ -122,16 +131,7 @@ double seconds_per_run(F&& once, Backend& backend, int reps, int launches,
 
 }  // namespace
 
-void pin_local_gpu() {
-  if (!launched_by_mpi() || std::getenv("CUDA_VISIBLE_DEVICES") != nullptr) return;
-  for (const char* var :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"}) {
-    if (const char* v = std::getenv(var)) {
-      setenv("CUDA_VISIBLE_DEVICES", v, 1);
-      return;
-    }
-  }
-}
+void pin_local_gpu() { pin_local_cuda_device(); }
 
 nlohmann::json tp_context(const CommSettings& s, int processes) {
   return {{"comm_requested", s.requested},
@@ -441,16 +441,7 @@ void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::Dev
 
   // Communication per run, by kind.
   std::map<CollectiveKind, double> comm_s, comm_bytes;
-  const double elem = static_cast<double>(dtype_size(plan.dtype));
-  for (const Step& step : plan.steps) {
-    if (const auto* a = std::get_if<AllReduceStep>(&step)) {
-      comm_bytes[CollectiveKind::all_reduce] +=
-          static_cast<double>(a->data.rows * a->data.cols) * elem;
-    } else if (const auto* g = std::get_if<AllGatherStep>(&step)) {
-      comm_bytes[CollectiveKind::all_gather] +=
-          static_cast<double>(g->dst.rows * g->dst.cols) * elem;
-    }
-  }
+  for (const auto& [kind, traffic] : collective_traffic(plan)) comm_bytes[kind] = traffic.bytes;
   if (modelled) {
     for (const auto& [kind, bytes] : comm_bytes)
       comm_s[kind] = modelled_seconds(settings_.link, kind, bytes, tp);

@@ -4,11 +4,13 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <thread>
 
 #include "core/host_mat.hpp"
@@ -71,6 +73,8 @@ class CpuBackend final : public Backend {
     const auto m = static_cast<blasint>(a.y.rows), n = static_cast<blasint>(a.y.cols),
                k = static_cast<blasint>(a.x.cols);
     ++calls_;
+    // One scratch per thread: a plan's lanes may run GEMMs on two threads at once.
+    thread_local std::vector<float> scratch;
     if (a.x.dtype == DType::f32) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f,
                   static_cast<const float*>(a.x.data), static_cast<blasint>(a.x.ld),
@@ -79,22 +83,22 @@ class CpuBackend final : public Backend {
       return;
     }
     if (a.x.dtype != DType::bf16) throw std::runtime_error(unsupported_reason(a.x.dtype));
-    scratch_.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
+    scratch.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
 #ifdef FUSEBENCH_HAVE_SBGEMM
     cblas_sbgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f,
                  static_cast<const bfloat16*>(a.x.data), static_cast<blasint>(a.x.ld),
                  static_cast<const bfloat16*>(a.w.data), static_cast<blasint>(a.w.ld), 0.0f,
-                 scratch_.data(), n);
+                 scratch.data(), n);
 #else
     // No sbgemm in this OpenBLAS build: widen the bf16 operands to fp32 (exact) and use sgemm.
     // Same numerics as sbgemm (fp32 accumulate); the widening is part of the timed region.
     const std::vector<float> x = widen(a.x), w = widen(a.w);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k, w.data(), k,
-                0.0f, scratch_.data(), n);
+                0.0f, scratch.data(), n);
 #endif
     for (blasint r = 0; r < m; ++r) {
       for (blasint c = 0; c < n; ++c)
-        store(a.y, r, c, scratch_[static_cast<std::size_t>(r) * n + c]);
+        store(a.y, r, c, scratch[static_cast<std::size_t>(r) * n + c]);
     }
   }
 
@@ -120,6 +124,20 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void rms_norm(const MatRef& x, const MatRef& weight, const MatRef& out, float eps) override {
+    if (x.rows != out.rows || x.cols != out.cols || weight.cols != x.cols || weight.rows != 1) {
+      throw std::invalid_argument("rms_norm: x, weight [1, cols] and out differ in shape");
+    }
+    ++calls_;
+    for (std::int64_t r = 0; r < out.rows; ++r) {
+      float sum = 0;  // fp32 accumulation, as the CUDA kernel
+      for (std::int64_t c = 0; c < x.cols; ++c) sum += load(x, r, c) * load(x, r, c);
+      const float inv = 1.0f / std::sqrt(sum / static_cast<float>(x.cols) + eps);
+      for (std::int64_t c = 0; c < x.cols; ++c)
+        store(out, r, c, load(x, r, c) * inv * load(weight, 0, c));
+    }
+  }
+
   void synchronize() override {}
   std::unique_ptr<RegionTimer> make_timer() override { return std::make_unique<SteadyTimer>(); }
   std::int64_t library_calls() const override { return calls_; }
@@ -141,8 +159,7 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  std::int64_t calls_ = 0;
-  std::vector<float> scratch_;
+  std::atomic<std::int64_t> calls_{0};  // lanes of a plan may call from two threads
 };
 
 }  // namespace
