@@ -155,6 +155,11 @@ nlohmann::json tp_counter_definitions() {
       {"comm_bytes",
        "payload bytes handed to collectives per iteration (all-reduce: M*hidden*dtype; "
        "all-gather: the total gathered size)"},
+      {"comm_wire_bytes",
+       "bytes one rank sends on a ring per iteration: comm_bytes * bus factor (all-reduce "
+       "2(n-1)/n, all-gather and reduce-scatter (n-1)/n)"},
+      {"padded_tokens",
+       "rows sp/overlap compute beyond the tokens: M padded to a multiple of tp (0 otherwise)"},
       {"comm_modelled",
        "1 when the communication figures come from the link model, 0 when measured"},
       {"compute_seconds", "rank 0's pipeline with collectives skipped, measured"},
@@ -460,6 +465,8 @@ void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::Dev
   double comm_total = 0;
   for (const auto& [kind, s] : comm_s) comm_total += s;
   state.counters["comm_bytes"] = Counter(cost.comm_bytes);
+  state.counters["comm_wire_bytes"] = Counter(cost.comm_wire_bytes);
+  state.counters["padded_tokens"] = Counter(static_cast<double>(plan.padded_tokens));
   state.counters["comm_modelled"] = Counter(modelled ? 1 : 0);
   state.counters["compute_seconds"] = Counter(compute_s);
   state.counters["comm_seconds"] = Counter(comm_total);
