@@ -5,6 +5,8 @@
 #include <iostream>
 #include <random>
 
+#include "comm/local_gpu.hpp"
+#include "comm/tp_run.hpp"
 #include "fixture_runner.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
@@ -15,10 +17,12 @@
 #include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/verify.hpp"
+#include "group_runner.hpp"
+#include "groups.hpp"
 #include "options.hpp"
 #include "report_writer.hpp"
 #include "sweep.hpp"
-#include "tp_fixture.hpp"
+#include "timing_setup.hpp"
 
 using namespace fusebench;
 
@@ -79,7 +83,7 @@ nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std
 int main(int argc, char** argv) {
   // Multi-process TP runs (mpirun, srun): one GPU per local rank unless the launcher chose, set
   // before anything touches CUDA; MPI bootstraps NCCL and carries rank 0's commands (docs/tp.md).
-  bench::pin_local_gpu();
+  pin_local_gpu();
   std::unique_ptr<MpiSession> mpi;
   if (launched_by_mpi() && mpi_built()) mpi = std::make_unique<MpiSession>(&argc, &argv);
   // Our help first, then Google Benchmark's (its Initialize would print only its own).
@@ -102,9 +106,9 @@ int main(int argc, char** argv) {
     BackendChoice choice = make_backend(parse_backend_kind(options.backend));
     Backend& backend = *choice.backend;
     std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
-    bench::CommSettings comm;
+    CommSettings comm;
     comm.requested = options.comm;
-    comm.link = options.link_profile == "measured" ? bench::measure_link_profile(backend, comm)
+    comm.link = options.link_profile == "measured" ? measure_link_profile(backend, comm)
                                                    : find_link_profile(options.link_profile);
     comm.timeout_s = default_comm_timeout();
     std::unique_ptr<Communicator> world;
@@ -114,7 +118,6 @@ int main(int argc, char** argv) {
       comm.world = world.get();
     }
     const bench::Sweep sweep = bench::build_sweep(options, backend, &comm);
-    comm.fixtures = &sweep.fixtures;
     if (options.list) {
       for (const auto& f : sweep.fixtures) std::cout << f.name() << "\n";
       return 0;
@@ -128,7 +131,10 @@ int main(int argc, char** argv) {
       mpi_broadcast(bytes);
       std::memcpy(&seed, bytes.data(), sizeof(seed));
       if (comm.world->rank() != 0) {
-        bench::TpRun::follow(sweep.fixtures, backend, seed, comm);
+        std::vector<TpMember> members;  // the sweep by index, as the leader names fixtures
+        for (std::size_t i = 0; i < sweep.fixtures.size(); ++i)
+          members.push_back(bench::tp_member(sweep.fixtures[i], i));
+        TpRun::follow(members, backend, seed, comm);
         return 0;
       }
     }
@@ -163,11 +169,16 @@ int main(int argc, char** argv) {
     }
 
     bench::EntryFields fields;
-    bench::FixtureRunner runner(backend, seed, fields);
-    runner.set_timing(timing.settings);
-    runner.set_comm(comm);
-    context["tp"] = bench::tp_context(comm, mpi ? mpi->size() : 1);
-    const nlohmann::json tp_definitions = bench::tp_counter_definitions();
+    // Comparison groups: the variants of one op at one shape and regime, measured interleaved;
+    // a group is what --benchmark_filter selects of it (groups.hpp, docs/timing.md).
+    bench::GroupRunner groups(
+        backend, seed, sweep.fixtures,
+        bench::plan_groups(sweep.fixtures,
+                           bench::select_fixtures(sweep.fixtures, benchmark::GetBenchmarkFilter())),
+        timing.settings, comm);
+    bench::FixtureRunner runner(groups, fields);
+    context["tp"] = tp_context(comm, mpi ? mpi->size() : 1);
+    const nlohmann::json tp_definitions = tp_counter_definitions();
     for (const auto& [counter, definition] : tp_definitions.items())
       context["counter_definitions"][counter] = definition;
     {
@@ -184,9 +195,10 @@ int main(int argc, char** argv) {
       for (const auto& [counter, definition] : definitions.items()) {
         context["counter_definitions"][counter] = definition;
       }
-      for (auto& collector : passes.collectors) runner.add_collector(std::move(collector));
+      for (auto& collector : passes.collectors) groups.add_collector(std::move(collector));
     }
-    for (const auto& f : sweep.fixtures) {
+    for (std::size_t i = 0; i < sweep.fixtures.size(); ++i) {
+      const bench::Fixture& f = sweep.fixtures[i];
       const std::string name = f.name();
       fields[name] = {{"op", f.op},
                       {"variant", f.variant},
@@ -197,14 +209,15 @@ int main(int argc, char** argv) {
                       {"backend", backend.name()}};
       if (!f.comm.empty()) fields[name]["comm"] = f.comm;
       auto* b = benchmark::RegisterBenchmark(
-          name.c_str(), [&runner, f](benchmark::State& st) { runner.run(st, f); });
-      // One iteration = one complete measurement under the stopping rule (timing_loop.hpp).
+          name.c_str(), [&runner, f, i](benchmark::State& st) { runner.run(st, f, i); });
+      // One iteration = one complete measurement under the stopping rule (fixture_runner.hpp).
       b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
     }
     bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), fields);
     benchmark::RunSpecifiedBenchmarks(&writer);
-    runner.release();
-    bench::TpRun::release_followers(comm);
+    groups.release();
+    TpRun::release_followers(comm);
+    std::cerr << "fusebench: " << groups.tally_text() << "\n";
     benchmark::Shutdown();
     if (!options.report.empty()) {
       if (!writer.flush()) return 2;

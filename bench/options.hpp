@@ -30,7 +30,9 @@ struct Options {
   std::string dram_counters = "on";  // on | off: CUPTI Range Profiler (GPU)
   // Timing (docs/timing.md). Empty regimes: backend default; negative times: backend default.
   std::vector<std::string> timing;  // cold, batch, eager, graph
-  double timing_target_cv = 0.005;
+  // Relative half-width of the targeted 95% intervals (speedups, else medians) to stop at;
+  // negative: backend default (GPU 0.01, CPU 0.03).
+  double timing_target_ci = -1;
   double timing_min_time = -1;      // s of measured time before convergence may be declared
   double timing_max_time = -1;      // s of wall time per entry before giving up
   std::string gemm_algo = "timed";  // timed | heuristic

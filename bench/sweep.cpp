@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "comm/tp_run.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
-#include "tp_fixture.hpp"
 
 namespace fusebench::bench {
 
@@ -18,6 +18,25 @@ std::string Fixture::data_name() const {
   return op + "/" + variant + "/model:" + model.name + "/tokens:" + std::to_string(tokens) +
          "/tp:" + std::to_string(shard.tp) + "/dtype:" + std::string(to_string(dtype)) +
          (comm.empty() ? "" : "/comm:" + comm);
+}
+
+std::string Fixture::group_key() const {
+  Fixture f = *this;
+  f.variant.assign(1, '*');  // (not = "*": a GCC 12 -Wrestrict false positive)
+  return f.name();
+}
+
+std::string Fixture::group_data_key() const {
+  Fixture f = *this;
+  f.variant.assign(1, '*');  // (not = "*": a GCC 12 -Wrestrict false positive)
+  f.timing.clear();
+  return f.name();
+}
+
+std::string Fixture::baseline_variant() const { return find_op(op).variants.front(); }
+
+TpMember tp_member(const Fixture& f, std::size_t index) {
+  return {f.op, f.variant, f.shard, f.tokens, f.dtype, f.comm, static_cast<std::int32_t>(index)};
 }
 
 Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
@@ -86,6 +105,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
       for (const auto& op_name : s.ops) {
         const OpInfo& op = find_op(op_name);
         if (is_collective_op(op.name) && tp == 1) continue;  // nothing to exchange
+        std::vector<std::string> variants;
         for (const auto& variant : op.variants) {
           if (!o.variants.empty() &&
               std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end()) {
@@ -103,9 +123,13 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
               throw std::invalid_argument("--variants: " + variant +
                                           " is not timed here: " + caveat);
           }
-          for (DType dtype : s.dtypes) {
-            for (auto m : s.tokens) {
-              for (const auto& t : s.timing)
+          variants.push_back(variant);
+        }
+        // Variant innermost: a comparison group's members are adjacent.
+        for (DType dtype : s.dtypes) {
+          for (auto m : s.tokens) {
+            for (const auto& t : s.timing) {
+              for (const auto& variant : variants)
                 s.fixtures.push_back({op.name, variant, model, shard_shape, m, dtype, t});
             }
           }
@@ -126,7 +150,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
       throw std::invalid_argument("--variants: unknown variant '" + wanted + "' (valid: " + valid +
                                   ")");
   }
-  // Which communicator each TP fixture uses (tp_fixture.hpp); empty for the other ops.
+  // Which communicator each TP fixture uses (comm/tp_run.hpp); empty for the other ops.
   for (auto& f : s.fixtures)
     f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);
   if (s.fixtures.empty())

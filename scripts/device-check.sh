@@ -30,6 +30,12 @@ summary() {
     [ -s "$OUT/report.json" ] &&
       python3 scripts/summarize_report.py "$OUT/report.json" --torch "$OUT/torch.json" --ncu "$OUT/ncu.csv"
     [ -s "$OUT/report-tp.json" ] && python3 scripts/summarize_report.py "$OUT/report-tp.json"
+    # Per fixture: samples dropped (throttled, blocking-kernel timeouts: the grouped-GEMM
+    # host-array question), how the interleaved measurement stopped, speedup [95% CI]; the
+    # throttle reference clock; the stride-0 strided-batched gate_up check and its GPU tests.
+    [ -s "$OUT/report.json" ] &&
+      python3 scripts/timing_summary.py "$OUT/report.json" --build-log "$OUT/build-and-test.log"
+    [ -s "$OUT/report-tp.json" ] && python3 scripts/timing_summary.py "$OUT/report-tp.json"
   } 2>&1 | tee "$OUT/summary.txt"
   step "done"
 }

@@ -1,7 +1,10 @@
-"""Reads fusebench reports (Google Benchmark JSON) for the chart and HTML scripts.
+"""Reads fusebench reports (Google Benchmark JSON) for the chart, HTML and summary scripts.
 
 Tolerant by design: unknown keys are kept, missing counters stay missing (None, never 0),
 non-finite numbers are treated as missing, aggregates and failed runs are folded or skipped.
+Speedups come from the report's interleaved, paired ratios with their 95% intervals when it has
+them; otherwise from the ratio of the two medians, labelled so and without an interval
+(`speedup_between`).
 """
 from __future__ import annotations
 
@@ -25,6 +28,20 @@ NOMINAL_CEILINGS = {
     "A100": (312e12, 2.0e12),
 }
 
+# Each op's baseline variant when the report does not name one (`speedup_baseline`): the op's
+# first variant (COMMON contract 2).
+BASELINE_VARIANT = {"qkv": "split", "gate_up": "split", "tp_attn": "naive", "tp_mlp": "naive"}
+# Further comparisons drawn and tabled when both variants are present: (variant, over).
+EXTRA_COMPARISONS = {
+    "tp_attn": [("sp", "paired"), ("overlap", "paired")],
+    "tp_mlp": [("sp", "paired"), ("overlap", "paired")],
+}
+# A layer segment with this value keeps the chart's historic file name (no layer suffix).
+DEFAULT_LAYER = {"qkv": "attention", "tp_attn": "attention", "gate_up": "dense", "tp_mlp": "dense"}
+# How a speedup was obtained (Ratio.method).
+PAIRED = "paired"  # the report's median of per-round paired ratios, interleaved measurement
+MEDIANS = "ratio of medians"  # baseline median / variant median; no interval
+
 
 @dataclass
 class Entry:
@@ -39,12 +56,111 @@ class Entry:
     extra: str  # other name segments (e.g. comm:...), so distinct series stay distinct
     time_ns: float | None
     counters: dict = field(default_factory=dict)
-    fields: dict = field(default_factory=dict)  # non-numeric per-entry fields
+    fields: dict = field(default_factory=dict)  # non-numeric per-entry fields (str, dict, list)
     error: str | None = None
+    layer: str = ""  # name segment layer: ("" when the name has none)
+    weights: str = ""  # name segment weights: ("" when the name has none)
 
     def counter(self, key):
         v = self.counters.get(key)
         return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+    def config(self):
+        """What makes two entries of one op and variant different measurements, tokens aside."""
+        return (self.model, self.layer, self.tp, self.dtype, self.timing, self.weights, self.extra)
+
+    def time_interval_ns(self):
+        """(low, high) of the median's 95% interval in ns, or None. The counters are taken in
+        seconds (as time_median) when they bracket time_median, else in the entry's time unit
+        (as real_time) when they bracket the median; anything else is not shown."""
+        lo, hi = self.counter("time_median_ci_low"), self.counter("time_median_ci_high")
+        if lo is None or hi is None or not lo <= hi:
+            return None
+        med_s = self.counter("time_median")
+        if med_s is not None and lo <= med_s * (1 + 1e-9) and med_s <= hi * (1 + 1e-9):
+            return lo * 1e9, hi * 1e9
+        scale = TIME_SCALE_NS.get(self.fields.get("time_unit", "ns"))
+        t = self.time_ns
+        if t and scale and lo * scale <= t * (1 + 1e-9) and t <= hi * scale * (1 + 1e-9):
+            return lo * scale, hi * scale
+        return None
+
+
+@dataclass
+class Ratio:
+    """A speedup (baseline time / variant time) with its 95% interval when the report has one."""
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    method: str  # PAIRED or MEDIANS
+    over: str  # the variant it is measured against
+    pairs: int | None = None
+
+    @property
+    def has_interval(self):
+        return self.ci_low is not None and self.ci_high is not None
+
+    def text(self, spec=".3g"):
+        if self.has_interval:
+            return f"{self.value:{spec}} [{self.ci_low:{spec}}, {self.ci_high:{spec}}]"
+        return f"{self.value:{spec}} (ratio of medians, no interval)"
+
+
+def _interval(value, lo, hi):
+    """(lo, hi) when both are finite and lo <= hi; else (None, None): never half an interval."""
+    lo, hi = _num(lo), _num(hi)
+    if lo is None or hi is None or lo > hi or value is None:
+        return None, None
+    return lo, hi
+
+
+def _paired_ratio(e: Entry, over: str):
+    """The report's own paired speedup of e over `over`, or None."""
+    if e.fields.get("speedup_baseline") == over and e.counter("speedup") is not None:
+        v = e.counter("speedup")
+        lo, hi = _interval(v, e.counter("speedup_ci_low"), e.counter("speedup_ci_high"))
+        pairs = e.counter("speedup_pairs")
+        return Ratio(v, lo, hi, PAIRED, over, int(pairs) if pairs is not None else None)
+    so = e.fields.get("speedup_over")
+    if isinstance(so, dict) and isinstance(so.get(over), dict) and _num(so[over].get("speedup")):
+        d = so[over]
+        v = _num(d["speedup"])
+        lo, hi = _interval(v, d.get("ci_low"), d.get("ci_high"))
+        pairs = _num(d.get("pairs"))
+        return Ratio(v, lo, hi, PAIRED, over, int(pairs) if pairs is not None else None)
+    return None
+
+
+def speedup_between(e: Entry, base: Entry | None, over: str):
+    """Speedup of entry e over variant `over` (whose entry in the same comparison is `base`, or
+    None): the report's paired ratio and interval (from e, or inverted from base's), else the
+    ratio of the medians without an interval, else None."""
+    r = _paired_ratio(e, over)
+    if r is not None:
+        return r
+    if base is not None:
+        inv = _paired_ratio(base, e.variant)
+        if inv is not None and inv.value > 0:
+            lo, hi = (1 / inv.ci_high, 1 / inv.ci_low) if inv.has_interval and inv.ci_low > 0 else (None, None)
+            return Ratio(1 / inv.value, lo, hi, PAIRED, over, inv.pairs)
+        if base.time_ns and e.time_ns:
+            return Ratio(base.time_ns / e.time_ns, None, None, MEDIANS, over)
+    return None
+
+
+def baseline_variant(op: str, entries) -> str | None:
+    """The op's baseline: what the report names (`speedup_baseline`), else BASELINE_VARIANT."""
+    named = {e.fields.get("speedup_baseline") for e in entries if e.op == op} - {None, ""}
+    if len(named) == 1:
+        return named.pop()
+    return BASELINE_VARIANT.get(op)
+
+
+def comparisons(op: str, variants, baseline: str | None):
+    """[(variant, over)]: every variant over the baseline, then EXTRA_COMPARISONS present."""
+    out = [(v, baseline) for v in variants if baseline and v != baseline and baseline in variants]
+    out += [(v, o) for v, o in EXTRA_COMPARISONS.get(op, []) if v in variants and o in variants]
+    return out
 
 
 @dataclass
@@ -80,18 +196,23 @@ class Report:
         return None
 
 
+def _text(v, fallback):
+    return v if isinstance(v, str) else fallback
+
+
 def _num(v):
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def parse_name(name: str) -> dict:
-    """'qkv/fused/model:m/tokens:16/tp:1/dtype:bf16/timing:cold/manual_time' -> fields."""
+    """'qkv/fused/model:m[/layer:l]/tokens:16/tp:1/dtype:bf16[/weights:w][/comm:c]/timing:cold
+    /iterations:1/manual_time' -> fields; layer and weights are optional (COMMON contract 1)."""
     parts = name.split("/")
     out = {"op": parts[0] if parts else "", "variant": parts[1] if len(parts) > 1 else "", "extra": []}
     for seg in parts[2:]:
         if ":" in seg:
             k, v = seg.split(":", 1)
-            if k in ("model", "tokens", "tp", "dtype", "timing"):
+            if k in ("model", "layer", "tokens", "tp", "dtype", "timing", "weights"):
                 out[k] = v
             elif k in ("iterations", "repeats", "min_time", "min_warmup_time", "threads"):
                 pass  # Google Benchmark's run settings, not a different configuration
@@ -145,7 +266,7 @@ def load(path: str, label: str | None = None) -> Report:
         else:
             t = g["aggs"].get("mean")
         counters = {k: v for k, v in b.items() if _num(v) is not None and k not in STRUCTURAL}
-        fields_ = {k: v for k, v in b.items() if isinstance(v, str)}
+        fields_ = {k: v for k, v in b.items() if isinstance(v, (str, dict, list))}
         try:
             tokens = int(b.get("tokens", p.get("tokens", 0)))
         except (TypeError, ValueError):
@@ -168,6 +289,8 @@ def load(path: str, label: str | None = None) -> Report:
             counters=counters,
             fields=fields_,
             error=g["error"] if not g["reps"] and not g["aggs"] else None,
+            layer=_text(b.get("layer"), p.get("layer", "")),
+            weights=_text(b.get("weights"), p.get("weights", "")),
         ))
     rep = Report(path=path, label=label or "", context=context, entries=entries)
     if not rep.label:

@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ pkg-config git python3 python3-pip
           libbenchmark-dev libgtest-dev libgmock-dev nlohmann-json3-dev libopenblas-dev libcli11-dev
           libopenmpi-dev openmpi-bin
-          libbenchmark-tools clang-14 libclang-rt-14-dev)
+          libbenchmark-tools clang-14 libclang-rt-14-dev shellcheck)
 # libbenchmark-tools: Google Benchmark's compare.py (a test loads our report in it).
 # clang-14 + libclang-rt-14-dev: libFuzzer and the ASan/UBSan build scripts/test.sh runs.
+# shellcheck: lints the workflow's run: scripts (tests/workflow/lint_workflows.py).
 # chromium renders the HTML report in a test; FUSEBENCH_NO_CHROMIUM=1 leaves it out (the test
 # then skips, saying why).
 [ "${FUSEBENCH_NO_CHROMIUM:-0}" = 1 ] || packages+=(chromium)
@@ -26,7 +27,7 @@ if ((${#missing[@]})); then
 fi
 
 if [ -f scripts/requirements.txt ]; then
-  if ! python3 -c "import matplotlib, scipy" 2>/dev/null; then
+  if ! python3 -c "import matplotlib, scipy, yaml, check_jsonschema, safetensors" 2>/dev/null; then
     echo "install-deps: installing Python requirements"
     # Not fatal: a GPU box without network still builds and measures; the charts then say why
     # they are missing.

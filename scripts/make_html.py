@@ -16,10 +16,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusebench_crossover as fx  # noqa: E402
 import fusebench_report as fr  # noqa: E402
 
 # First columns of the entry table, in this order; every other numeric counter follows.
-LEAD_NUMERIC = ["tokens", "tp", "time_us", "speedup_vs_split", "launches", "model_launches", "kernels",
+LEAD_NUMERIC = ["tokens", "tp", "time_us", "speedup_vs_baseline", "launches", "model_launches", "kernels",
                 "dram_read_bytes", "dram_write_bytes", "model_bytes", "model_flops", "model_intensity",
                 "flops_per_second", "bytes_per_second"]
 HIDDEN = {"tokens", "tp"}  # shown in LEAD_NUMERIC already
@@ -33,7 +34,8 @@ td.s,th.s{text-align:left} th{background:#f1f3f5;cursor:pointer;position:sticky;
 th.asc::after{content:" \\25B2"} th.desc::after{content:" \\25BC"}
 tr:nth-child(even) td{background:#fafafa} td.err{color:#b00}
 .chart img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
-.ctx td{text-align:left;white-space:normal;max-width:70em;word-break:break-word}
+.ctx td,.ctx th{text-align:left;white-space:normal;max-width:70em;word-break:break-word;vertical-align:top}
+.ctx th{cursor:auto;position:static;background:#f7f7f9} .ctx .ctx{margin:0;font-size:11px}
 .wrap{overflow-x:auto;max-height:80vh}
 .note{color:#555;font-size:.9em}
 """
@@ -81,6 +83,8 @@ JS = r"""
       out.push('rows '+vals.length+' sorted asc '+asc+' desc '+desc);
       if(vals.length<2||!asc||!desc)ok=false;
     }
+    var ctx=document.querySelectorAll('table.ctx').length;
+    out.push('context tables '+ctx);if(ctx===0)ok=false;
     out.push('errors '+window.__fbErrors.length+(window.__fbErrors.length?': '+window.__fbErrors.join(' | '):''));
     if(window.__fbErrors.length)ok=false;
     var pre=document.createElement('pre');pre.id='selftest';
@@ -101,6 +105,8 @@ window.addEventListener('error',function(e){window.__fbErrors.push(String(e.mess
 def fmt(v):
     if v is None:
         return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         if not math.isfinite(v):
             return ""
@@ -110,45 +116,170 @@ def fmt(v):
     return str(v)
 
 
-def cell(v, cls=""):
-    shown = html.escape(fmt(v))
+def cell(v, cls="", shown=None):
+    """A table cell: `v` sorts (data-v), `shown` (default: v formatted) is displayed."""
+    text = html.escape(fmt(v) if shown is None else shown)
     data = "" if v is None else html.escape(repr(v) if isinstance(v, float) else str(v), quote=True)
     c = f' class="{cls}"' if cls else ""
-    return f'<td{c} data-v="{data}">{shown}</td>'
+    return f'<td{c} data-v="{data}">{text}</td>'
+
+
+def interval_text(value, lo, hi):
+    return f"{fmt(value)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def ratio_text(r):
+    if r is None:
+        return ""
+    if r.has_interval:
+        return interval_text(r.value, r.ci_low, r.ci_high)
+    return f"{fmt(r.value)} (ratio of medians)"
+
+
+# ---- context as tables ----------------------------------------------------------------------
+
+def _scalar(v):
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _inline(v):
+    """A short one-line rendering for a value nested too deep for its own table."""
+    if _scalar(v):
+        return fmt(v)
+    if isinstance(v, list) and all(_scalar(x) for x in v):
+        return ", ".join(fmt(x) for x in v)
+    if isinstance(v, dict) and all(_scalar(x) for x in v.values()):
+        return "; ".join(f"{k}: {fmt(x)}" for k, x in v.items())
+    return json.dumps(v, sort_keys=True)
+
+
+def render_value(v, depth=0):
+    """Dicts become key/value tables, lists of dicts tables with one row each, lists of scalars
+    comma-separated text; deeper than three levels, one line of text."""
+    if _scalar(v):
+        return html.escape(fmt(v))
+    if isinstance(v, list) and all(_scalar(x) for x in v):
+        return html.escape(", ".join(fmt(x) for x in v))
+    if depth >= 3:
+        return html.escape(_inline(v))
+    if isinstance(v, dict):
+        rows = "".join(f"<tr><th class='s'>{html.escape(str(k))}</th><td>{render_value(x, depth + 1)}</td></tr>"
+                       for k, x in sorted(v.items()))
+        return f"<table class='ctx'>{rows}</table>"
+    if all(isinstance(x, dict) for x in v):
+        cols = []
+        for x in v:
+            cols += [k for k in x if k not in cols]
+        head = "".join(f"<th class='s'>{html.escape(str(c))}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{render_value(x.get(c), depth + 1)}</td>" for c in cols) + "</tr>"
+                       for x in v)
+        return f"<table class='ctx list'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return "<ul>" + "".join(f"<li>{render_value(x, depth + 1)}</li>" for x in v) + "</ul>"
 
 
 def context_table(ctx):
-    rows = []
-    for k in sorted(ctx):
-        v = ctx[k]
-        text = v if isinstance(v, str) else json.dumps(v, indent=None, sort_keys=True)
-        rows.append(f"<tr><th class='s'>{html.escape(k)}</th><td>{html.escape(str(text))}</td></tr>")
-    return "<table class='ctx'>" + "".join(rows) + "</table>"
+    rest = {k: v for k, v in ctx.items() if k != "verification"}
+    return render_value(rest)
+
+
+VERIFY_LEAD = ["op", "variant", "model", "layer", "tokens", "tp", "dtype", "weights", "ok"]
+
+
+def verification_table(results):
+    """One row per verified (op, variant, model, tokens, tp, dtype): pass/fail, what it was compared
+    against, the comparisons' count, worst errors and mismatches; any other field follows."""
+    if not isinstance(results, list) or not results:
+        return ""
+    others = []
+    for r in results:
+        if isinstance(r, dict):
+            others += [k for k, v in r.items() if k not in VERIFY_LEAD + ["comparisons"] and _scalar(v)
+                       and k not in others]
+    lead = [c for c in VERIFY_LEAD if any(isinstance(r, dict) and c in r for r in results)]
+    head = lead + ["against", "comparisons", "mismatches", "max abs error", "max rel error"] + others
+    out = ["<table class='sortable verify'><thead><tr>" +
+           "".join(f"<th class='s'>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for r in results:
+        if not isinstance(r, dict):
+            continue
+        comps = [c for c in r.get("comparisons") or [] if isinstance(c, dict)]
+        nums = lambda key: [c[key] for c in comps if isinstance(c.get(key), (int, float))]  # noqa: E731
+        against = ", ".join(sorted({str(c.get("against")) for c in comps if c.get("against") is not None}))
+        cells = []
+        for c in lead:
+            v = r.get(c)
+            cls = "s" + (" err" if c == "ok" and v is False else "")
+            cells.append(cell(v, cls))
+        cells += [cell(against or None, "s"), cell(len(comps)),
+                  cell(sum(nums("mismatches")) if nums("mismatches") else None),
+                  cell(max(nums("max_abs_error")) if nums("max_abs_error") else None),
+                  cell(max(nums("max_rel_error")) if nums("max_rel_error") else None)]
+        cells += [cell(r.get(k), "s") for k in others]
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+# ---- entries ----------------------------------------------------------------------------------
+
+SPEEDUP_KEYS = {"speedup", "speedup_ci_low", "speedup_ci_high", "speedup_pairs", "time_median_ci_low",
+                "time_median_ci_high"}
 
 
 def entry_table(report):
-    split_time = {}
+    groups = {}
+    by_op = {}
     for e in report.entries:
-        if e.variant == "split" and e.time_ns:
-            split_time[(e.op, e.model, e.tokens, e.tp, e.dtype, e.timing, e.extra)] = e.time_ns
-    extra_cols = sorted({k for e in report.entries for k in e.counters} - set(LEAD_NUMERIC) - HIDDEN)
-    text_cols = ["op", "variant", "model", "dtype", "timing"]
-    head = ["name"] + text_cols + LEAD_NUMERIC + extra_cols + ["error"]
+        groups.setdefault((e.op, e.config(), e.tokens), {})[e.variant] = e
+        by_op.setdefault(e.op, []).append(e)
+    baselines = {op: fr.baseline_variant(op, es) for op, es in by_op.items()}
+    extra_cols = sorted({k for e in report.entries for k in e.counters}
+                        - set(LEAD_NUMERIC) - HIDDEN - SPEEDUP_KEYS)
+    text_cols = ["op", "variant", "model", "layer", "dtype", "weights", "timing"]
+    text_cols = [c for c in text_cols if c in ("op", "variant", "model", "dtype") or
+                 any(getattr(e, c) for e in report.entries)]
+    head = ["name"] + text_cols + ["timing_stop"] + LEAD_NUMERIC + ["speedup_pairs", "other speedups"] + \
+        extra_cols + ["error"]
+    text_heads = {"name", "error", "timing_stop", "other speedups"} | set(text_cols)
     out = ["<div class='wrap'><table class='sortable entries'><thead><tr>"]
     for h in head:
-        cls = "s" if h in ["name", "error"] + text_cols else ""
-        out.append(f"<th class='{cls}' data-col='{html.escape(h)}'>{html.escape(h)}</th>")
+        cls = "s" if h in text_heads else ""
+        title = {"speedup_vs_baseline": "baseline time / this time, median of paired ratios [95% interval]; "
+                                        "or the ratio of medians where the report has no interval",
+                 "time_us": "median time per run [95% interval of the median]"}.get(h, "")
+        out.append(f"<th class='{cls}' data-col='{html.escape(h)}' title='{html.escape(title)}'>{html.escape(h)}</th>")
     out.append("</tr></thead><tbody>")
     for e in report.entries:
-        base = split_time.get((e.op, e.model, e.tokens, e.tp, e.dtype, e.timing, e.extra))
-        row = {
-            "tokens": e.tokens, "tp": e.tp,
-            "time_us": e.time_ns / 1e3 if e.time_ns else None,
-            "speedup_vs_split": base / e.time_ns if base and e.time_ns else None,
-        }
+        vm = groups.get((e.op, e.config(), e.tokens), {})
+        baseline = baselines.get(e.op)
+        r = fr.speedup_between(e, vm.get(baseline), baseline) if baseline and e.variant != baseline else None
+        others = []
+        for v, over in fr.comparisons(e.op, list(vm), baseline):
+            if v == e.variant and over != baseline:
+                o = fr.speedup_between(e, vm.get(over), over)
+                if o:
+                    others.append(f"over {over}: {ratio_text(o)}")
+        iv = e.time_interval_ns()
+        time_us = e.time_ns / 1e3 if e.time_ns else None
         cells = [cell(e.name, "s")] + [cell(getattr(e, c) or None, "s") for c in text_cols]
-        for c in LEAD_NUMERIC + extra_cols:
-            cells.append(cell(row[c] if c in row else e.counter(c)))
+        cells.append(cell(e.fields.get("timing_stop") if isinstance(e.fields.get("timing_stop"), str) else None, "s"))
+        for c in LEAD_NUMERIC:
+            if c == "tokens":
+                cells.append(cell(e.tokens))
+            elif c == "tp":
+                cells.append(cell(e.tp))
+            elif c == "time_us":
+                cells.append(cell(time_us, shown=interval_text(time_us, iv[0] / 1e3, iv[1] / 1e3)
+                                  if iv and time_us else None))
+            elif c == "speedup_vs_baseline":
+                shown = ratio_text(r) + (f" over {baseline}" if r else "")
+                cells.append(cell(r.value if r else None, shown=shown if r else None))
+            else:
+                cells.append(cell(e.counter(c)))
+        cells.append(cell(e.counter("speedup_pairs")))
+        cells.append(cell("; ".join(others) or None, "s"))
+        for c in extra_cols:
+            cells.append(cell(e.counter(c)))
         cells.append(cell(e.error, "s err"))
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
@@ -158,25 +289,34 @@ def entry_table(report):
 def crossover_table(summary):
     if not summary or not summary.get("crossovers"):
         return ""
-    rows = ["<table class='sortable'><thead><tr>" + "".join(
-        f"<th class='s'>{h}</th>" for h in ["report", "model", "op", "variant", "dtype", "tp", "timing",
-                                              "measured crossover (tokens)", "model crossover (tokens)",
-                                              "ceilings"]) + "</tr></thead><tbody>"]
+    thr = summary.get("threshold", 1.05)
+    heads = ["report", "model", "op", "layer", "variant", "over", "dtype", "tp", "timing",
+             "measured crossover", "measured interval (tokens)", "model crossover", "speedups [95% interval]",
+             "ceilings"]
+    rows = ["<table class='sortable crossovers'><thead><tr>" +
+            "".join(f"<th class='s'>{h}</th>" for h in heads) + "</tr></thead><tbody>"]
     for c in summary["crossovers"]:
-        def show(x):
-            if not x:
-                return None
-            return round(x["tokens"]) if x["kind"] == "cross" else x["kind"].replace("_", " ")
+        m = c.get("measured") or {}
         ceil = c.get("ceilings")
         cs = (f"{ceil['peak_flops'] / 1e12:.3g} TFLOP/s, {ceil['bandwidth'] / 1e9:.4g} GB/s ({ceil['source']}), "
               f"{c['launch_overhead_us']:g} us/launch") if ceil else "none: no model prediction"
+        spans = "; ".join(f"{x['direction']} {x['tokens_low']}-{x['tokens_high']}" for x in m.get("crossings", []))
+        pts = []
+        for p in c.get("speedup_measured", []):
+            t, v, lo, hi = p[0], p[1], p[2], p[3]
+            pts.append(f"{t}: " + (interval_text(v, lo, hi) if lo is not None and hi is not None else f"{fmt(v)} (medians)"))
+        model = fx.describe(c["model_prediction"], thr) if c.get("model_prediction") else (c.get("model_note") or "")
         rows.append("<tr>" + "".join(cell(v, "s") for v in [
-            c["report"], c["model"], c["op"], c["variant"], c["dtype"], c["tp"], c["timing"] or None,
-            show(c["measured"]), show(c["model_prediction"]), cs]) + "</tr>")
+            c["report"], c["model"], c["op"], c.get("layer") or None, c["variant"], c.get("over"), c["dtype"],
+            c["tp"], c["timing"] or None, fx.describe(m, thr) if m else None, spans or None, model or None,
+            ", ".join(pts) or None, cs]) + "</tr>")
     rows.append("</tbody></table>")
-    return (f"<p class='note'>Crossover: the first token count at which the speedup over split falls under "
-            f"{summary['threshold']:g}x (interpolated on the log2 axis). Model: max(FLOPs/peak, bytes/bandwidth)"
-            f" + launches x overhead, on each entry's cost-model totals.</p>" + "".join(rows))
+    return (f"<p class='note'>Crossover of {thr:g}x: each token count is above (95% interval wholly above "
+            f"{thr:g}), below (wholly below) or unresolved (the interval straddles it, or the report has no "
+            f"interval). A crossover is placed only between two resolved token counts on opposite sides; "
+            f"its interval is the token range between them. Model: max(FLOPs/peak, bytes/bandwidth) + "
+            f"launches x overhead on each entry's cost-model totals (exact, so its crossover is interpolated "
+            f"between the token counts around it).</p>" + "".join(rows))
 
 
 def main(argv=None):
@@ -185,9 +325,16 @@ def main(argv=None):
     p.add_argument("--charts", help="folder with crossover_*.png/svg and crossover.json (default: beside -o)")
     p.add_argument("-o", "--output", default="reports/latest/index.html")
     p.add_argument("--title", default="fusebench report")
+    p.add_argument("--labels", help="comma-separated labels, one per report (default: device name), "
+                                    "as for scripts/plot_crossover.py")
     args = p.parse_args(argv)
+    labels = args.labels.split(",") if args.labels else None
+    if labels and len(labels) != len(args.reports):
+        print(f"make_html: --labels has {len(labels)} label(s) for {len(args.reports)} report(s): "
+              f"give one per report", file=sys.stderr)
+        return 2
     try:
-        reports = fr.load_all(args.reports)
+        reports = fr.load_all(args.reports, labels)
     except (OSError, ValueError) as exc:
         print(f"make_html: {exc}", file=sys.stderr)
         return 2
@@ -219,6 +366,13 @@ def main(argv=None):
     for r in reports:
         parts.append(f"<h2>Entries: {html.escape(r.label)}</h2>")
         parts.append(entry_table(r))
+        verify = verification_table(r.context.get("verification"))
+        if verify:
+            parts.append(f"<h2>Verification: {html.escape(r.label)}</h2>")
+            parts.append("<p class='note'>Per verified variant: ok, what it was compared against (float64 "
+                         "reference, the baseline variant), the number of comparisons (one per output and "
+                         "reference), mismatches beyond tolerance and the worst errors.</p>")
+            parts.append(verify)
         parts.append(f"<h2>Context: {html.escape(r.label)}</h2>")
         parts.append(context_table(r.context))
     parts.append(f"<script>{JS}</script></body></html>")

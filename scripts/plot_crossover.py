@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Crossover charts from one or more fusebench reports (docs/charts.md).
 
-For each model and op: speedup of every variant over split against tokens (log2 axis), decode
-and prefill regions shaded, the roofline ridge marked, the crossover (speedup falls under a
-threshold) annotated as measured and as predicted by the cost model; panels for launches and
-bytes (measured vs model) and, when the reports have both, eager vs graph.
+For each model, op (and layer, when a model has several): the speedup of every variant over the
+op's baseline (split; naive for the TP pipelines; plus sp and overlap over paired) against tokens
+on a log2 axis, with the report's 95% intervals as bands; the crossover of a threshold, stated
+only where the intervals resolve it, beside the cost model's prediction; decode and prefill
+regions and the roofline ridge; panels for launches and bytes (measured vs model), bus bandwidth
+for collectives, and eager vs graph when the reports have both. Only panels with data are drawn.
 
   scripts/plot_crossover.py reports/latest/report.json [more.json ...] -o reports/latest
-Writes crossover_<model>_<op>.png and .svg, and crossover.json (the crossovers, for the HTML page).
+Writes crossover_<model>_<op>[_<layer>].png and .svg, and crossover.json (for the HTML page).
 """
 from __future__ import annotations
 
@@ -17,48 +19,46 @@ import math
 import os
 import re
 import sys
+import textwrap
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusebench_crossover as fx  # noqa: E402
 import fusebench_report as fr  # noqa: E402
 
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # headless: CI and GPU boxes have no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 # Per-launch overhead assumed by the cost-model prediction when not given (seconds).
 DEFAULT_LAUNCH_OVERHEAD_US = {"cuda": 3.0, "cpu": 1.0}
+# Variants in the order their styles are handed out (others follow alphabetically).
+VARIANT_ORDER = ["split", "fused", "grouped", "batched", "naive", "paired", "sp", "overlap", "sum", "cols"]
+COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+          "tab:gray", "tab:olive", "tab:cyan"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p"]
+RIDGE_STYLES = [":", (0, (5, 2, 1, 2)), (0, (1, 3)), (0, (3, 1, 1, 1, 1, 1))]
+PANEL_HEIGHT_IN = 3.0
+NOTE_LINE_IN = 0.13
+NOTE_FONT = 7
+PNG_DPI = 110
+LEGEND_ROW_IN = 0.19
 
 
 def crossover(points, threshold):
-    """points: [(tokens, speedup)] sorted by tokens. The token count where the speedup first
-    falls under `threshold` after being at or above it, interpolated on a log2 axis.
-    Returns {"kind": "cross"|"always_above"|"never_above", "tokens": float|None}."""
-    pts = [(t, s) for t, s in points if t > 0 and s is not None and math.isfinite(s)]
-    if not pts:
-        return {"kind": "no_data", "tokens": None}
-    if all(s < threshold for _, s in pts):
-        return {"kind": "never_above", "tokens": None}
-    for (t0, s0), (t1, s1) in zip(pts, pts[1:]):
-        if s0 >= threshold > s1:
-            f = (s0 - threshold) / (s0 - s1)
-            return {"kind": "cross", "tokens": 2 ** (math.log2(t0) + f * (math.log2(t1) - math.log2(t0)))}
-    return {"kind": "always_above", "tokens": pts[-1][0]}
+    """Kept for callers of the old API: points [(tokens, speedup)] without intervals are
+    classified like a model prediction (exact values). See fusebench_crossover.crossover."""
+    return fx.crossover([(t, s, s, s) for t, s in points], threshold)
 
 
-def describe(c, threshold):
-    if c["kind"] == "cross":
-        return f"{c['tokens']:.0f} tokens"
-    if c["kind"] == "always_above":
-        return f"none (>= {threshold:g}x up to {c['tokens']} tokens)"
-    if c["kind"] == "never_above":
-        return f"none (< {threshold:g}x at every token count)"
-    return "no data"
+describe = fx.describe
 
 
 def ridge_tokens(entries, ridge):
-    """Token count at which the split variant's model intensity (FLOP/B) reaches `ridge`."""
+    """Token count at which the baseline variant's model intensity (FLOP/B) reaches `ridge`."""
     pts = sorted((e.tokens, e.counter("model_intensity")) for e in entries
                  if e.tokens > 0 and e.counter("model_intensity"))
     for (t0, i0), (t1, i1) in zip(pts, pts[1:]):
@@ -73,18 +73,27 @@ def slug(s):
 
 
 def group_entries(reports):
-    """{(model, op): {(report_idx, dtype, tp, timing, extra): {variant: {tokens: Entry}}}}"""
+    """{(model, op, layer): {(report_idx, dtype, tp, timing, weights, extra): {variant: {tokens: Entry}}}}"""
     figs = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
     for ri, r in enumerate(reports):
         for e in r.entries:
             if e.tokens <= 0 or not e.op or not e.variant:
                 continue
-            figs[(e.model, e.op)][(ri, e.dtype, e.tp, e.timing, e.extra)][e.variant][e.tokens] = e
+            figs[(e.model, e.op, e.layer)][(ri, e.dtype, e.tp, e.timing, e.weights, e.extra)][e.variant][e.tokens] = e
     return figs
 
 
+def chart_base_name(model, op, layer):
+    """crossover_<model>_<op>, plus _<layer> unless the layer is the op's default one, so names
+    stay the same for reports with and without layer: segments."""
+    name = f"crossover_{slug(model)}_{slug(op)}"
+    if layer and layer != fr.DEFAULT_LAYER.get(op):
+        name += f"_{slug(layer)}"
+    return name
+
+
 def series_label(reports, key, multi):
-    ri, dtype, tp, timing, extra = key
+    ri, dtype, tp, timing, weights, extra = key
     parts = []
     if multi["report"]:
         parts.append(reports[ri].label)
@@ -93,185 +102,390 @@ def series_label(reports, key, multi):
         parts.append(f"tp{tp}")
     if timing:
         parts.append(timing)
+    if weights:
+        parts.append(f"weights:{weights}")
     if extra:
         parts.append(extra)
     return " ".join(parts)
 
 
-def plot_figure(model, op, groups, reports, args, summary):
-    keys = sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], k[4]))
-    multi = {"report": len(reports) > 1, "tp": len({k[2] for k in keys}) > 1}
-    timings = {k[3] for k in keys}
-    eager_graph = "eager" in timings and "graph" in timings
-    any_measured_launches = any(e.counter("launches") is not None for k in keys
-                                for v in groups[k].values() for e in v.values())
-    any_measured_bytes = any(fr.measured_bytes(e) is not None for k in keys
-                             for v in groups[k].values() for e in v.values())
-    nrows = 3 + (1 if eager_graph else 0)
-    fig, axes = plt.subplots(nrows, 1, figsize=(11, 3.6 * nrows + 1.2), sharex=True)
-    ax_s, ax_l, ax_b = axes[0], axes[1], axes[2]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    color_i = 0
-    all_tokens = sorted({t for k in keys for v in groups[k].values() for t in v})
-    notes = []
+def order_variants(variants, baseline):
+    known = [v for v in VARIANT_ORDER if v in variants]
+    rest = sorted(v for v in variants if v not in VARIANT_ORDER)
+    ordered = known + rest
+    if baseline in ordered:
+        ordered.remove(baseline)
+        ordered.insert(0, baseline)
+    return ordered
+
+
+class Styles:
+    """One (colour, marker) per series (variant x configuration), the same in every panel.
+    Colour follows the variant and the marker the configuration while that stays unique;
+    beyond 10 variants or 12 configurations every series gets the next pair in turn."""
+
+    def __init__(self, variants, keys):
+        self.variants, self.by_series = list(variants), {}
+        if len(variants) <= len(COLORS) and len(keys) <= len(MARKERS):
+            for vi, v in enumerate(variants):
+                for ki, k in enumerate(keys):
+                    self.by_series[(v, k)] = (COLORS[vi], MARKERS[ki])
+        else:
+            i = 0
+            for v in variants:
+                for k in keys:
+                    self.by_series[(v, k)] = (COLORS[i % len(COLORS)], MARKERS[(i // len(COLORS)) % len(MARKERS)])
+                    i += 1
+
+    def __call__(self, variant, key):
+        return self.by_series[(variant, key)]
+
+
+class Panel:
+    def __init__(self, pid, ylabel, title, yscale="linear", speedup_over=None):
+        self.pid, self.ylabel, self.title, self.yscale = pid, ylabel, title, yscale
+        self.speedup_over = speedup_over
+        self.lines = []  # dicts: x, y, lo, hi, series, kind (measured|model), linestyle
+        self.crossings = []  # (series, crossover dict, kind)
+        self.notes = []
+        self.methods = set()
+
+    def add(self, series, kind, pts, lo=None, hi=None, linestyle=None):
+        pts = [(t, y) for t, y in pts if y is not None and math.isfinite(y)]
+        if not pts:
+            return
+        self.lines.append({"series": series, "kind": kind, "x": [t for t, _ in pts], "y": [y for _, y in pts],
+                           "lo": lo, "hi": hi, "linestyle": linestyle})
+
+
+def figure_ceilings(report, dtype, args):
+    if args.peak_flops and args.bandwidth:
+        return (args.peak_flops, args.bandwidth, "given on the command line")
+    return report.ceilings(dtype)
+
+
+def has_comm(e):
+    return bool(e.counter("comm_bytes"))
+
+
+def build_figure(model, op, layer, groups, reports, args, summary):
+    """Builds one figure (returned, not saved: tests inspect it). Appends to summary."""
+    keys = sorted(groups, key=lambda k: tuple(str(x) for x in k))
+    multi = {"report": len({k[0] for k in keys}) > 1, "tp": len({k[2] for k in keys}) > 1}
+    all_entries = [e for k in keys for v in groups[k].values() for e in v.values()]
+    variants_all = {v for k in keys for v in groups[k]}
+    baseline = fr.baseline_variant(op, all_entries)
+    variants = order_variants(variants_all, baseline)
+    comps = fr.comparisons(op, variants, baseline)
+    styles = Styles(variants, keys)
+    all_tokens = sorted({e.tokens for e in all_entries})
+    thr = args.threshold
+
+    speed_panels = {}
+    for _, over in comps:
+        if over not in speed_panels:
+            speed_panels[over] = Panel(f"speedup:{over}", f"speedup over {over} (x)", "", speedup_over=over)
+    p_time = Panel("time", "time / call (us)", "Time per call (median; band: 95% interval when the report has one)",
+                   yscale="log")
+    p_busbw = Panel("busbw", "bus bandwidth (GB/s)",
+                    "Bus bandwidth, nccl-tests conventions (all-reduce x 2(n-1)/n, all-gather x (n-1)/n)")
+    p_launch = Panel("launches", "launches / iteration", "")
+    p_bytes = Panel("bytes", "bytes / iteration", "", yscale="log")
+    p_graph = Panel("graph", "eager time / graph time", "Eager vs CUDA graph (host launch cost the graph removes)")
+    ridges = []  # (tokens, label)
+    ridge_notes = []
     ridge_marked = set()
 
     for key in keys:
-        variants = groups[key]
+        vmap = groups[key]
         ri = key[0]
         report = reports[ri]
         label = series_label(reports, key, multi)
-        split = variants.get("split", {})
-        ceil = None
-        if args.peak_flops and args.bandwidth:
-            ceil = (args.peak_flops, args.bandwidth, "given on the command line")
-        else:
-            ceil = report.ceilings(key[1])
+        ceil = figure_ceilings(report, key[1], args)
         backend = str(report.context.get("backend", "cuda" if report.context.get("gpu_name") else "cpu"))
         overhead_us = args.launch_overhead_us if args.launch_overhead_us is not None else \
             DEFAULT_LAUNCH_OVERHEAD_US.get(backend, 3.0)
+        base_pts = vmap.get(baseline, {}) if baseline else {}
 
-        # Roofline ridge, once per device and ceiling.
-        if ceil and split:
+        # Roofline ridge: once per report and ceiling, from the baseline's model intensity.
+        if ceil and base_pts:
             ridge = ceil[0] / ceil[1]
-            rt = ridge_tokens(split.values(), ridge)
             mark = (report.label, round(ridge, 3))
-            if not rt and mark not in ridge_marked:
+            if mark not in ridge_marked:
                 ridge_marked.add(mark)
-                notes.append(f"ridge {ridge:.3g} FLOP/B ({key[1]}, {ceil[2]}): not reached in the measured token range")
-            if rt and mark not in ridge_marked:
-                ridge_marked.add(mark)
-                for ax in axes:
-                    ax.axvline(rt, color="0.3", linestyle=":", linewidth=1.2)
-                ax_s.annotate(f"ridge {ridge:.3g} FLOP/B\n({key[1]}, {ceil[2]}{', ' + report.label if multi['report'] else ''})",
-                              xy=(rt, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4),
-                              textcoords="offset points", va="top", fontsize=7, color="0.3")
+                rt = ridge_tokens(base_pts.values(), ridge)
+                who = f"{key[1]}, {ceil[2]}" + (f", {report.label}" if multi["report"] else "")
+                if rt:
+                    ridges.append((rt, f"roofline ridge {ridge:.3g} FLOP/B at {rt:.0f} tokens ({who})"))
+                elif any(e.counter("model_intensity") for e in base_pts.values()):
+                    ridge_notes.append(f"roofline ridge {ridge:.3g} FLOP/B ({who}): not reached in the token range")
 
-        for variant in sorted(variants):
-            pts = variants[variant]
-            color = colors[color_i % len(colors)]
-            color_i += 1
-            toks = sorted(pts)
-            name = f"{variant} ({label})"
-            # Launches and bytes: model dashed, measured solid with markers.
-            ml = [(t, pts[t].counter("model_launches")) for t in toks if pts[t].counter("model_launches") is not None]
-            if ml:
-                ax_l.plot(*zip(*ml), "--", color=color, alpha=0.8, label=f"{name} model")
-            ms = [(t, pts[t].counter("launches")) for t in toks if pts[t].counter("launches") is not None]
-            if ms:
-                ax_l.plot(*zip(*ms), "-o", color=color, markersize=3, label=f"{name} measured")
-            mb = [(t, pts[t].counter("model_bytes")) for t in toks if pts[t].counter("model_bytes")]
-            if mb:
-                ax_b.plot(*zip(*mb), "--", color=color, alpha=0.8, label=f"{name} model")
-            bb = [(t, fr.measured_bytes(pts[t])) for t in toks if fr.measured_bytes(pts[t])]
-            if bb:
-                ax_b.plot(*zip(*bb), "-o", color=color, markersize=3, label=f"{name} measured DRAM r+w")
-            if variant == "split" or not split:
+        for variant in variants:
+            pts = vmap.get(variant)
+            if not pts:
                 continue
-            common = [t for t in toks if t in split and split[t].time_ns and pts[t].time_ns]
-            measured = [(t, split[t].time_ns / pts[t].time_ns) for t in common]
-            if measured:
-                ax_s.plot(*zip(*measured), "-o", color=color, markersize=4, label=f"{name} measured")
-            cm = crossover(measured, args.threshold)
-            predicted, cp = [], {"kind": "no_data", "tokens": None}
-            if ceil:
-                for t in sorted(set(toks) & set(split)):
-                    a = fr.predicted_seconds(split[t], ceil[0], ceil[1], overhead_us * 1e-6)
+            series = (variant, key)
+            toks = sorted(pts)
+            p_launch.add(series, "model", [(t, pts[t].counter("model_launches")) for t in toks])
+            p_launch.add(series, "measured", [(t, pts[t].counter("launches")) for t in toks])
+            p_bytes.add(series, "model", [(t, pts[t].counter("model_bytes") or None) for t in toks])
+            p_bytes.add(series, "measured", [(t, fr.measured_bytes(pts[t]) or None) for t in toks])
+            if not comps:
+                ivs = [pts[t].time_interval_ns() for t in toks]
+                p_time.add(series, "measured", [(t, pts[t].time_ns / 1e3 if pts[t].time_ns else None) for t in toks],
+                           lo=[iv[0] / 1e3 if iv else None for iv in ivs],
+                           hi=[iv[1] / 1e3 if iv else None for iv in ivs])
+                kinds = sorted({k[: -len("_busbw")] for t in toks for k in pts[t].counters
+                                if k.endswith("_busbw") and pts[t].counter(k)})
+                for i, kind in enumerate(kinds):
+                    p_busbw.add(series, "measured",
+                                [(t, (pts[t].counter(f"{kind}_busbw") or 0) / 1e9 or None) for t in toks],
+                                linestyle=["-", "-.", ":"][i % 3])
+                    if len(kinds) > 1:
+                        p_busbw.notes.append(f"{variant} ({label}): {kind} line style {['solid', 'dash-dot', 'dotted'][i % 3]}")
+
+        for variant, over in comps:
+            pts, base = vmap.get(variant), vmap.get(over)
+            if not pts or not base:
+                continue
+            panel = speed_panels[over]
+            series = (variant, key)
+            ratios = {t: fr.speedup_between(pts[t], base.get(t), over) for t in sorted(pts) if t in base}
+            ratios = {t: r for t, r in ratios.items() if r is not None}
+            if not ratios:
+                continue
+            toks = sorted(ratios)
+            methods = {ratios[t].method for t in toks}
+            panel.methods |= methods
+            panel.add(series, "measured", [(t, ratios[t].value) for t in toks],
+                      lo=[ratios[t].ci_low for t in toks], hi=[ratios[t].ci_high for t in toks])
+            cm = fx.crossover([(t, ratios[t].value, ratios[t].ci_low, ratios[t].ci_high) for t in toks], thr)
+            panel.crossings.append((series, cm, "measured"))
+            predicted, cp, model_why = [], None, None
+            if not ceil:
+                model_why = "n/a (no ceilings)"
+            elif any(has_comm(pts[t]) or has_comm(base[t]) for t in toks):
+                model_why = "n/a (communication is not in the cost model)"
+            else:
+                for t in toks:
+                    a = fr.predicted_seconds(base[t], ceil[0], ceil[1], overhead_us * 1e-6)
                     b = fr.predicted_seconds(pts[t], ceil[0], ceil[1], overhead_us * 1e-6)
                     if a and b:
                         predicted.append((t, a / b))
                 if predicted:
-                    ax_s.plot(*zip(*predicted), "--", color=color, alpha=0.7,
-                              label=f"{name} model: max(F/peak, B/bw) + {overhead_us:g} us/launch "
-                                    f"({ceil[2]})")
-                    cp = crossover(predicted, args.threshold)
-            if cm["kind"] == "cross":
-                ax_s.axvline(cm["tokens"], color=color, linewidth=1)
-            if cp["kind"] == "cross":
-                ax_s.axvline(cp["tokens"], color=color, linewidth=1, linestyle="--")
-            notes.append(f"{name}: measured {describe(cm, args.threshold)} | model "
-                         f"{describe(cp, args.threshold) if ceil else 'n/a (no ceilings)'}")
+                    panel.add(series, "model", predicted)
+                    cp = fx.crossover([(t, s, s, s) for t, s in predicted], thr)
+                    panel.crossings.append((series, cp, "model"))
+                else:
+                    model_why = "n/a (no model counters)"
+            how = "" if methods == {fr.PAIRED} else (" [ratio of medians, no interval]" if methods == {fr.MEDIANS}
+                                                     else " [intervals at some token counts only]")
+            panel.notes.append(f"{variant} ({label}){how}: measured {fx.describe(cm, thr)} | model "
+                               f"{fx.describe(cp, thr) if cp else model_why}")
             summary.append({
-                "model": model, "op": op, "variant": variant, "report": report.label, "dtype": key[1],
-                "tp": key[2], "timing": key[3], "extra": key[4], "threshold": args.threshold,
-                "measured": cm, "model_prediction": cp if ceil else None,
+                "model": model, "op": op, "layer": layer, "variant": variant, "over": over,
+                "report": report.label, "dtype": key[1], "tp": key[2], "timing": key[3], "weights": key[4],
+                "extra": key[5], "threshold": thr, "measured": cm, "model_prediction": cp,
+                "model_note": model_why,
                 "ceilings": {"peak_flops": ceil[0], "bandwidth": ceil[1], "source": ceil[2]} if ceil else None,
                 "launch_overhead_us": overhead_us,
-                "speedup_measured": measured, "speedup_model": predicted,
+                "speedup_method": sorted(methods),
+                "speedup_measured": [[t, ratios[t].value, ratios[t].ci_low, ratios[t].ci_high, ratios[t].method]
+                                     for t in toks],
+                "speedup_model": predicted,
             })
 
-    # Eager vs graph: host launch cost removed by a CUDA graph, per variant.
-    if eager_graph:
-        ax_g = axes[3]
-        for key in keys:
-            if key[3] != "eager":
-                continue
-            gkey = (key[0], key[1], key[2], "graph", key[4])
-            if gkey not in groups:
-                continue
-            for variant in sorted(groups[key]):
-                e, g = groups[key][variant], groups[gkey].get(variant, {})
-                pts = [(t, e[t].time_ns / g[t].time_ns) for t in sorted(e)
-                       if t in g and e[t].time_ns and g[t].time_ns]
-                if pts:
-                    ax_g.plot(*zip(*pts), "-o", markersize=3,
-                              label=f"{variant} ({series_label(reports, key, multi).replace(' eager', '')})")
-        ax_g.axhline(1.0, color="0.5", linewidth=0.8)
-        ax_g.set_ylabel("eager time / graph time")
-        ax_g.set_title("Eager vs CUDA graph (host launch cost the graph removes)", fontsize=10)
-        ax_g.legend(fontsize=7, loc="best")
+    # Eager vs graph, per variant, when both regimes are present.
+    for key in keys:
+        if key[3] != "eager":
+            continue
+        gkey = key[:3] + ("graph",) + key[4:]
+        if gkey not in groups:
+            continue
+        for variant in variants:
+            e, g = groups[key].get(variant, {}), groups[gkey].get(variant, {})
+            p_graph.add((variant, key), "measured", [(t, e[t].time_ns / g[t].time_ns) for t in sorted(e)
+                                                     if t in g and e[t].time_ns and g[t].time_ns])
 
-    ax_s.axhline(1.0, color="0.5", linewidth=0.8)
-    ax_s.axhline(args.threshold, color="0.5", linewidth=0.8, linestyle="--")
-    ax_s.set_ylabel("speedup over split (x)")
-    ax_s.set_title(f"{model} / {op}: speedup over split; crossover = first token count under "
-                   f"{args.threshold:g}x (solid line measured, dashed model)", fontsize=10)
-    if notes:
-        ax_s.text(0.01, 0.02, "crossover:\n" + "\n".join(notes), transform=ax_s.transAxes, fontsize=7,
-                  va="bottom", ha="left", bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.7"})
-    ax_l.set_ylabel("launches / iteration")
-    ax_l.set_title("Launches: model (dashed) vs measured (solid)" +
-                   ("" if any_measured_launches else " - no measured launches in these reports"), fontsize=10)
-    ax_b.set_ylabel("bytes / iteration")
-    ax_b.set_yscale("log")
-    ax_b.set_title("Bytes: model minimal (dashed) vs measured DRAM read+write (solid)" +
-                   ("" if any_measured_bytes else " - no measured DRAM bytes in these reports"), fontsize=10)
-    for ax in axes:
+    for over, panel in speed_panels.items():
+        if panel.methods == {fr.PAIRED}:
+            how = "bands: 95% intervals of the paired, interleaved ratios"
+        elif panel.methods == {fr.MEDIANS}:
+            how = "ratio of medians: the report has no intervals, so no crossover is resolved"
+        else:
+            how = "bands where the report has intervals; ratio of medians elsewhere"
+        panel.title = f"Speedup over {over} ({how})"
+    any_measured_launches = any(ln["kind"] == "measured" for ln in p_launch.lines)
+    p_launch.title = "Launches: model (dashed) vs measured (solid)" + \
+        ("" if any_measured_launches else " - no measured launches in these reports")
+    any_measured_bytes = any(ln["kind"] == "measured" for ln in p_bytes.lines)
+    p_bytes.title = "Bytes: model minimal (dashed) vs measured DRAM read+write (solid)" + \
+        ("" if any_measured_bytes else " - no measured DRAM bytes in these reports")
+
+    panels = [p for p in list(speed_panels.values()) + [p_time, p_busbw, p_launch, p_bytes, p_graph] if p.lines]
+    if not panels:
+        return None
+    fig = draw(model, op, layer, panels, styles, reports, keys, multi, ridges, ridge_notes, all_tokens, args)
+    return fig
+
+
+def _note_text(panel, ridge_notes, threshold):
+    lines = []
+    if panel.speedup_over:
+        lines.append(f"crossover of {threshold:g}x (measured: only between token counts whose 95% intervals lie "
+                     f"wholly on opposite sides; model: cost-model prediction):")
+    lines += panel.notes
+    if panel.speedup_over:
+        lines += ridge_notes
+    return lines
+
+
+def wrap_lines(lines, width):
+    wrapped = []
+    for ln in lines:
+        wrapped += textwrap.wrap(ln, max(int(width), 40), subsequent_indent="    ") or [""]
+    return "\n".join(wrapped)
+
+
+def draw(model, op, layer, panels, styles, reports, keys, multi, ridges, ridge_notes, all_tokens, args):
+    notes = [_note_text(p, ridge_notes, args.threshold) for p in panels]
+    note_lines = sum(wrap_lines(n, 120).count("\n") + 1 for n in notes if n)
+    # Legend: one entry per series drawn, then the style key.
+    drawn_series = sorted({ln["series"] for p in panels for ln in p.lines},
+                          key=lambda s: (styles.variants.index(s[0]), keys.index(s[1])))
+    n_legend = len(drawn_series) + 8 + len(ridges)
+    height = max(PANEL_HEIGHT_IN * len(panels) + NOTE_LINE_IN * note_lines + 1.2, 4.5)
+    rows_fit = max(int((height - 0.6) / LEGEND_ROW_IN), 8)
+    ncol = max(1, math.ceil(n_legend / rows_fit))
+    width = 11 + 3.0 * ncol
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, height), sharex=True, layout="constrained",
+                             squeeze=False, dpi=PNG_DPI)
+    axes = [a[0] for a in axes]
+    thr = args.threshold
+    ridge_handles = []
+    note_artists = []
+    for ax, panel, note in zip(axes, panels, notes):
+        ax.set_gid(f"panel:{panel.pid}")
+        for ln in panel.lines:
+            color, marker = styles(*ln["series"])
+            if ln["kind"] == "model":
+                ax.plot(ln["x"], ln["y"], linestyle="--", color=color, marker=marker, markersize=4,
+                        fillstyle="none", alpha=0.8, gid="data:model")
+                continue
+            ax.plot(ln["x"], ln["y"], linestyle=ln["linestyle"] or "-", color=color, marker=marker,
+                    markersize=4, gid="data:measured")
+            if ln["lo"] is not None and any(v is not None for v in ln["lo"]):
+                lo = [v if v is not None else math.nan for v in ln["lo"]]
+                hi = [v if v is not None else math.nan for v in ln["hi"]]
+                ax.fill_between(ln["x"], lo, hi, color=color, alpha=0.15, linewidth=0, gid="interval-band")
+                xs = [x for x, a in zip(ln["x"], ln["lo"]) if a is not None]
+                ys = [y for y, a in zip(ln["y"], ln["lo"]) if a is not None]
+                err = [[y - a for y, a in zip(ys, [v for v in ln["lo"] if v is not None])],
+                       [b - y for y, b in zip(ys, [v for v in ln["hi"] if v is not None])]]
+                ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor=color, elinewidth=0.8, capsize=2,
+                            gid="interval-bars")
+        if panel.speedup_over:
+            ax.axhline(1.0, color="0.5", linewidth=0.8, gid="reference")
+            ax.axhline(thr, color="0.35", linewidth=0.9, linestyle=(0, (4, 3)), gid="threshold")
+            for series, c, kind in panel.crossings:
+                color, marker = styles(*series)
+                for x in c["crossings"]:
+                    if kind == "measured":
+                        est = x["tokens"] or math.sqrt(x["tokens_low"] * x["tokens_high"])
+                        ax.errorbar([est], [thr], xerr=[[est - x["tokens_low"]], [x["tokens_high"] - est]],
+                                    fmt=marker, color=color, markersize=6, capsize=4, elinewidth=2.2,
+                                    gid="crossing")
+                    elif x["tokens"]:
+                        ax.axvline(x["tokens"], color=color, linewidth=1, linestyle="--", gid="model-crossing")
+        for i, (rt, _) in enumerate(ridges):
+            ax.axvline(rt, color="0.25", linestyle=RIDGE_STYLES[i % len(RIDGE_STYLES)], linewidth=1.2, gid="ridge")
+        ax.set_ylabel(panel.ylabel)
+        ax.set_title(panel.title, fontsize=9.5)
+        ax.set_yscale(panel.yscale)
         ax.set_xscale("log", base=2)
-        ax.axvspan(min(all_tokens[0], 1) if all_tokens else 1, args.decode_max, color="tab:green", alpha=0.07)
-        ax.axvspan(args.prefill_min, max(all_tokens[-1] if all_tokens else 1, args.prefill_min) * 1.5,
-                   color="tab:orange", alpha=0.07)
+        lo_t = min(all_tokens[0], 1) if all_tokens else 1
+        hi_t = max(all_tokens[-1] if all_tokens else 1, args.prefill_min) * 1.5
+        ax.axvspan(lo_t / 2, args.decode_max, color="tab:green", alpha=0.07, gid="decode")
+        ax.axvspan(args.prefill_min, hi_t, color="tab:orange", alpha=0.07, gid="prefill")
         ax.grid(True, which="both", alpha=0.25)
-    ax_s.text(0.005, 0.98, f"decode (<= {args.decode_max} tokens)", transform=ax_s.transAxes, fontsize=7,
-              va="top", color="tab:green")
-    ax_s.text(0.995, 0.98, f"prefill (>= {args.prefill_min} tokens)", transform=ax_s.transAxes, fontsize=7,
-              va="top", ha="right", color="tab:orange")
-    for ax in (ax_s, ax_l, ax_b):
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6.5, loc="upper right", bbox_to_anchor=(1.0, 0.93))
+        if note:
+            # Below the panel, outside the data area: the layout makes room for it.
+            a = ax.annotate(wrap_lines(note, 120), xy=(0, 0), xycoords="axes fraction", xytext=(0, -6),
+                            textcoords="offset points", va="top", ha="left", fontsize=NOTE_FONT, family="monospace",
+                            gid="crossover-notes", bbox={"facecolor": "white", "alpha": 0.9, "edgecolor": "0.7"})
+            note_artists.append((ax, a, note))
+    for i, (_, text) in enumerate(ridges):
+        ridge_handles.append(Line2D([], [], color="0.25", linestyle=RIDGE_STYLES[i % len(RIDGE_STYLES)], label=text))
+
+    handles = []
+    for series in drawn_series:
+        color, marker = styles(*series)
+        handles.append(Line2D([], [], color=color, marker=marker, markersize=5,
+                              label=f"{series[0]} ({series_label(reports, series[1], multi)})"))
+    handles.append(Line2D([], [], color="0.3", marker="o", markersize=4, label="solid, filled: measured"))
+    if any(ln["kind"] == "model" for p in panels for ln in p.lines):
+        handles.append(Line2D([], [], color="0.3", marker="o", fillstyle="none", linestyle="--", markersize=4,
+                              label="dashed, hollow: model (speedup: max(F/peak, B/bw) + launches x overhead)"))
+    if any(ln["lo"] and any(v is not None for v in ln["lo"]) for p in panels for ln in p.lines):
+        handles.append(Patch(color="0.3", alpha=0.25, label="band and bars: 95% interval"))
+    if any(p.speedup_over for p in panels):
+        handles.append(Line2D([], [], color="0.35", linestyle=(0, (4, 3)), label=f"threshold {thr:g}x"))
+        if any(c["crossings"] for p in panels for _, c, k in p.crossings if k == "measured"):
+            handles.append(Line2D([], [], color="0.3", marker="o", linewidth=2.2,
+                                  label="measured crossover: interval between resolved points"))
+        if any(c["crossings"] for p in panels for _, c, k in p.crossings if k == "model"):
+            handles.append(Line2D([], [], color="0.3", linestyle="--", label="model crossover"))
+    handles += ridge_handles
+    handles.append(Patch(color="tab:green", alpha=0.2, label=f"decode (<= {args.decode_max} tokens)"))
+    handles.append(Patch(color="tab:orange", alpha=0.2, label=f"prefill (>= {args.prefill_min} tokens)"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, ncol=ncol, frameon=True)
+
     if all_tokens:
         axes[-1].set_xticks(all_tokens)
         axes[-1].set_xticklabels([str(t) for t in all_tokens], fontsize=7, rotation=45)
         axes[-1].set_xlim(all_tokens[0] / 1.5, all_tokens[-1] * 1.5)
     axes[-1].set_xlabel("tokens (M), log2")
-    devices = ", ".join(sorted({r.label for r in reports}))
-    fig.suptitle(f"fusebench crossover: {model} {op}  [{devices}]", fontsize=11)
-    fig.tight_layout()
-    base = os.path.join(args.output, f"crossover_{slug(model)}_{slug(op)}")
-    written = []
-    for fmt in args.formats:
-        fig.savefig(f"{base}.{fmt}", dpi=110 if fmt == "png" else None)
-        written.append(f"{base}.{fmt}")
-    plt.close(fig)
-    return written
+    devices = ", ".join(sorted({reports[k[0]].label for k in keys}))
+    # Left-aligned and wrapped so that it never runs under the legend at the right.
+    title = textwrap.fill(f"fusebench crossover: {model} {op}{' ' + layer if layer else ''}  [{devices}]", 95)
+    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
+    # Notes wrapped to the width the layout gave their panel, so they never widen it (a wider
+    # note would squeeze the panel) and never run under the legend.
+    chars = {id(a): 120 for _, a, _ in note_artists}
+    for _ in range(4):
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        too_wide = False
+        for ax, a, note in note_artists:
+            aw, nw = ax.get_window_extent(r).width, a.get_bbox_patch().get_window_extent(r).width
+            if nw > aw or nw < 0.9 * aw:
+                chars[id(a)] = max(chars[id(a)] * (0.97 * aw / nw), 40)
+                a.set_text(wrap_lines(note, chars[id(a)]))
+                too_wide = too_wide or nw > aw
+        if not too_wide:
+            break
+    return fig
 
 
-def main(argv=None):
+def plot_all(reports, args):
+    """[(base path, figure)], summary. Figures are left open for the caller to save or inspect."""
+    figs = group_entries(reports)
+    summary, out = [], []
+    for (model, op, layer) in sorted(figs):
+        fig = build_figure(model, op, layer, figs[(model, op, layer)], reports, args, summary)
+        if fig is None:
+            continue
+        base = os.path.join(args.output, chart_base_name(model, op, layer))
+        out.append((base, fig))
+    return out, summary
+
+
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("reports", nargs="+", help="fusebench JSON reports (several GPUs or runs share each chart)")
     p.add_argument("-o", "--output", default="reports/latest", help="folder for the charts")
     p.add_argument("--labels", help="comma-separated labels, one per report (default: device name)")
-    p.add_argument("--threshold", type=float, default=1.05, help="crossover: speedup under this (default 1.05)")
+    p.add_argument("--threshold", type=float, default=1.05, help="crossover threshold (default 1.05)")
     p.add_argument("--decode-max", type=int, default=64, help="decode region: tokens <= this (default 64)")
     p.add_argument("--prefill-min", type=int, default=512, help="prefill region: tokens >= this (default 512)")
     p.add_argument("--peak-flops", type=float, help="FLOP/s for the model prediction (default: report ceilings)")
@@ -282,25 +496,40 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if args.threshold <= 0:
-        p.error("--threshold must be positive")
+        p.error(f"--threshold must be positive (got {args.threshold:g})")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    labels = args.labels.split(",") if args.labels else None
+    if labels and len(labels) != len(args.reports):
+        print(f"plot_crossover: --labels has {len(labels)} label(s) for {len(args.reports)} report(s): "
+              f"give one per report", file=sys.stderr)
+        return 2
     try:
-        reports = fr.load_all(args.reports, args.labels.split(",") if args.labels else None)
+        reports = fr.load_all(args.reports, labels)
     except (OSError, ValueError) as exc:
         print(f"plot_crossover: {exc}", file=sys.stderr)
         return 2
-    os.makedirs(args.output, exist_ok=True)
-    figs = fr_groups = group_entries(reports)
-    if not fr_groups:
+    if not group_entries(reports):
         print("plot_crossover: no benchmark entries with tokens in the reports", file=sys.stderr)
         return 2
-    summary, written = [], []
-    for (model, op) in sorted(figs):
-        written += plot_figure(model, op, figs[(model, op)], reports, args, summary)
+    os.makedirs(args.output, exist_ok=True)
+    figures, summary = plot_all(reports, args)
+    written = []
+    for base, fig in figures:
+        for fmt in args.formats:
+            fig.savefig(f"{base}.{fmt}")  # at the figure's dpi: the layout was measured at it
+            written.append(f"{base}.{fmt}")
+        plt.close(fig)
     out = {"threshold": args.threshold, "decode_max": args.decode_max, "prefill_min": args.prefill_min,
            "reports": [{"path": r.path, "label": r.label} for r in reports],
            "charts": [os.path.basename(w) for w in written], "crossovers": summary}
-    with open(os.path.join(args.output, "crossover.json"), "w", encoding="utf-8") as f:
+    tmp = os.path.join(args.output, "crossover.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
+    os.replace(tmp, os.path.join(args.output, "crossover.json"))
     for w in written:
         print(f"plot_crossover: wrote {w}")
     return 0

@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""Prints the short table a device check ends with: fused vs split per model/op/tokens, measured
-launches and DRAM bytes beside the model, and (when given) PyTorch and ncu cross-checks.
+"""Prints the short tables a device check ends with: every variant against its baseline (split;
+naive for TP; sp and overlap also against paired), one row per model, layer, op, dtype, tp,
+regime, weights, communicator and token count, with the speedup and its 95% interval, measured
+launches and DRAM bytes beside the model; collectives with time and bus bandwidth; the crossovers;
+and (when given) PyTorch and ncu cross-checks.
 
-Only keys present in the report are shown; a missing counter is printed as "n/a", never 0.
+Only keys present in the report are shown; a missing counter is printed as "n/a", never 0. A
+speedup without an interval in the report is the ratio of medians and says so.
+
+  scripts/summarize_report.py REPORT.json [--torch torch.json] [--ncu ncu.csv] [--threshold 1.05]
 """
 import argparse
 import json
@@ -11,91 +17,140 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusebench_crossover as fx  # noqa: E402
+import fusebench_report as fr  # noqa: E402
 import ncu_compare  # noqa: E402
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"summarize: cannot read {path}: {e}")
-        return None
 
 
 def fmt(v, spec=".3g"):
     return "n/a" if v is None else format(v, spec)
 
 
-def time_us(entry):
-    # Prefer the regime's median when the timing statistics are present.
-    for key in ("time_median", "real_time"):
-        if key in entry:
-            v = entry[key]
-            unit = entry.get("time_unit", "us") if key == "real_time" else "s"
-            return v * {"ns": 1e-3, "us": 1, "ms": 1e3, "s": 1e6}[unit]
-    return None
+def speedup_text(r):
+    if r is None:
+        return "n/a"
+    if r.has_interval:
+        return f"{r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+    return f"{r.value:.3f} (ratio of medians)"
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def config_text(e):
+    parts = [e.timing or "-"]
+    if e.weights:
+        parts.append(f"weights:{e.weights}")
+    if e.extra:
+        parts.append(e.extra)
+    return " ".join(parts)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("report")
     ap.add_argument("--torch")
     ap.add_argument("--ncu")
-    args = ap.parse_args()
-    report = load(args.report)
-    if report is None:
+    ap.add_argument("--threshold", type=float, default=1.05, help="crossover threshold (default 1.05)")
+    args = ap.parse_args(argv)
+    try:
+        report = fr.load(args.report)
+        with open(args.report, encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"summarize: cannot read {args.report}: {e}")
         return 1
-    ctx = report.get("context", {})
-    print(f"gpu: {ctx.get('gpu_name', ctx.get('cpu_model', '?'))}  backend: {ctx.get('backend')}  "
+    ctx = report.context
+    print(f"device: {report.device()}  backend: {ctx.get('backend', 'n/a')}  "
           f"driver: {ctx.get('cuda_driver_version', 'n/a')}  rev: {str(ctx.get('git_revision', '?'))[:12]}")
-    failed = [b for b in report.get("benchmarks", []) if b.get("error_occurred")]
-    print(f"entries: {len(report.get('benchmarks', []))}, failed: {len(failed)}")
-    for b in failed[:5]:
-        print(f"  FAILED {b['name']}: {b.get('error_message')}")
+    method = (ctx.get("timing") or {}).get("interval_method") if isinstance(ctx.get("timing"), dict) else None
+    print(f"speedup intervals: {method or 'none in this report (speedups are ratios of medians)'}")
+    failed = [e for e in report.entries if e.error]
+    print(f"entries: {len(report.entries)}, failed: {len(failed)}")
+    for e in failed[:5]:
+        print(f"  FAILED {e.name}: {e.error}")
 
-    rows = defaultdict(dict)
-    for b in report.get("benchmarks", []):
-        if b.get("run_type") != "iteration" or b.get("error_occurred"):
-            continue
-        key = (b.get("model"), b.get("op"), b.get("timing", "-"), b.get("tokens"))
-        rows[key][b.get("variant")] = b
-    print(f"{'model':<12} {'op':<8} {'timing':<6} {'tokens':>6} {'split us':>9} {'fused us':>9} "
-          f"{'speedup':>7} {'launch s/f (model)':>19} {'dram/model f':>12}")
-    for (model, op, timing, tokens), v in sorted(rows.items(), key=lambda kv: tuple(str(x).zfill(8) for x in kv[0])):
-        s, f = v.get("split"), v.get("fused")
-        if not s or not f:
-            continue
-        ts, tf = time_us(s), time_us(f)
-        speed = ts / tf if ts and tf else None
-        launches = f"{fmt(s.get('launches'), '.0f')}/{fmt(f.get('launches'), '.0f')} " \
-                   f"({s.get('model_launches', 0):.0f}/{f.get('model_launches', 0):.0f})"
-        dram = None
-        if "dram_read_bytes" in f and "dram_write_bytes" in f:
-            dram = (f["dram_read_bytes"] + f["dram_write_bytes"]) / f["model_bytes"]
-        print(f"{model:<12} {op:<8} {timing:<6} {tokens:>6} {fmt(ts, '9.2f')} {fmt(tf, '9.2f')} "
-              f"{fmt(speed, '7.3f')} {launches:>19} {fmt(dram, '12.3f')}")
+    # Comparison groups: every entry of one configuration and token count, by variant.
+    groups = defaultdict(dict)
+    for e in report.entries:
+        if e.error is None:
+            groups[(e.op, e.config(), e.tokens)][e.variant] = e
+    by_op = defaultdict(list)
+    for e in report.entries:
+        by_op[e.op].append(e)
+    baselines = {op: fr.baseline_variant(op, es) for op, es in by_op.items()}
+
+    head = (f"{'model':<14} {'layer':<8} {'op':<8} {'dtype':<5} {'tp':>2} {'config':<22} {'tokens':>6} "
+            f"{'variant':<8} {'over':<7} {'over us':>9} {'this us':>9} {'speedup [95% CI]':<26} "
+            f"{'launches o/t (model)':>20} {'dram/model':>10}")
+    rows, coll, curves = [], [], defaultdict(list)
+    for (op, cfg, tokens), vm in groups.items():
+        comps = fr.comparisons(op, list(vm), baselines.get(op))
+        for variant, over in comps:
+            e, b = vm[variant], vm[over]
+            r = fr.speedup_between(e, b, over)
+            if r is not None:
+                curves[(op, cfg, variant, over)].append((tokens, r.value, r.ci_low, r.ci_high))
+            ml = lambda x: x.counter("model_launches")  # noqa: E731
+            launches = (f"{fmt(b.counter('launches'), '.0f')}/{fmt(e.counter('launches'), '.0f')} "
+                        f"({fmt(ml(b), '.0f')}/{fmt(ml(e), '.0f')})")
+            mb, dram = e.counter("model_bytes"), fr.measured_bytes(e)
+            rows.append(((e.model, e.layer, op, e.dtype, e.tp, config_text(e), tokens, variant, over),
+                         f"{e.model:<14} {e.layer or '-':<8} {op:<8} {e.dtype:<5} {e.tp:>2} {config_text(e):<22} "
+                         f"{tokens:>6} {variant:<8} {over:<7} {fmt(b.time_ns and b.time_ns / 1e3, '9.2f')} "
+                         f"{fmt(e.time_ns and e.time_ns / 1e3, '9.2f')} {speedup_text(r):<26} {launches:>20} "
+                         f"{fmt(dram / mb if dram is not None and mb else None, '10.3f')}"))
+        if not comps:
+            for variant, e in vm.items():
+                busbw = {k[:-6]: e.counter(k) for k in e.counters if k.endswith("_busbw") and e.counter(k)}
+                if not busbw:
+                    continue
+                iv = e.time_interval_ns()
+                t = fmt(e.time_ns and e.time_ns / 1e3, '.2f') + (f" [{iv[0] / 1e3:.2f}, {iv[1] / 1e3:.2f}]" if iv else "")
+                coll.append(((e.model, op, e.dtype, e.tp, config_text(e), tokens, variant),
+                             f"{e.model:<14} {op:<10} {variant:<6} {e.dtype:<5} {e.tp:>2} {config_text(e):<22} "
+                             f"{tokens:>6} {t:>24} " + ", ".join(f"{k} {v / 1e9:.3g} GB/s" for k, v in sorted(busbw.items()))))
+    order = lambda row: tuple(str(x).zfill(8) if isinstance(x, int) else str(x) for x in row[0])  # noqa: E731
+    if rows:
+        print(head)
+        for _, line in sorted(rows, key=order):
+            print(line)
+    if coll:
+        print(f"{'model':<14} {'op':<10} {'var':<6} {'dtype':<5} {'tp':>2} {'config':<22} {'tokens':>6} "
+              f"{'time us [95% CI]':>24} bus bandwidth")
+        for _, line in sorted(coll, key=order):
+            print(line)
+    if curves:
+        print(f"crossover of {args.threshold:g}x (placed only where the 95% intervals resolve it):")
+        for (op, cfg, variant, over), pts in sorted(curves.items(), key=lambda kv: str(kv[0])):
+            model, layer, tp, dtype, timing, weights, extra = cfg
+            where = " ".join(x for x in (model, layer, op, dtype, f"tp{tp}", timing, weights, extra) if x)
+            print(f"  {where}: {variant} over {over}: {fx.describe(fx.crossover(pts, args.threshold), args.threshold)}")
 
     if args.torch:
-        torch = load(args.torch)
+        try:
+            with open(args.torch, encoding="utf-8") as f:
+                torch = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"summarize: cannot read {args.torch}: {e}")
+            torch = None
         if torch:
             print(f"PyTorch {torch.get('torch')} F.linear (cold) vs fusebench qkv/fused:")
-            for e in torch.get("entries", []):
-                ours = [time_us(b) for (m, op, t, tok), v in rows.items() for b in [v.get("fused")]
-                        if b and m == e["model"] and op == "qkv" and tok == e["tokens"] and t in ("cold", "-")]
+            for t in torch.get("entries", []):
+                ours = [e.time_ns / 1e3 for e in report.entries
+                        if e.op == "qkv" and e.variant == "fused" and e.model == t["model"] and e.tokens == t["tokens"]
+                        and e.timing in ("cold", "") and e.dtype in (t.get("dtype", "bf16"), "?") and e.time_ns]
                 mine = ours[0] if ours else None
-                ratio = mine / e["median_us"] if mine else None
-                print(f"  {e['model']:<12} tokens={e['tokens']:>6}: torch {e['median_us']:8.2f} us, "
+                ratio = mine / t["median_us"] if mine else None
+                print(f"  {t['model']:<12} tokens={t['tokens']:>6}: torch {t['median_us']:8.2f} us, "
                       f"fusebench {fmt(mine, '8.2f')} us, ratio {fmt(ratio, '.3f')}")
     if args.ncu:
         try:
-            text = open(args.ncu).read()
+            with open(args.ncu, encoding="utf-8") as f:
+                text = f.read()
         except OSError:
             text = ""
         ncu = ncu_compare.parse_ncu(text)
         print(f"ncu cross-check ({len(ncu)} regions):")
         if ncu:
-            ncu_compare.print_table(ncu_compare.compare(ncu, report))
+            ncu_compare.print_table(ncu_compare.compare(ncu, raw))
         elif text.strip():
             print("  " + text.strip().splitlines()[0])
     return 0

@@ -216,6 +216,136 @@ TEST_F(Gate, SummaryMarkdownWritten) {
   EXPECT_NE(text.find("| SLOWER |"), std::string::npos) << text;
 }
 
+TEST_F(Gate, MissingCounterSaysWhyWhenTheReportDoes) {
+  json cur = entry(kA, 10,
+                   {{"counters_unavailable",
+                     {{"dram_read_bytes", "CUPTI: insufficient privileges (ERR_NVGPUCTRPERM)"}}}});
+  cur.erase("dram_read_bytes");
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({cur})), 1) << out;
+  EXPECT_NE(out.find("unavailable: CUPTI: insufficient privileges (ERR_NVGPUCTRPERM)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("unavailable?"), std::string::npos) << out;
+  // No reason in the report: the table says so instead of guessing.
+  json bare = entry(kA, 10);
+  bare.erase("dram_read_bytes");
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({bare})), 1) << out;
+  EXPECT_NE(out.find("gives no reason in counters_unavailable"), std::string::npos) << out;
+}
+
+// The speedup rule (COMMON contract 2): a fused entry's speedup over split with its interval.
+json with_speedup(double s, double low, double high) {
+  return entry(kB, 8, {{"speedup", s}, {"speedup_ci_low", low}, {"speedup_ci_high", high}});
+}
+
+TEST_F(Gate, SpeedupIntervalWhollyBelowBaselineFails) {
+  const auto md = (dir / "summary.md").string();
+  const json base = report({entry(kA, 10), with_speedup(1.30, 1.25, 1.35)});
+  const json cur = report({entry(kA, 10), with_speedup(1.10, 1.05, 1.15)});
+  // Times are equal: only the speedup rule can fail this.
+  EXPECT_EQ(run(base, cur, {"--summary-md", md}), 1) << out;
+  EXPECT_NE(out.find("LOST"), std::string::npos) << out;
+  EXPECT_NE(out.find("[1.050, 1.150] vs baseline [1.250, 1.350]: wholly below"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("applied to 1 entry."), std::string::npos) << out;
+  EXPECT_NE(out.find("1 regression(s)"), std::string::npos) << out;
+  std::ifstream in(md);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("## fusebench gate: FAIL"), std::string::npos) << text;
+  EXPECT_NE(text.find("| LOST | `" + kB + "` | speedup | 1.300x | 1.100x |"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Speedup rule: applied to 1 entry."), std::string::npos) << text;
+}
+
+TEST_F(Gate, SpeedupIntervalsThatOverlapOrRisePass) {
+  const json base = report({with_speedup(1.30, 1.25, 1.35)});
+  EXPECT_EQ(run(base, report({with_speedup(1.22, 1.15, 1.26)})), 0) << out;
+  EXPECT_NE(out.find("overlap"), std::string::npos) << out;
+  // Touching is overlapping: wholly below means current high < baseline low.
+  EXPECT_EQ(run(base, report({with_speedup(1.2, 1.15, 1.25)})), 0) << out;
+  EXPECT_EQ(run(base, report({with_speedup(1.5, 1.45, 1.55)})), 0) << out;
+  EXPECT_NE(out.find("FASTER"), std::string::npos) << out;
+  EXPECT_NE(out.find("wholly above"), std::string::npos) << out;
+  // --ignore-time gates counters only: no speedup rule, and the summary says so.
+  EXPECT_EQ(run(base, report({with_speedup(1.1, 1.05, 1.15)}), {"--ignore-time"}), 0) << out;
+  EXPECT_NE(out.find("not applied: --ignore-time"), std::string::npos) << out;
+}
+
+TEST_F(Gate, WithoutIntervalsComparedAsTodayAndSummarySaysWhy) {
+  const auto md = (dir / "summary.md").string();
+  // A baseline from before intervals were reported, against a current report that has them.
+  EXPECT_EQ(run(report({entry(kA, 10), entry(kB, 8)}),
+                report({entry(kA, 10), with_speedup(1.1, 1.05, 1.15)}), {"--summary-md", md}),
+            0)
+      << out;
+  EXPECT_NE(out.find("applied to 0 entries; could not apply to 1: baseline has no speedup, "
+                     "current has an interval (1, e.g. " +
+                     kB + ")"),
+            std::string::npos)
+      << out;
+  std::ifstream in(md);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("could not apply to 1: baseline has no speedup"), std::string::npos) << text;
+  // A speedup without its interval.
+  EXPECT_EQ(
+      run(report({with_speedup(1.3, 1.25, 1.35)}), report({entry(kB, 8, {{"speedup", 1.0}})})), 0)
+      << out;
+  EXPECT_NE(out.find("current has a speedup without speedup_ci_low/high"), std::string::npos)
+      << out;
+  // Neither report has any: one sentence, and the time rule still decides.
+  EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 20)})), 1) << out;
+  EXPECT_NE(out.find("not applied: no entry of either report has a speedup interval"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(Gate, MalformedSpeedupIntervalIsUnusableInput) {
+  const json good = report({with_speedup(1.3, 1.25, 1.35)});
+  json no_high = with_speedup(1.3, 1.25, 1.35);
+  no_high.erase("speedup_ci_high");
+  struct Case {
+    json entry;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {with_speedup(1.3, 1.4, 1.2),
+       "cur.json: benchmarks[0] (" + kB +
+           ").speedup_ci_low: 1.4 is greater than speedup_ci_high 1.2"},
+      {entry(kB, 8, {{"speedup", 1.3}, {"speedup_ci_low", 1.2}, {"speedup_ci_high", "1.4"}}),
+       "(" + kB + ").speedup_ci_high: not a number (got a string \"1.4\")"},
+      {entry(kB, 8, {{"speedup", nullptr}, {"speedup_ci_low", 1.2}, {"speedup_ci_high", 1.4}}),
+       "(" + kB + ").speedup: not a number (got null)"},
+      {no_high, "(" + kB + ").speedup_ci_high: missing while speedup_ci_low is present"},
+      {with_speedup(1.3, 0, 1.4), "(" + kB + ").speedup_ci_low: 0 is not positive"},
+      {with_speedup(-1, 0.5, 1.4), "(" + kB + ").speedup: -1 is not positive"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(run(good, report({c.entry})), 2) << c.entry.dump();
+    EXPECT_NE(err.find(c.message), std::string::npos) << err;
+    // The baseline is checked the same way, and named.
+    EXPECT_EQ(run(report({c.entry}), good), 2) << c.entry.dump();
+    EXPECT_NE(err.find("base.json: benchmarks[0]"), std::string::npos) << err;
+  }
+}
+
+TEST(GateReader, SpeedupFromRepetitionsAndAggregates) {
+  // A stddev aggregate of the bounds is no interval: its low may exceed its high.
+  auto agg = [](const std::string& name, double low, double high) {
+    return json{{"name", kB + "_" + name}, {"run_name", kB},         {"run_type", "aggregate"},
+                {"aggregate_name", name},  {"real_time", 8.0},       {"time_unit", "us"},
+                {"speedup_ci_low", low},   {"speedup_ci_high", high}};
+  };
+  const json doc = {{"context", json::object()},
+                    {"benchmarks",
+                     {with_speedup(1.3, 1.25, 1.35), with_speedup(1.2, 1.1, 1.3),
+                      agg("mean", 1.175, 1.325), agg("stddev", 0.1, 0.03)}}};
+  const auto r = fusebench::gate::parse_report(doc.dump(), "x.json");
+  ASSERT_EQ(r.entries.size(), 1u);
+  ASSERT_TRUE(r.entries[0].speedup);
+  EXPECT_DOUBLE_EQ(r.entries[0].speedup->low, 1.25);  // the first repetition's, as counters
+  EXPECT_DOUBLE_EQ(*r.entries[0].speedup->speedup, 1.3);
+}
+
 // Unusable input: exit 2 and a message naming the file and the field.
 TEST_F(Gate, MalformedJson) {
   EXPECT_EQ(run_text(report({entry(kA, 10)}).dump(), "{\"context\": {"), 2);

@@ -272,9 +272,27 @@ TEST(TimingReport, CpuEntriesCarryStatistics) {
     ++entries;
     EXPECT_EQ(b["timing"], "eager");
     EXPECT_NE(b["name"].get<std::string>().find("/timing:eager"), std::string::npos);
-    for (const char* key : {"time_median", "time_mean", "time_min", "time_cv", "samples",
-                            "samples_dropped_throttled", "roofline_fraction", "runs_per_sample"}) {
+    for (const char* key :
+         {"time_median", "time_mean", "time_min", "time_cv", "samples", "samples_dropped_throttled",
+          "roofline_fraction", "runs_per_sample", "time_median_ci_low", "time_median_ci_high",
+          "timing_rounds", "timing_stop", "timing_target", "interleaved_with", "speedup_baseline",
+          "speedup_over"}) {
       EXPECT_TRUE(b.contains(key)) << key;
+    }
+    EXPECT_LE(b["time_median_ci_low"].get<double>(), b["time_median"].get<double>());
+    EXPECT_GE(b["time_median_ci_high"].get<double>(), b["time_median"].get<double>());
+    EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"split", "fused"}));
+    EXPECT_EQ(b["speedup_baseline"], "split");
+    EXPECT_EQ(b["timing_target"], "speedup_ci_half_width <= 0.03");  // the CPU default
+    if (b["variant"] == "fused") {
+      for (const char* key : {"speedup", "speedup_ci_low", "speedup_ci_high", "speedup_pairs"})
+        EXPECT_TRUE(b.contains(key)) << key;
+      EXPECT_LE(b["speedup_ci_low"].get<double>(), b["speedup"].get<double>());
+      EXPECT_GE(b["speedup_ci_high"].get<double>(), b["speedup"].get<double>());
+      EXPECT_EQ(b["speedup_over"]["split"]["speedup"], b["speedup"]);
+    } else {
+      EXPECT_FALSE(b.contains("speedup"));  // the baseline has none of its own
+      EXPECT_TRUE(b["speedup_over"].contains("fused"));
     }
     EXPECT_GE(b["samples"].get<double>(), 1);
     EXPECT_LE(b["time_min"].get<double>(), b["time_median"].get<double>());
@@ -284,6 +302,92 @@ TEST(TimingReport, CpuEntriesCarryStatistics) {
     EXPECT_TRUE(b.contains("sm_clock_unavailable"));  // said, not zero
   }
   EXPECT_EQ(entries, 2);  // split and fused; grouped is skipped on the CPU
+  EXPECT_EQ(report["context"]["timing"]["stopping_rule"]["target_ci"], 0.03);
+  EXPECT_NE(
+      report["context"]["timing"]["interval_method"].get<std::string>().find("order-statistic"),
+      std::string::npos);
+  // The console says how the measurement stopped.
+  EXPECT_NE(out.find("interleaved group measurement(s)"), std::string::npos) << out;
+}
+
+namespace {
+
+nlohmann::json run_report(const std::string& args, const std::string& tag, std::string* out) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("fusebench_timing_" + tag + std::to_string(::getpid()) + ".json");
+  const int rc = run_binary(args + " --report=" + path.string(), out);
+  EXPECT_EQ(rc, 0) << *out;
+  std::ifstream in(path);
+  auto report = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  return report;
+}
+
+}  // namespace
+
+// One group measurement serves both entries: the baseline's speedup over fused and fused's over
+// split come from the same rounds (reciprocal ratios, reciprocal interval ends).
+TEST(TimingReport, BothEntriesOfAGroupComeFromOneInterleavedMeasurement) {
+  std::string out;
+  const auto report = run_report(
+      "--backend=cpu --ops=gate_up --tokens=2 --dtypes=fp32 --timing-max-time=0.1", "pair", &out);
+  ASSERT_EQ(report["benchmarks"].size(), 2u);
+  const auto& split = report["benchmarks"][0];
+  const auto& fused = report["benchmarks"][1];
+  ASSERT_EQ(split["variant"], "split");
+  ASSERT_EQ(fused["variant"], "fused");
+  const auto& over = split["speedup_over"]["fused"];
+  EXPECT_EQ(over["pairs"], fused["speedup_pairs"]);
+  EXPECT_EQ(split["timing_rounds"], fused["timing_rounds"]);
+  EXPECT_NEAR(over["ci_low"].get<double>() * fused["speedup_ci_high"].get<double>(), 1, 1e-9);
+  EXPECT_NEAR(over["ci_high"].get<double>() * fused["speedup_ci_low"].get<double>(), 1, 1e-9);
+  EXPECT_NE(out.find("1 interleaved group measurement(s)"), std::string::npos) << out;
+}
+
+// --benchmark_repetitions=N: each repetition is a fresh measurement of the whole group.
+TEST(TimingReport, RepetitionsMeasureTheGroupAgain) {
+  std::string out;
+  const auto report = run_report(
+      "--backend=cpu --ops=qkv --tokens=1 --dtypes=fp32 --timing-max-time=0.05 "
+      "--benchmark_repetitions=3",
+      "reps", &out);
+  int fused_iterations = 0;
+  for (const auto& b : report["benchmarks"]) {
+    if (b["run_type"] != "iteration" || b["variant"] != "fused") continue;
+    ++fused_iterations;
+    EXPECT_TRUE(b.contains("speedup")) << b.dump();
+    EXPECT_TRUE(b.contains("speedup_ci_low"));
+  }
+  EXPECT_EQ(fused_iterations, 3);
+  EXPECT_NE(out.find("3 interleaved group measurement(s)"), std::string::npos) << out;
+}
+
+// A filter that leaves the baseline out: the entry is measured alone, says why it has no
+// speedup, and its stopping rule targets its own median.
+TEST(TimingReport, FilterWithoutTheBaselineGivesNoSpeedupAndSaysWhy) {
+  std::string out;
+  const auto report = run_report(
+      "--backend=cpu --ops=qkv --tokens=1 --dtypes=fp32 --timing-max-time=0.05 "
+      "--benchmark_filter=qkv/fused",
+      "filter", &out);
+  ASSERT_EQ(report["benchmarks"].size(), 1u);
+  const auto& b = report["benchmarks"][0];
+  EXPECT_EQ(b["variant"], "fused");
+  EXPECT_FALSE(b.contains("speedup"));
+  EXPECT_NE(b["speedup_unavailable"].get<std::string>().find("--benchmark_filter"),
+            std::string::npos)
+      << b["speedup_unavailable"];
+  EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"fused"}));
+  EXPECT_EQ(b["timing_target"], "time_median_ci_half_width <= 0.03");
+  EXPECT_TRUE(b.contains("time_median_ci_low"));
+}
+
+TEST(TimingReport, RetiredCvTargetIsRefusedWithTheReplacement) {
+  std::string out;
+  EXPECT_EQ(run_binary("--backend=cpu --timing-target-cv=0.01 --list", &out), 2) << out;
+  EXPECT_NE(out.find("--timing-target-ci"), std::string::npos) << out;
+  out.clear();
+  EXPECT_NE(run_binary("--backend=cpu --timing-target-ci=0 --list", &out), 0) << out;
 }
 
 TEST(TimingReport, GpuRegimesOnCpuFailAtStartup) {

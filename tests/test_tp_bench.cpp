@@ -77,6 +77,17 @@ TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
                              : b["comm_wire_bytes"].get<double>();
       EXPECT_NEAR(b["comm_wire_bytes"].get<double>(), wire, 1e-6) << name;
     }
+    // The four variants of one shape are measured interleaved; the speedups are over naive.
+    EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"naive", "paired", "sp", "overlap"}))
+        << name;
+    EXPECT_EQ(b["speedup_baseline"], "naive") << name;
+    if (variant != "naive") {
+      EXPECT_TRUE(b.contains("speedup")) << name;
+      EXPECT_LE(b["speedup_ci_low"].get<double>(), b["speedup"].get<double>()) << name;
+      EXPECT_GE(b["speedup_ci_high"].get<double>(), b["speedup"].get<double>()) << name;
+    } else {
+      EXPECT_TRUE(b["speedup_over"].contains("paired")) << name;
+    }
     seen.insert(op + "/" + variant + "/" + std::to_string(tp));
   }
   EXPECT_EQ(seen.size(), 24u);  // 2 ops x 4 variants x 3 tp

@@ -20,6 +20,13 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A speedup over the op's baseline variant with its 95% confidence interval (report fields
+// `speedup`, `speedup_ci_low`, `speedup_ci_high`; the interleaved timing writes them).
+struct SpeedupInterval {
+  std::optional<double> speedup;  // the point estimate, when the entry has one
+  double low = 0, high = 0;
+};
+
 // One benchmark of a report, after folding repetitions and aggregates together.
 struct Entry {
   std::string name;                 // run_name (name without aggregate suffix)
@@ -30,6 +37,8 @@ struct Entry {
   bool error = false;               // every repetition reported error_occurred
   std::string error_message;
   std::map<std::string, double> counters;  // numeric top-level keys of the first repetition
+  std::optional<SpeedupInterval> speedup;  // of the first repetition, when it has an interval
+  std::map<std::string, std::string> counters_unavailable;  // counter -> why, as the report says
 };
 
 struct Report {
@@ -54,10 +63,11 @@ struct Options {
       0.0;  // relative tolerance for exact counters (launches, kernels, model_*)
   bool allow_device_mismatch = false;
   bool allow_missing_counters = false;  // a counter in BASELINE absent in CURRENT: note, not fail
-  bool ignore_time = false;             // counters only (e.g. CI on a shared, noisy runner)
+  bool ignore_time = false;  // counters only: no time or speedup rule (e.g. a shared, noisy runner)
 };
 
-enum class Status { kPass, kFaster, kSlower, kChanged, kMissing, kNew, kError, kNote };
+// kLost: a speedup whose interval lies wholly below the baseline report's (the benefit was lost).
+enum class Status { kPass, kFaster, kSlower, kChanged, kMissing, kNew, kError, kNote, kLost };
 const char* to_string(Status s);
 bool is_failure(Status s);
 
@@ -69,10 +79,18 @@ struct Finding {
   std::string detail;  // the rule applied, e.g. "+7.1% > max(5%, noise 2.3%)"
 };
 
+// Where the speedup-interval rule applied and, where it could not, why (for the summaries).
+struct SpeedupCoverage {
+  int applied = 0;  // entries with an interval in both reports
+  std::map<std::string, std::vector<std::string>> not_applied;  // why -> benchmarks
+  std::string off;  // non-empty when the rule did not run at all: why
+};
+
 struct Result {
   std::vector<Finding> findings;
   std::string baseline_device, current_device;
   int compared = 0;
+  SpeedupCoverage speedup;
   bool failed() const;
 };
 
@@ -83,6 +101,10 @@ bool is_bytes_counter(const std::string& key);
 
 // Throws InputError on a device mismatch unless allowed.
 Result compare(const Report& baseline, const Report& current, const Options& options);
+
+// Where the speedup rule applied and why not elsewhere, e.g. "applied to 3 entries." (console
+// and Markdown).
+std::string speedup_rule_summary(const Result& result);
 
 void print_table(const Result& result, std::ostream& out, bool verbose);
 void write_markdown(const Result& result, const Options& options, std::ostream& out);

@@ -1,9 +1,10 @@
 #pragma once
 // Materialises a plan on a backend: allocates its buffers, fills inputs and weights with fresh
-// random data, and executes its steps.
+// random data (or weights from a checkpoint), and executes its steps.
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fusebench/backend.hpp"
@@ -24,11 +25,52 @@ std::vector<float> logical_window(const std::string& name, std::int64_t logical_
                                   std::int64_t logical_cols, std::int64_t row0, std::int64_t col0,
                                   std::int64_t rows, std::int64_t cols, BufferRole role,
                                   DType dtype, std::uint64_t seed);
-LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed);
+
+// One window of a logical tensor, as a plan asks for it.
+struct WindowRequest {
+  std::string name;  // logical tensor: "w_q", "x", ...
+  BufferRole role = BufferRole::weight;
+  std::int64_t logical_rows = 0, logical_cols = 0;  // the whole tensor's shape
+  std::int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
+  DType dtype = DType::f32;  // what the values will be rounded to
+};
+
+// Where the values of logical tensors come from: the seeded generator (RandomTensors) or a
+// checkpoint's layer (HfLayerWeights, hf_layer.hpp).
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  virtual bool has(const std::string& name) const = 0;
+  // The window's values before rounding to request.dtype (encode() rounds them for the device,
+  // logical_inputs() for the reference). Throws when the source lacks the tensor, its shape is not
+  // [logical_rows, logical_cols], or a value does not fit request.dtype.
+  virtual std::vector<float> window(const WindowRequest& request) const = 0;
+  // Says what the values are, for messages and reports ("random (seed 7)", a checkpoint).
+  virtual std::string describe() const = 0;
+};
+
+// Every tensor from the counter-based generator that logical_window() rounds.
+class RandomTensors : public TensorSource {
+ public:
+  explicit RandomTensors(std::uint64_t seed) : seed_(seed) {}
+  bool has(const std::string&) const override { return true; }
+  std::vector<float> window(const WindowRequest& request) const override;
+  std::string describe() const override;
+
+ private:
+  std::uint64_t seed_;
+};
+
+// The rounded values of every logical tensor a plan reads (what the float64 reference sees):
+// weights from `weights` when given, everything else from the generator seeded by `seed`.
+LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed,
+                              const TensorSource* weights = nullptr);
 
 class Workspace {
  public:
-  Workspace(Backend& backend, Plan plan, std::uint64_t seed);
+  // Inputs from the generator seeded by `seed`; weights from `weights` when given (e.g. a
+  // checkpoint's layer; used only while constructing), else from the same generator.
+  Workspace(Backend& backend, Plan plan, std::uint64_t seed, const TensorSource* weights = nullptr);
   ~Workspace();
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;

@@ -24,6 +24,7 @@ __global__ void spin_kernel(unsigned long long ns) {
 
 void enqueue_gpu_delay(void* stream, double seconds) {
   if (seconds <= 0) return;
+  (void)cudaGetLastError();  // an earlier, handled error must not be blamed on this launch
   spin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
       static_cast<unsigned long long>(seconds * 1e9));
   if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) {

@@ -90,18 +90,45 @@ std::vector<float> logical_window(const std::string& name, std::int64_t logical_
   return decode(encode(values, dtype).data(), values.size(), dtype);
 }
 
-LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed) {
+std::vector<float> RandomTensors::window(const WindowRequest& r) const {
+  return unrounded_window(r.name, r.logical_rows, r.logical_cols, r.row0, r.col0, r.rows, r.cols,
+                          r.role, seed_);
+}
+
+std::string RandomTensors::describe() const {
+  return "random (seed " + std::to_string(seed_) + ")";
+}
+
+namespace {
+
+// Part `p` of buffer `b` as a request: a window of a larger logical tensor (a TP rank's shard),
+// or the whole tensor.
+WindowRequest part_request(const Plan& plan, const BufferSpec& b, std::size_t p) {
+  const BufferSpec::Window whole{b.part_rows[p], b.cols, 0, 0};
+  const auto& w = p < b.part_windows.size() ? b.part_windows[p] : whole;
+  return {b.parts[p], b.role,         w.logical_rows, w.logical_cols, w.row0,
+          w.col0,     b.part_rows[p], b.cols,         plan.dtype};
+}
+
+const TensorSource& source_of(const BufferSpec& b, const RandomTensors& random,
+                              const TensorSource* weights) {
+  return weights != nullptr && b.role == BufferRole::weight ? *weights : random;
+}
+
+}  // namespace
+
+LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, const TensorSource* weights) {
+  const RandomTensors random(seed);
   LogicalTensors out;
   for (const auto& b : plan.buffers) {
     for (std::size_t i = 0; i < b.parts.size(); ++i) {
-      if (i < b.part_windows.size()) {  // the whole tensor the part is a window of
-        const auto& w = b.part_windows[i];
-        out[b.parts[i]] =
-            logical_tensor(b.parts[i], w.logical_rows, w.logical_cols, b.role, plan.dtype, seed);
-      } else {
-        out[b.parts[i]] =
-            logical_tensor(b.parts[i], b.part_rows[i], b.cols, b.role, plan.dtype, seed);
-      }
+      // The whole tensor the part is (a window of), rounded as the device sees it.
+      WindowRequest r = part_request(plan, b, i);
+      r.row0 = r.col0 = 0;
+      r.rows = r.logical_rows;
+      r.cols = r.logical_cols;
+      const auto values = source_of(b, random, weights).window(r);
+      out[b.parts[i]] = decode(encode(values, plan.dtype).data(), values.size(), plan.dtype);
     }
   }
   return out;
@@ -203,7 +230,7 @@ struct Workspace::LaneThread {
   std::thread thread_;
 };
 
-Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed)
+Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed, const TensorSource* weights)
     : backend_(backend), plan_(std::move(plan)) {
   if (auto why = backend_.unsupported_reason(plan_.dtype); !why.empty()) {
     throw std::invalid_argument(why);
@@ -222,27 +249,23 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed)
       max_message_bytes_ = std::max(max_message_bytes_, static_cast<std::size_t>(call->bytes));
     }
   }
+  const RandomTensors random(seed);
   try {
     for (int i = 0; i < static_cast<int>(plan_.buffers.size()); ++i) {
       buffers_.push_back(backend_.allocate(plan_.buffer_bytes(i)));
     }
     for (int i = 0; i < static_cast<int>(plan_.buffers.size()); ++i) {
       const BufferSpec& b = plan_.buffers[static_cast<std::size_t>(i)];
-      // Encoded part by part, straight from the generator: encode() rounds exactly as
-      // logical_window() does, and big weights are not copied through float vectors again.
+      // Encoded part by part, straight from the source: encode() rounds exactly as
+      // logical_inputs() does, and big weights are not copied through float vectors again.
       std::vector<std::byte> bytes;
       if (b.parts.empty()) {
         bytes.assign(plan_.buffer_bytes(i), std::byte{0});  // zero in every dtype
       } else {
         bytes.reserve(plan_.buffer_bytes(i));
+        const TensorSource& source = source_of(b, random, weights);
         for (std::size_t p = 0; p < b.parts.size(); ++p) {
-          const bool window = p < b.part_windows.size();  // this rank's window of the tensor
-          const BufferSpec::Window whole{b.part_rows[p], b.cols, 0, 0};
-          const auto& w = window ? b.part_windows[p] : whole;
-          const auto part =
-              encode(unrounded_window(b.parts[p], w.logical_rows, w.logical_cols, w.row0, w.col0,
-                                      b.part_rows[p], b.cols, b.role, seed),
-                     plan_.dtype);
+          const auto part = encode(source.window(part_request(plan_, b, p)), plan_.dtype);
           bytes.insert(bytes.end(), part.begin(), part.end());
         }
         if (bytes.size() > plan_.buffer_bytes(i))

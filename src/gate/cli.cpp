@@ -34,7 +34,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "compare reports from different devices");
   app.add_flag("--allow-missing-counters", o.allow_missing_counters,
                "a counter in BASELINE but absent in CURRENT is a note, not a failure");
-  app.add_flag("--ignore-time", o.ignore_time, "gate counters only");
+  app.add_flag("--ignore-time", o.ignore_time, "gate counters only (no time or speedup rule)");
   app.add_option("--summary-md", summary_md,
                  "also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
   app.add_flag("-v,--verbose", verbose, "list passing counters too");

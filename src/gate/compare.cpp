@@ -1,5 +1,6 @@
 // The gate's rules (docs/gate.md): exact counters must match, byte counters within a tolerance,
-// time fails only when slower by more than both a threshold and the measured noise.
+// time fails only when slower by more than both a threshold and the measured noise, and a
+// speedup fails when its interval lies wholly below the baseline report's.
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -37,10 +38,25 @@ std::string format_value(const std::string& metric, std::optional<double> v) {
   if (metric == "time") {
     // Times are held in ns; microseconds read best for GEMMs of 1 us .. 10 ms.
     std::snprintf(buf, sizeof(buf), "%.3f us", *v / 1e3);
+  } else if (metric == "speedup") {
+    std::snprintf(buf, sizeof(buf), "%.3fx", *v);
   } else {
     std::snprintf(buf, sizeof(buf), "%.6g", *v);
   }
   return buf;
+}
+
+std::string interval(const SpeedupInterval& s) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "[%.3f, %.3f]", s.low, s.high);
+  return buf;
+}
+
+// What one side of a comparison offers the speedup rule, for the summary's "why not".
+std::string speedup_state(const Entry& e) {
+  if (e.speedup) return "an interval";
+  if (e.counters.count("speedup")) return "a speedup without speedup_ci_low/high";
+  return "no speedup";
 }
 
 }  // namespace
@@ -63,13 +79,15 @@ const char* to_string(Status s) {
       return "ERROR";
     case Status::kNote:
       return "note";
+    case Status::kLost:
+      return "LOST";
   }
   return "?";
 }
 
 bool is_failure(Status s) {
   return s == Status::kSlower || s == Status::kChanged || s == Status::kMissing ||
-         s == Status::kError;
+         s == Status::kError || s == Status::kLost;
 }
 
 bool Result::failed() const {
@@ -159,6 +177,31 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
           s = Status::kFaster;
         add(s, base.name, "time", base.time_ns, cur->time_ns, detail);
       }
+
+      // The fusion benefit: a speedup is paired within one run, so drift between the two runs
+      // cancels; only intervals that do not overlap say it changed.
+      if (base.speedup && cur->speedup) {
+        ++r.speedup.applied;
+        const SpeedupInterval &b = *base.speedup, &c = *cur->speedup;
+        std::string detail = interval(c) + " vs baseline " + interval(b);
+        Status s = Status::kPass;
+        if (c.high < b.low) {
+          s = Status::kLost;
+          detail += ": wholly below (the speedup was lost)";
+        } else if (c.low > b.high) {
+          s = Status::kFaster;
+          detail += ": wholly above";
+        } else {
+          detail += ": overlap";
+        }
+        add(s, base.name, "speedup", b.speedup, c.speedup, detail);
+      } else if (base.speedup || cur->speedup || base.counters.count("speedup") ||
+                 cur->counters.count("speedup")) {
+        r.speedup
+            .not_applied["baseline has " + speedup_state(base) + ", current has " +
+                         speedup_state(*cur)]
+            .push_back(base.name);
+      }
     }
 
     for (const auto& [key, bv] : base.counters) {
@@ -167,8 +210,13 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       auto it = cur->counters.find(key);
       if (it == cur->counters.end()) {
         // A counter that vanished could hide a regression (e.g. CUPTI unavailable on this run).
+        const auto why = cur->counters_unavailable.find(key);
         add(o.allow_missing_counters ? Status::kNote : Status::kMissing, base.name, key, bv,
-            std::nullopt, "counter absent from current (unavailable?)");
+            std::nullopt,
+            why != cur->counters_unavailable.end()
+                ? "counter absent from current: unavailable: " + why->second
+                : "counter absent from current (the entry gives no reason in "
+                  "counters_unavailable)");
         continue;
       }
       const double cv = it->second;
@@ -192,7 +240,29 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       add(Status::kNew, cur.name, "", std::nullopt, std::nullopt, "not in baseline");
     }
   }
+  if (o.ignore_time) {
+    r.speedup.off = "--ignore-time (counters only)";
+  } else if (r.speedup.applied == 0 && r.speedup.not_applied.empty()) {
+    r.speedup.off =
+        "no entry of either report has a speedup interval (speedup_ci_low, speedup_ci_high)";
+  }
   return r;
+}
+
+std::string speedup_rule_summary(const Result& r) {
+  if (!r.speedup.off.empty()) return "not applied: " + r.speedup.off + ".";
+  std::string s = "applied to " + std::to_string(r.speedup.applied) + " entr" +
+                  (r.speedup.applied == 1 ? "y" : "ies");
+  if (r.speedup.not_applied.empty()) return s + ".";
+  int skipped = 0;
+  for (const auto& [why, names] : r.speedup.not_applied) skipped += static_cast<int>(names.size());
+  s += "; could not apply to " + std::to_string(skipped) + ":";
+  const char* sep = " ";
+  for (const auto& [why, names] : r.speedup.not_applied) {
+    s += sep + why + " (" + std::to_string(names.size()) + ", e.g. " + names.front() + ")";
+    sep = "; ";
+  }
+  return s + ".";
 }
 
 void print_table(const Result& r, std::ostream& out, bool verbose) {
@@ -211,7 +281,8 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
     added += f.status == Status::kNew;
     notes += f.status == Status::kNote;
     // Passing counters are many and dull: shown with --verbose only. Time rows always show.
-    if (f.status == Status::kPass && f.metric != "time" && !verbose) continue;
+    if (f.status == Status::kPass && f.metric != "time" && f.metric != "speedup" && !verbose)
+      continue;
     std::snprintf(line, sizeof(line), "%-8s %-*s %-18s %14s %14s  %s\n", to_string(f.status),
                   static_cast<int>(width), f.benchmark.c_str(),
                   f.metric.empty() ? "-" : f.metric.c_str(),
@@ -219,10 +290,11 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
                   format_value(f.metric, f.current).c_str(), f.detail.c_str());
     out << line;
   }
-  out << "\nfusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device
-      << " vs " << r.current_device << "): " << failures << " regression(s), " << faster
-      << " faster, " << added << " new, " << notes << " note(s): " << (r.failed() ? "FAIL" : "PASS")
-      << "\n";
+  out << "\nfusebench-gate: speedup rule (a current interval wholly below the baseline's fails): "
+      << speedup_rule_summary(r) << "\n";
+  out << "fusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device << " vs "
+      << r.current_device << "): " << failures << " regression(s), " << faster << " faster, "
+      << added << " new, " << notes << " note(s): " << (r.failed() ? "FAIL" : "PASS") << "\n";
 }
 
 void write_markdown(const Result& r, const Options& o, std::ostream& out) {
@@ -238,9 +310,12 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
       << added << " new.\n\n";
   out << "Rules: time fails when slower by more than " << plain_percent(o.time_threshold)
       << " and more than " << o.noise_sigmas << " combined CVs"
-      << (o.ignore_time ? " (time ignored in this run)" : "") << "; byte counters within "
+      << (o.ignore_time ? " (time ignored in this run)" : "")
+      << "; a speedup fails when its interval lies wholly below the baseline's; byte counters "
+         "within "
       << plain_percent(o.bytes_tolerance) << "; exact counters within "
       << plain_percent(o.exact_tolerance) << ".\n\n";
+  out << "Speedup rule: " << speedup_rule_summary(r) << "\n\n";
   auto row = [&](const Finding& f) {
     std::string name = f.benchmark;
     for (auto& ch : name) {
@@ -261,9 +336,9 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
     row(f);
   }
   if (!any) out << "No regressions, improvements or new benchmarks.\n";
-  out << "\n<details><summary>All time comparisons</summary>\n\n" << header;
+  out << "\n<details><summary>All time and speedup comparisons</summary>\n\n" << header;
   for (const auto& f : r.findings) {
-    if (f.metric == "time") row(f);
+    if (f.metric == "time" || f.metric == "speedup") row(f);
   }
   out << "\n</details>\n";
 }

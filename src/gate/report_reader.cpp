@@ -2,6 +2,7 @@
 // every rejection names the file and the field (the gate's exit status 2).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -38,12 +39,72 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string json_type(const nlohmann::json& v) {
+  if (v.is_string()) return "a string \"" + v.get<std::string>() + "\"";
+  return std::string(v.type_name());
+}
+
+// The speedup fields of one report element (COMMON contract 2). Malformed fields are unusable
+// input: a wrong interval would pass or fail the gate for the wrong reason. `check_order` is off
+// for aggregates other than the mean (a stddev or cv of the bounds is no interval).
+std::optional<SpeedupInterval> read_speedup(const nlohmann::json& b, const std::string& file,
+                                            const std::string& at, bool check_order) {
+  std::optional<double> values[3];
+  static const char* const keys[3] = {"speedup", "speedup_ci_low", "speedup_ci_high"};
+  for (int i = 0; i < 3; ++i) {
+    const auto it = b.find(keys[i]);
+    if (it == b.end()) continue;
+    if (!it->is_number())
+      fail(file, at + "." + keys[i], "not a number (got " + json_type(*it) + ")");
+    values[i] = it->get<double>();
+  }
+  const auto& [speedup, low, high] = values;
+  if (low.has_value() != high.has_value()) {
+    const char* present = low ? keys[1] : keys[2];
+    const char* absent = low ? keys[2] : keys[1];
+    fail(file, at + "." + absent, std::string("missing while ") + present + " is present");
+  }
+  if (!low) return std::nullopt;
+  if (check_order) {
+    for (int i = 0; i < 3; ++i) {
+      if (values[i] && !(*values[i] > 0)) {
+        fail(file, at + "." + keys[i],
+             number(*values[i]) + " is not positive (a ratio of two times)");
+      }
+    }
+    if (*low > *high) {
+      fail(file, at + ".speedup_ci_low",
+           number(*low) + " is greater than speedup_ci_high " + number(*high));
+    }
+  }
+  return SpeedupInterval{speedup, *low, *high};
+}
+
+std::map<std::string, std::string> read_unavailable(const nlohmann::json& b) {
+  // Informational: only well-formed reasons are kept; the gate never fails on this field.
+  std::map<std::string, std::string> why;
+  const auto it = b.find("counters_unavailable");
+  if (it == b.end() || !it->is_object()) return why;
+  for (const auto& [counter, reason] : it->items()) {
+    if (reason.is_string()) why[counter] = reason.get<std::string>();
+  }
+  return why;
+}
+
 // Per-benchmark accumulation before folding into an Entry.
 struct Pending {
   std::vector<double> rep_times_ns;
   std::map<std::string, double> aggregates_ns;  // mean, median, stddev (ns); cv (fraction)
   std::map<std::string, double> counters;
   std::map<std::string, double> aggregate_counters;  // from the mean aggregate, as a fallback
+  std::optional<SpeedupInterval> speedup, aggregate_speedup;
+  std::map<std::string, std::string> unavailable;
   int errors = 0;
   int runs = 0;
   std::string error_message;
@@ -144,6 +205,7 @@ Report parse_report(std::string_view text, const std::string& file) {
         fail(file, at + ".aggregate_name", "missing or not a string on an aggregate entry");
       }
       const std::string agg = b["aggregate_name"].get<std::string>();
+      const auto speedup = read_speedup(b, file, at, agg == "mean");
       if (error) continue;
       // GBench writes cv as a fraction (aggregate_unit "percentage"); the others are times.
       const auto unit = b.find("aggregate_unit");
@@ -155,9 +217,11 @@ Report parse_report(std::string_view text, const std::string& file) {
           if (value.is_number() && !is_structural(key))
             p.aggregate_counters[key] = value.get<double>();
         }
+        p.aggregate_speedup = speedup;
       }
       continue;
     }
+    const auto speedup = read_speedup(b, file, at, true);
     ++p.runs;
     if (error) {
       ++p.errors;
@@ -171,6 +235,8 @@ Report parse_report(std::string_view text, const std::string& file) {
       for (const auto& [key, value] : b.items()) {
         if (value.is_number() && !is_structural(key)) p.counters[key] = value.get<double>();
       }
+      p.speedup = speedup;
+      p.unavailable = read_unavailable(b);
     }
   }
 
@@ -182,6 +248,8 @@ Report parse_report(std::string_view text, const std::string& file) {
     e.error = p.runs > 0 && p.errors == p.runs;
     e.error_message = p.error_message;
     e.counters = p.counters.empty() ? p.aggregate_counters : p.counters;
+    e.speedup = p.counters.empty() ? p.aggregate_speedup : p.speedup;
+    e.counters_unavailable = p.unavailable;
     if (p.aggregates_ns.count("median")) {
       e.time_ns = p.aggregates_ns["median"];
     } else if (!p.rep_times_ns.empty()) {

@@ -20,8 +20,11 @@ double host_copy_bandwidth(std::size_t bytes, int reps) {
   return best;
 }
 
-// Best FLOP/s of an n x n x n product y = x w^T on random data.
-double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps) {
+// Best FLOP/s of an n x n x n product y = x w^T on random data. With `device`, the GEMMs run
+// for at least `min_load_s` (sustained load, so the clock settles where the power cap puts it)
+// and the SM clock is probed right behind each one into `clocks`.
+double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps, DeviceTiming* device,
+                 double min_load_s, std::vector<double>* clocks) {
   const std::size_t elems = static_cast<std::size_t>(n * n);
   const std::size_t bytes = elems * dtype_size(dtype);
   // Random, never-zero values (power draw, hence clocks, depend on the data); a 1 Mi-element
@@ -46,12 +49,22 @@ double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps) {
     backend.gemm(args);  // warm-up (algorithm selection)
     backend.synchronize();
     auto timer = backend.make_timer();
-    for (int i = 0; i < reps; ++i) {
+    constexpr int kMaxReps = 400;
+    double loaded = 0;
+    for (int i = 0; i < kMaxReps && (i < reps || loaded < min_load_s); ++i) {
       timer->start();
       backend.gemm(args);
       timer->stop();
+      // Enqueued behind the GEMM, after its stop event: it reads the clock the load left.
+      if (device != nullptr) device->probe_clock();
       const double s = timer->seconds();
+      loaded += s;
       if (s > 0) best = std::max(best, 2.0 * static_cast<double>(n) * n * n / s);
+      if (device != nullptr) {
+        backend.synchronize();
+        if (const double mhz = device->probed_clock_mhz(); mhz > 0 && clocks)
+          clocks->push_back(mhz);
+      }
     }
     backend.take_algorithm_log();
   } catch (...) {
@@ -87,10 +100,14 @@ MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dt
                       : host_copy_bandwidth(copy_bytes, copy_reps);
   const std::int64_t n = gpu ? 8192 : 1024;
   const int reps = gpu ? 10 : 3;
+  // GPU: 0.25 s of back-to-back GEMMs per dtype, long enough for the clock to settle under load.
+  const double min_load_s = gpu ? 0.25 : 0;
   nlohmann::json by_dtype = nlohmann::json::object();
+  std::vector<double> clocks;  // of the first dtype (the sweep's main one)
   for (DType d : dtypes) {
     if (!backend.unsupported_reason(d).empty() || out.peak_flops.count(d)) continue;
-    out.peak_flops[d] = gemm_peak(backend, d, n, reps);
+    out.peak_flops[d] = gemm_peak(backend, d, n, reps, device, min_load_s,
+                                  out.peak_flops.empty() ? &clocks : nullptr);
     by_dtype[std::string(to_string(d))] = out.peak_flops[d];
   }
   out.json = {{"source", "measured"},
@@ -101,7 +118,26 @@ MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dt
                    " MiB, (read + written bytes) / time, best of " + std::to_string(copy_reps)},
               {"peak_flops_by_dtype", by_dtype},
               {"gemm_method", "backend GEMM " + std::to_string(n) + "^3 on random data, best of " +
-                                  std::to_string(reps)}};
+                                  std::to_string(reps) +
+                                  (gpu ? " or more (at least 0.25 s of GEMMs per dtype)" : "")}};
+  if (!clocks.empty()) {
+    // The first probes may still see the idle-to-load transition: the second half settled.
+    std::vector<double> settled(clocks.begin() + static_cast<std::ptrdiff_t>(clocks.size() / 2),
+                                clocks.end());
+    std::sort(settled.begin(), settled.end());
+    out.loaded_clock_mhz = settled[settled.size() / 2];
+    const auto [lo, hi] = std::minmax_element(clocks.begin(), clocks.end());
+    out.json["sm_clock_under_load"] = {
+        {"median_mhz", *out.loaded_clock_mhz},
+        {"min_mhz", *lo},
+        {"max_mhz", *hi},
+        {"probes", clocks.size()},
+        {"method",
+         "SM clock probed right behind each GEMM of the peak measurement (at least 0.25 s of "
+         "back-to-back GEMMs); median of the second half of the probes"}};
+  } else if (gpu) {
+    out.json["sm_clock_under_load"] = "unavailable: the clock probe returned no reading";
+  }
   if (!dtypes.empty() && out.peak_flops.count(dtypes.front())) {
     out.json["peak_flops"] = out.peak_flops.at(dtypes.front());
     out.json["peak_flops_dtype"] = to_string(dtypes.front());

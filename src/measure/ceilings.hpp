@@ -5,6 +5,7 @@
 // policy as the sweep).
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "fusebench/backend.hpp"
@@ -16,7 +17,12 @@ namespace fusebench::measure {
 struct MeasuredCeilings {
   double bandwidth = 0;                // B/s, best of the copy repetitions
   std::map<DType, double> peak_flops;  // FLOP/s per dtype, best of the GEMM repetitions
-  nlohmann::json json;                 // for context["ceilings"]
+  // GPU: the SM clock probed just after each GEMM of the peak measurement (the clock a
+  // sustained GEMM load runs at, e.g. at the power cap): the median of the second half of the
+  // probes, once the clock settled. The throttle rule compares samples with it. Absent on the
+  // CPU or when no probe returned a reading.
+  std::optional<double> loaded_clock_mhz;
+  nlohmann::json json;  // for context["ceilings"]
 
   Ceilings for_dtype(DType dtype) const;  // source "measured"
 };

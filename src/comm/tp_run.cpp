@@ -1,9 +1,10 @@
-#include "tp_fixture.hpp"
+#include "comm/tp_run.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <iostream>
 #include <map>
 #include <stdexcept>
@@ -21,11 +22,12 @@
 #include <cuda_runtime_api.h>
 #endif
 
-namespace fusebench::bench {
+namespace fusebench {
 namespace {
 
-// Leader -> follower commands of a multi-process run.
-enum class Command : std::int32_t { fixture = 1, run = 2, end = 3, quit = 4 };
+// Leader -> follower commands of a multi-process run: group(n) then n x member(sweep index)
+// opens a group; run(k) runs its member k once; end closes it; quit ends the sweep.
+enum class Command : std::int32_t { group = 1, member = 2, run = 3, end = 4, quit = 5 };
 
 void send(Command c, std::int32_t arg = 0) {
   std::vector<char> msg(8);
@@ -46,7 +48,7 @@ std::pair<Command, std::int32_t> receive() {
 
 bool multi_process(const CommSettings& s) { return s.world != nullptr && s.world->size() > 1; }
 
-std::string config_of(const Fixture& f, std::uint64_t seed) {
+std::string config_of(const TpMember& f, std::uint64_t seed) {
   return tp_config_string(f.op, f.variant, f.shard, f.tokens, f.dtype, seed) + " comm=" + f.comm;
 }
 
@@ -130,8 +132,6 @@ double seconds_per_run(F&& once, Backend& backend, int reps, int launches,
 }
 
 }  // namespace
-
-void pin_local_gpu() { pin_local_cuda_device(); }
 
 nlohmann::json tp_context(const CommSettings& s, int processes) {
   return {{"comm_requested", s.requested},
@@ -222,31 +222,33 @@ std::string resolve_comm(const CommSettings& s, const Backend& backend, const st
   throw std::invalid_argument("--comm=" + r + " is invalid (auto, nccl, modelled, inprocess, mpi)");
 }
 
-// A rank of a single-process run on its own thread, with its own backend and workspace; it
-// runs the pipeline once per post, in order with rank 0.
+// A rank of a single-process run on its own thread, with its own backend and one workspace per
+// member; it runs the members rank 0 posts, one run per post, in order with rank 0.
 struct TpRun::LocalRank {
   int rank = 0;
   std::unique_ptr<Backend> backend;
-  std::unique_ptr<Workspace> ws;
+  std::vector<std::unique_ptr<Workspace>> ws;  // one per member
   std::unique_ptr<Communicator> comm;
   std::mutex mu;
   std::condition_variable cv;
   bool ready = false, stop = false, has_comm = false;
-  long posted = 0, done = 0;
-  std::string config;
+  std::deque<std::size_t> posted;    // members to run, oldest first; popped once run
+  std::vector<std::string> configs;  // one per member, checked in member order
   std::exception_ptr error;
   std::thread thread;
 
-  void start(const Fixture& f, std::uint64_t seed, bool cuda) {
-    thread = std::thread([this, f, seed, cuda] {
+  void start(const std::vector<TpMember>& members, std::uint64_t seed, bool cuda) {
+    thread = std::thread([this, members, seed, cuda] {
       try {
         std::string why;
         backend = cuda ? make_cuda_backend_on(rank, &why) : make_cpu_backend();
         if (!backend) throw std::runtime_error("rank " + std::to_string(rank) + ": " + why);
-        ShardShape s = f.shard;
-        s.rank = rank;
-        ws = std::make_unique<Workspace>(*backend,
-                                         build_plan(f.op, f.variant, s, f.tokens, f.dtype), seed);
+        for (const TpMember& f : members) {
+          ShardShape s = f.shard;
+          s.rank = rank;
+          ws.push_back(std::make_unique<Workspace>(
+              *backend, build_plan(f.op, f.variant, s, f.tokens, f.dtype), seed));
+        }
         {
           std::unique_lock lock(mu);
           ready = true;
@@ -254,16 +256,18 @@ struct TpRun::LocalRank {
           cv.wait(lock, [&] { return has_comm || stop; });
           if (stop) return;
         }
-        comm->check_same_config(config);
+        for (const auto& config : configs) comm->check_same_config(config);
         while (true) {
+          std::size_t member = 0;
           {
             std::unique_lock lock(mu);
-            cv.wait(lock, [&] { return posted > done || stop; });
-            if (posted == done) return;  // stop, nothing left to run
+            cv.wait(lock, [&] { return !posted.empty() || stop; });
+            if (posted.empty()) return;  // stop, nothing left to run
+            member = posted.front();
           }
-          ws->run(comm.get());
+          ws.at(member)->run(comm.get());
           std::lock_guard lock(mu);
-          ++done;
+          posted.pop_front();
           cv.notify_all();
         }
       } catch (...) {
@@ -279,12 +283,20 @@ struct TpRun::LocalRank {
   }
 };
 
-TpRun::TpRun(Workspace& ws, const Fixture& f, std::uint64_t seed, const CommSettings& s)
-    : ws_(ws), fixture_(f), settings_(s), kind_(f.comm) {
-  const int tp = f.shard.tp;
+TpRun::TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, std::uint64_t seed,
+             const CommSettings& s)
+    : ws_(std::move(workspaces)), members_(std::move(members)), settings_(s) {
+  if (ws_.empty() || ws_.size() != members_.size())
+    throw std::logic_error("TpRun: one workspace per member is needed");
+  kind_ = members_.front().comm;
+  const int tp = members_.front().shard.tp;
+  for (const TpMember& m : members_) {
+    if (m.comm != kind_ || m.shard.tp != tp)
+      throw std::logic_error("TpRun: the members of a group share tp and comm");
+  }
   if (kind_ == "none" || kind_.empty()) return;
   if (kind_ == "modelled") {
-    own_comm_ = make_modelled_communicator(tp, s.link, ws.backend());
+    own_comm_ = make_modelled_communicator(tp, s.link, ws_.front()->backend());
     comm_ = own_comm_.get();
     return;
   }
@@ -292,14 +304,14 @@ TpRun::TpRun(Workspace& ws, const Fixture& f, std::uint64_t seed, const CommSett
     comm_ = s.world;
     leader_ = comm_->rank() == 0;
     if (leader_) {
-      std::int32_t index = -1;
-      for (std::size_t i = 0; s.fixtures && i < s.fixtures->size(); ++i) {
-        if ((*s.fixtures)[i].name() == f.name()) index = static_cast<std::int32_t>(i);
+      for (const TpMember& m : members_) {
+        if (m.index < 0)
+          throw std::logic_error("TP fixture " + m.op + "/" + m.variant + " is not in the sweep");
       }
-      if (index < 0) throw std::logic_error("TP fixture " + f.name() + " is not in the sweep");
-      send(Command::fixture, index);
+      send(Command::group, static_cast<std::int32_t>(members_.size()));
+      for (const TpMember& m : members_) send(Command::member, m.index);
     }
-    comm_->check_same_config(config_of(f, seed));
+    for (const TpMember& m : members_) comm_->check_same_config(config_of(m, seed));
     return;
   }
   // Single process: ranks 1..tp-1 on threads.
@@ -307,8 +319,8 @@ TpRun::TpRun(Workspace& ws, const Fixture& f, std::uint64_t seed, const CommSett
   for (int r = 1; r < tp; ++r) {
     auto lr = std::make_unique<LocalRank>();
     lr->rank = r;
-    lr->config = config_of(f, seed);
-    lr->start(f, seed, cuda);
+    for (const TpMember& m : members_) lr->configs.push_back(config_of(m, seed));
+    lr->start(members_, seed, cuda);
     local_.push_back(std::move(lr));
   }
   for (auto& lr : local_) {
@@ -319,7 +331,7 @@ TpRun::TpRun(Workspace& ws, const Fixture& f, std::uint64_t seed, const CommSett
     for (auto& lr : local_) lr->rethrow();
     std::vector<std::unique_ptr<Communicator>> comms;
     if (cuda) {
-      std::vector<Backend*> backends{&ws.backend()};
+      std::vector<Backend*> backends{&ws_.front()->backend()};
       std::vector<int> devices{0};
       for (auto& lr : local_) {
         backends.push_back(lr->backend.get());
@@ -337,7 +349,7 @@ TpRun::TpRun(Workspace& ws, const Fixture& f, std::uint64_t seed, const CommSett
       local_[i]->has_comm = true;
       local_[i]->cv.notify_all();
     }
-    comm_->check_same_config(config_of(f, seed));
+    for (const TpMember& m : members_) comm_->check_same_config(config_of(m, seed));
   } catch (...) {
     for (auto& lr : local_) {
       {
@@ -369,11 +381,11 @@ TpRun::~TpRun() {
   local_.clear();  // their workspaces and backends go before the communicators they used
 }
 
-void TpRun::post_to_local_ranks() {
+void TpRun::post_to_local_ranks(std::size_t member) {
   for (auto& lr : local_) {
     std::lock_guard lock(lr->mu);
     if (lr->error) std::rethrow_exception(lr->error);
-    ++lr->posted;
+    lr->posted.push_back(member);
     lr->cv.notify_all();
   }
 }
@@ -381,19 +393,20 @@ void TpRun::post_to_local_ranks() {
 void TpRun::wait_local_ranks() {
   for (auto& lr : local_) {
     std::unique_lock lock(lr->mu);
-    lr->cv.wait(lock, [&] { return lr->done == lr->posted || lr->error; });
+    lr->cv.wait(lock, [&] { return lr->posted.empty() || lr->error; });
     if (lr->error) std::rethrow_exception(lr->error);
     if (lr->backend) lr->backend->synchronize();
   }
 }
 
-void TpRun::region() {
+void TpRun::region(std::size_t member) {
+  Workspace& ws = *ws_.at(member);
 #ifdef FUSEBENCH_HAVE_CUDA
   // A graph captured on rank 0 would hold rank 0's collectives while the other ranks ran theirs
   // at once: refuse instead of letting them wait for each other until the timeout.
-  if (comm_ != nullptr && !comm_->modelled() && ws_.backend().stream() != nullptr) {
+  if (comm_ != nullptr && !comm_->modelled() && ws.backend().stream() != nullptr) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    cudaStreamIsCapturing(static_cast<cudaStream_t>(ws_.backend().stream()), &status);
+    cudaStreamIsCapturing(static_cast<cudaStream_t>(ws.backend().stream()), &status);
     if (status != cudaStreamCaptureStatusNone) {
       throw std::runtime_error(
           "timing:graph cannot capture the collectives of several ranks (comm:" + kind_ +
@@ -401,18 +414,20 @@ void TpRun::region() {
     }
   }
 #endif
-  if (leader_) send(Command::run);
-  post_to_local_ranks();
-  ws_.run(comm_);
+  if (leader_) send(Command::run, static_cast<std::int32_t>(member));
+  post_to_local_ranks(member);
+  ws.run(comm_);
 }
 
-void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::DeviceTiming* device,
-                   double block_timeout_s) {
-  using benchmark::Counter;
-  Backend& backend = ws_.backend();
-  const Plan& plan = ws_.plan();
+TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double block_timeout_s) {
+  TpReport out;
+  nlohmann::json& fields = out.fields;
+  auto& counters = out.counters;
+  Workspace& ws = *ws_.at(member);
+  Backend& backend = ws.backend();
+  const Plan& plan = ws.plan();
   const Cost cost = cost_of(plan);
-  const int tp = fixture_.shard.tp;
+  const int tp = members_.at(member).shard.tp;
   wait_local_ranks();
   backend.synchronize();
   const bool modelled = comm_ != nullptr && comm_->modelled();
@@ -434,7 +449,7 @@ void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::Dev
 
   // This rank's compute alone.
   SkipCollectives skip(comm_ ? comm_->rank() : 0, tp);
-  const auto compute_once = [&] { ws_.run(&skip); };
+  const auto compute_once = [&] { ws.run(&skip); };
   const int reps = repetitions_for(compute_once, backend);
   bool host_gaps = false;
   const double compute_s = seconds_per_run(compute_once, backend, reps, cost_of(plan).launches,
@@ -454,9 +469,9 @@ void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::Dev
     TimedCollectives timed(*comm_, backend);
     const int comm_reps = std::min(reps, 50);
     for (int i = 0; i < comm_reps; ++i) {
-      if (leader_) send(Command::run);
-      post_to_local_ranks();
-      ws_.run(&timed);
+      if (leader_) send(Command::run, static_cast<std::int32_t>(member));
+      post_to_local_ranks(member);
+      ws.run(&timed);
     }
     wait_local_ranks();
     backend.synchronize();
@@ -464,21 +479,22 @@ void TpRun::report(benchmark::State& state, nlohmann::json& fields, measure::Dev
   }
   double comm_total = 0;
   for (const auto& [kind, s] : comm_s) comm_total += s;
-  state.counters["comm_bytes"] = Counter(cost.comm_bytes);
-  state.counters["comm_wire_bytes"] = Counter(cost.comm_wire_bytes);
-  state.counters["padded_tokens"] = Counter(static_cast<double>(plan.padded_tokens));
-  state.counters["comm_modelled"] = Counter(modelled ? 1 : 0);
-  state.counters["compute_seconds"] = Counter(compute_s);
-  state.counters["comm_seconds"] = Counter(comm_total);
-  state.counters["total_seconds"] = Counter(compute_s + comm_total);
+  counters["comm_bytes"] = cost.comm_bytes;
+  counters["comm_wire_bytes"] = cost.comm_wire_bytes;
+  counters["padded_tokens"] = static_cast<double>(plan.padded_tokens);
+  counters["comm_modelled"] = modelled ? 1 : 0;
+  counters["compute_seconds"] = compute_s;
+  counters["comm_seconds"] = comm_total;
+  counters["total_seconds"] = compute_s + comm_total;
   for (const auto& [kind, bytes] : comm_bytes) {
     const std::string k(to_string(kind));
     const double s = comm_s.count(kind) ? comm_s[kind] : 0;
-    state.counters[k + "_bytes"] = Counter(bytes);
-    state.counters[k + "_seconds"] = Counter(s);
-    state.counters[k + "_algbw"] = Counter(algbw(bytes, s));
-    state.counters[k + "_busbw"] = Counter(busbw(kind, bytes, s, tp));
+    counters[k + "_bytes"] = bytes;
+    counters[k + "_seconds"] = s;
+    counters[k + "_algbw"] = algbw(bytes, s);
+    counters[k + "_busbw"] = busbw(kind, bytes, s, tp);
   }
+  return out;
 }
 
 LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings) {
@@ -498,10 +514,10 @@ LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings)
   double t[2] = {0, 0}, bytes[2] = {0, 0};
   const std::int64_t tokens[2] = {1, 1024};  // 8 KB and 8 MB of bf16 (16 KB, 16 MB of fp32)
   for (int i = 0; i < 2; ++i) {
-    Fixture f{"allreduce", "sum", probe, shard(probe, ranks), tokens[i], dtype};
+    TpMember f{"allreduce", "sum", shard(probe, ranks), tokens[i], dtype};
     f.comm = resolve_comm(s, backend, f.op, ranks);
     Workspace ws(backend, build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype), 1);
-    TpRun run(ws, f, 1, s);
+    TpRun run({&ws}, {f}, 1, s);
     for (int w = 0; w < 3; ++w) run.region();  // warm-up (NCCL connections, first touch)
     backend.synchronize();
     const int reps = 20;
@@ -528,30 +544,39 @@ LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings)
   return p;
 }
 
-void TpRun::follow(const std::vector<Fixture>& fixtures, Backend& backend, std::uint64_t seed,
+void TpRun::follow(const std::vector<TpMember>& sweep, Backend& backend, std::uint64_t seed,
                    const CommSettings& settings) {
   Communicator& comm = *settings.world;
   try {
     while (true) {
-      const auto [cmd, arg] = receive();
+      const auto [cmd, count] = receive();
       if (cmd == Command::quit) return;
-      if (cmd != Command::fixture || arg < 0 || arg >= static_cast<std::int32_t>(fixtures.size())) {
+      if (cmd != Command::group || count < 1)
         throw std::runtime_error("unexpected command from rank 0");
+      // The group's members, in the leader's order; every rank holds all their workspaces.
+      std::vector<std::unique_ptr<Workspace>> ws;
+      std::vector<const TpMember*> members;
+      for (std::int32_t i = 0; i < count; ++i) {
+        const auto [c, index] = receive();
+        if (c != Command::member || index < 0 || index >= static_cast<std::int32_t>(sweep.size()))
+          throw std::runtime_error("unexpected command from rank 0 while opening a group");
+        members.push_back(&sweep[static_cast<std::size_t>(index)]);
       }
-      const Fixture& f = fixtures[static_cast<std::size_t>(arg)];
-      ShardShape s = f.shard;
-      s.rank = comm.rank();
-      Workspace ws(backend, build_plan(f.op, f.variant, s, f.tokens, f.dtype), seed);
-      comm.check_same_config(config_of(f, seed));
+      for (const TpMember* f : members) {
+        ShardShape s = f->shard;
+        s.rank = comm.rank();
+        ws.push_back(std::make_unique<Workspace>(
+            backend, build_plan(f->op, f->variant, s, f->tokens, f->dtype), seed));
+      }
+      for (const TpMember* f : members) comm.check_same_config(config_of(*f, seed));
       while (true) {
-        const auto [c, a] = receive();
-        (void)a;
-        if (c == Command::run) {
-          ws.run(&comm);
+        const auto [c, member] = receive();
+        if (c == Command::run && member >= 0 && member < count) {
+          ws[static_cast<std::size_t>(member)]->run(&comm);
         } else if (c == Command::end) {
           break;
         } else {
-          throw std::runtime_error("unexpected command from rank 0 inside a fixture");
+          throw std::runtime_error("unexpected command from rank 0 inside a group");
         }
       }
     }
@@ -567,4 +592,4 @@ void TpRun::release_followers(const CommSettings& settings) {
   if (multi_process(settings) && settings.world->rank() == 0) send(Command::quit);
 }
 
-}  // namespace fusebench::bench
+}  // namespace fusebench

@@ -1,0 +1,499 @@
+#include "group_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+
+#include "fusebench/cost_model.hpp"
+#include "fusebench/counter_passes.hpp"
+#include "fusebench/nvtx.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
+
+namespace fusebench::bench {
+
+// One fixture's resources while its group (or a group over the same data in another regime) is
+// the active one. Declared so that graphs go before the rotation sets they replay, and those
+// before the workspace they copy.
+struct GroupRunner::Member {
+  std::size_t fixture = 0;
+  std::unique_ptr<Workspace> ws;
+  std::unique_ptr<measure::RotationSets> rotation;
+  std::vector<std::unique_ptr<measure::GraphReplay>> graphs;
+  std::vector<std::string> algorithms;    // the GEMM algorithms its warm-up run chose
+  std::optional<RegionCounters> counted;  // counter passes: once per member, not per regime
+  std::string error;                      // set: this member could not be prepared
+};
+
+struct GroupRunner::Active {
+  std::string data_key;                 // Fixture::group_data_key()
+  std::vector<std::string> data_names;  // the members' Fixture::data_name(), in order
+  std::vector<Member> members;
+  std::unique_ptr<TpRun> tp;          // the TP members' ranks; goes before their workspaces
+  std::vector<std::size_t> tp_index;  // member position -> its index in tp
+  ~Active() { tp.reset(); }
+};
+
+namespace {
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", fraction * 100);
+  return buf;
+}
+
+nlohmann::json estimate_json(const measure::Estimate& e) {
+  return {{"speedup", e.value}, {"ci_low", e.low}, {"ci_high", e.high}, {"pairs", e.n}};
+}
+
+std::string few_values_note(const measure::Estimate& e, const char* what) {
+  return std::string("only ") + std::to_string(e.n) + " " + what +
+         ": no interval reaches 95%, so [min, max] is given (coverage " + percent(e.coverage) + ")";
+}
+
+}  // namespace
+
+GroupRunner::GroupRunner(Backend& backend, std::uint64_t seed, const std::vector<Fixture>& fixtures,
+                         GroupPlan plan, RunnerSettings settings, CommSettings comm)
+    : backend_(backend),
+      seed_(seed),
+      fixtures_(fixtures),
+      plan_(std::move(plan)),
+      settings_(std::move(settings)),
+      comm_(std::move(comm)),
+      calls_(fixtures.size(), 0),
+      results_(fixtures.size()) {
+  plan_.group_of.resize(fixtures.size(), GroupPlan::none);
+}
+
+GroupRunner::~GroupRunner() { release(); }
+
+void GroupRunner::release() { active_.reset(); }
+
+EntryResult GroupRunner::next_result(std::size_t index) {
+  if (index >= fixtures_.size()) return {"no fixture " + std::to_string(index) + " in the sweep"};
+  if (plan_.group_of[index] == GroupPlan::none) {
+    // Called although the filter was predicted to leave it out: measured as a group of its own.
+    plan_.group_of[index] = plan_.groups.size();
+    plan_.groups.push_back({fixtures_[index].group_key(), {index}, {}});
+  }
+  const std::size_t rep = calls_[index]++;
+  if (results_[index].size() <= rep) measure_group(plan_.group_of[index]);
+  if (results_[index].size() <= rep) return {"internal: the group measurement gave no result"};
+  return results_[index][rep];
+}
+
+void GroupRunner::measure_group(std::size_t group) {
+  const ComparisonGroup& g = plan_.groups[group];
+  std::vector<EntryResult> out;
+  try {
+    NvtxRange range(g.key + "/timed");
+    prepare(group);
+    out = measure_prepared(group);
+  } catch (const std::exception& e) {
+    out.assign(g.members.size(), EntryResult{e.what()});
+    release();  // whatever state it left is not to be reused
+  }
+  for (std::size_t i = 0; i < g.members.size(); ++i) results_[g.members[i]].push_back(out.at(i));
+}
+
+void GroupRunner::prepare(std::size_t group) {
+  const ComparisonGroup& g = plan_.groups[group];
+  std::vector<std::string> names, variants;
+  for (std::size_t f : g.members) {
+    names.push_back(fixtures_[f].data_name());
+    variants.push_back(fixtures_[f].variant);
+  }
+  const Fixture& first = fixtures_[g.members.front()];
+  if (active_ && active_->data_key == first.group_data_key() && active_->data_names == names) {
+    // Another regime (or repetition) of the same members: same buffers, rotation sets, ranks.
+    for (std::size_t i = 0; i < g.members.size(); ++i) active_->members[i].fixture = g.members[i];
+    return;
+  }
+  release();  // the previous group's buffers go before this one's are allocated
+  auto active = std::make_unique<Active>();
+  active->data_key = first.group_data_key();
+  active->data_names = names;
+  for (std::size_t f : g.members) {
+    const Fixture& fx = fixtures_[f];
+    Member m;
+    m.fixture = f;
+    try {
+      m.ws = std::make_unique<Workspace>(
+          backend_, build_plan(fx.op, fx.variant, fx.shard, fx.tokens, fx.dtype), seed_);
+    } catch (const OutOfMemory& e) {
+      m.error = "out of memory preparing the interleaved group (" + join(variants) +
+                "), which holds every member at once: " + e.what() +
+                "; the other members were measured without this one";
+    } catch (const std::exception& e) {
+      m.error = e.what();
+    }
+    active->members.push_back(std::move(m));
+  }
+  if (is_tp_op(first.op)) {
+    std::vector<Workspace*> ws;
+    std::vector<TpMember> tp;
+    active->tp_index.assign(active->members.size(), GroupPlan::none);
+    for (std::size_t i = 0; i < active->members.size(); ++i) {
+      Member& m = active->members[i];
+      if (!m.error.empty()) continue;
+      active->tp_index[i] = ws.size();
+      ws.push_back(m.ws.get());
+      tp.push_back(tp_member(fixtures_[m.fixture], m.fixture));
+    }
+    if (!ws.empty()) active->tp = std::make_unique<TpRun>(ws, tp, seed_, comm_);  // other ranks
+  }
+  active_ = std::move(active);
+  // Warm-up: cuBLASLt heuristics and lazy module loading, and the algorithms each member chose.
+  // A member whose region fails (e.g. a library error of one variant) fails alone, except in a
+  // TP group, whose ranks would be out of step: there the whole group fails.
+  backend_.take_algorithm_log();
+  for (std::size_t i = 0; i < active_->members.size(); ++i) {
+    Member& m = active_->members[i];
+    if (!m.error.empty()) continue;
+    if (active_->tp) {
+      active_->tp->region(active_->tp_index[i]);
+      backend_.synchronize();
+    } else {
+      try {
+        m.ws->run();
+        backend_.synchronize();
+      } catch (const std::exception& e) {
+        fail_member(m, e.what());
+        continue;
+      }
+    }
+    m.algorithms = backend_.take_algorithm_log();
+  }
+}
+
+void GroupRunner::fail_member(Member& m, const std::string& why) {
+  m.error = why;
+  m.graphs.clear();
+  m.rotation.reset();
+  m.ws.reset();  // its memory goes back to the members still measured
+}
+
+std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
+  const ComparisonGroup& g = plan_.groups[group];
+  Active& a = *active_;
+  const Fixture& first = fixtures_[g.members.front()];
+  const measure::Regime regime =
+      measure::parse_regime(first.timing.empty() ? "eager" : first.timing);
+  std::vector<std::string> cache_policy(a.members.size());
+  std::vector<EntryResult> out(a.members.size());
+  // Measured again without a member whose region threw during the measurement (outside a TP
+  // group), so one failing variant does not take its group down.
+  for (;;) {
+    std::vector<std::size_t> timed;  // member positions the engine measures
+    std::vector<measure::TimedMember> members;
+    std::optional<std::size_t> baseline;
+    std::optional<std::size_t> thrower;  // member position whose region threw
+    for (std::size_t i = 0; i < a.members.size(); ++i) {
+      Member& m = a.members[i];
+      if (!m.error.empty()) continue;
+      const Fixture& f = fixtures_[m.fixture];
+      // Cold flushes before every sample; the others rotate through sets larger than the cache.
+      if (regime == measure::Regime::cold) {
+        cache_policy[i] = "L2 flushed before each sample (one run per sample)";
+      } else if (!f.comm.empty()) {
+        // TP fixtures: the region drives every rank; copies of rank 0's buffers alone would
+        // desynchronise the collectives.
+        cache_policy[i] = "TP fixture: one set (rank buffers are not rotated)";
+      } else {
+        if (!m.rotation) {
+          try {
+            m.rotation = std::make_unique<measure::RotationSets>(
+                *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
+                                             settings_.rotation_budget_bytes));
+          } catch (const OutOfMemory& e) {
+            fail_member(m, std::string("out of memory making the cache-rotation copies of this "
+                                       "member (its interleaved group holds every member at "
+                                       "once): ") +
+                               e.what());
+            continue;
+          }
+        }
+        cache_policy[i] = m.rotation->rotation().reason;
+      }
+      if (f.variant == f.baseline_variant()) baseline = members.size();
+      timed.push_back(i);
+      const std::function<void()> region = [this, i, &m] {
+        if (active_->tp) {
+          active_->tp->region(active_->tp_index[i]);
+        } else {
+          m.ws->run();
+        }
+      };
+      measure::TimedMember t;
+      t.label = f.variant;
+      t.sets = m.rotation ? m.rotation->sets() : 1;
+      t.run_set = [&m, region, i, &thrower](std::size_t set) {
+        try {
+          if (m.rotation) {
+            m.rotation->run(set, region);
+          } else {
+            region();
+          }
+        } catch (...) {
+          thrower = i;
+          throw;
+        }
+      };
+      t.launches_per_run = cost_of(m.ws->plan()).launches;
+      t.graphs = &m.graphs;
+      members.push_back(std::move(t));
+    }
+    if (members.empty()) break;
+    std::optional<measure::GroupMeasurement> gm;
+    try {
+      gm = measure::measure_group(regime, backend_, members, baseline, settings_.engine);
+    } catch (const std::exception& e) {
+      if (!thrower || a.tp) throw;
+      try {
+        backend_.synchronize();
+      } catch (...) {
+        // The error may surface here too; the member is failed either way.
+      }
+      fail_member(a.members[*thrower],
+                  std::string(e.what()) + " (the rest of its group was measured without it)");
+      continue;
+    }
+    ++tally_.measurements;
+    if (gm->stop == measure::StopReason::converged) ++tally_.converged;
+    if (gm->stop == measure::StopReason::timed_out) ++tally_.timed_out;
+    if (gm->stop == measure::StopReason::max_samples) ++tally_.max_samples;
+    if (!std::isfinite(gm->widest)) {
+      ++tally_.not_computable;
+    } else if (tally_.widest_group.empty() || gm->widest > tally_.widest) {
+      tally_.widest = gm->widest;
+      tally_.widest_group = g.key;
+    }
+    tally_.targets.insert(gm->target);
+    for (std::size_t t = 0; t < timed.size(); ++t) {
+      if (a.tp) {
+        out[timed[t]] = result_for(group, timed[t], *gm, timed, cache_policy);
+        continue;
+      }
+      try {  // the counter passes of one member failing fail that member alone
+        out[timed[t]] = result_for(group, timed[t], *gm, timed, cache_policy);
+      } catch (const std::exception& e) {
+        out[timed[t]] = EntryResult{e.what()};
+      }
+    }
+    break;
+  }
+  for (std::size_t i = 0; i < a.members.size(); ++i) {
+    if (!a.members[i].error.empty()) out[i] = EntryResult{a.members[i].error};
+  }
+  return out;
+}
+
+EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
+                                    const measure::GroupMeasurement& g,
+                                    const std::vector<std::size_t>& timed,
+                                    const std::vector<std::string>& cache_policy) {
+  const ComparisonGroup& cg = plan_.groups[group];
+  Active& a = *active_;
+  Member& m = a.members[pos];
+  const Fixture& f = fixtures_[m.fixture];
+  const std::size_t t =
+      static_cast<std::size_t>(std::find(timed.begin(), timed.end(), pos) - timed.begin());
+  const measure::MemberMeasurement& mm = g.members[t];
+  const measure::Summary& s = mm.summary;
+  EntryResult r;
+  if (s.samples == 0) {
+    r.error = "no valid sample: " + std::to_string(s.dropped_throttled) + " throttled, " +
+              std::to_string(mm.block_timeouts) + " blocking-kernel timeouts";
+    if (mm.block_timeouts > 0 && mm.runs_per_sample == 1) {
+      r.error +=
+          " (even one run could not be enqueued behind the blocking kernel: something in "
+          "the region waits for the stream, e.g. a synchronous copy inside the library; "
+          "time it with --timing=eager or graph)";
+    }
+    if (mm.gave_up) {
+      r.error += "; its sampling stopped after " + std::to_string(measure::kMaxTimeoutsAtOneRun) +
+                 " consecutive timeouts at one run per sample, so the rest of its group was "
+                 "measured without waiting for it";
+    }
+    return r;
+  }
+  r.seconds = s.median;
+  auto& c = r.counters;
+  auto& fields = r.fields;
+  c["time_median"] = s.median;
+  c["time_mean"] = s.mean;
+  c["time_min"] = s.min;
+  c["time_cv"] = s.cv;
+  c["samples"] = static_cast<double>(s.samples);
+  c["samples_dropped_throttled"] = static_cast<double>(s.dropped_throttled);
+  c["runs_per_sample"] = static_cast<double>(mm.runs_per_sample);
+  c["rotation_sets"] = static_cast<double>(m.rotation ? m.rotation->sets() : 1);
+  c["timing_rounds"] = static_cast<double>(g.rounds);
+  c["converged"] = g.stop == measure::StopReason::converged ? 1 : 0;
+  if (g.regime == measure::Regime::batch || g.regime == measure::Regime::cold)
+    c["samples_dropped_block_timeout"] = static_cast<double>(mm.block_timeouts);
+  if (mm.median) {
+    c["time_median_ci_low"] = mm.median->low;
+    c["time_median_ci_high"] = mm.median->high;
+    if (!mm.median->reaches_confidence)
+      fields["time_median_ci_note"] = few_values_note(*mm.median, "samples");
+  }
+  fields["timing"] = measure::to_string(g.regime);
+  fields["timing_stop"] = measure::to_string(g.stop);
+  fields["timing_target"] = g.target;
+  fields["cache_policy"] = cache_policy[pos];
+
+  // The comparison: who was measured with this entry, and its speedup over each of them.
+  const std::string baseline = f.baseline_variant();
+  std::vector<std::string> variants;
+  for (std::size_t p : timed) variants.push_back(fixtures_[a.members[p].fixture].variant);
+  fields["interleaved_with"] = variants;
+  fields["speedup_baseline"] = baseline;
+  nlohmann::json over = nlohmann::json::object();
+  for (std::size_t j = 0; j < timed.size(); ++j) {
+    if (j != t && g.speedup[t][j]) over[variants[j]] = estimate_json(*g.speedup[t][j]);
+  }
+  fields["speedup_over"] = over;
+  if (f.variant != baseline) {
+    if (g.baseline) {
+      if (const auto& e = g.speedup[t][*g.baseline]) {
+        c["speedup"] = e->value;
+        c["speedup_ci_low"] = e->low;
+        c["speedup_ci_high"] = e->high;
+        c["speedup_pairs"] = static_cast<double>(e->n);
+        if (!e->reaches_confidence) fields["speedup_ci_note"] = few_values_note(*e, "pairs");
+      } else {
+        fields["speedup_unavailable"] =
+            "no round has valid samples of both this variant and " + baseline;
+      }
+    } else {
+      std::string why = "the baseline (" + baseline + ") is not in this run (--variants)";
+      for (std::size_t p = 0; p < a.members.size(); ++p) {
+        const Member& other = a.members[p];
+        if (fixtures_[other.fixture].variant == baseline && !other.error.empty())
+          why = "the baseline (" + baseline + ") failed: " + other.error;
+      }
+      for (std::size_t u : cg.unselected) {
+        if (fixtures_[u].variant == baseline)
+          why = "the baseline (" + baseline +
+                ") is not selected by --benchmark_filter, so it was not measured with this entry";
+      }
+      fields["speedup_unavailable"] = why + ": no speedup";
+    }
+  }
+
+  if (s.clock_mhz_mean) {
+    c["sm_clock_mhz"] = *s.clock_mhz_mean;
+    c["sm_clock_min_mhz"] = *s.clock_mhz_min;
+    c["sm_clock_max_mhz"] = *s.clock_mhz_max;
+  } else {
+    fields["sm_clock_unavailable"] = settings_.engine.device == nullptr
+                                         ? "no GPU: the CPU clock is not read; no sample is dropped"
+                                         : "the clock probe returned no reading";
+  }
+  const Plan& plan = m.ws->plan();
+  const Cost cost = cost_of(plan);
+  if (settings_.ceilings != nullptr) {
+    const double frac =
+        measure::roofline_fraction(plan, s.median, settings_.ceilings->for_dtype(f.dtype));
+    if (frac >= 0) c["roofline_fraction"] = frac;
+    // The fused-vs-split decomposition, once this variant and the baseline have the regimes.
+    const std::string shape = f.group_data_key();
+    decomposition_.record(shape, f.variant, measure::to_string(g.regime),
+                          {s.median, cost.bytes, cost.launches});
+    const auto d =
+        decomposition_.decompose(shape, baseline, f.variant, settings_.ceilings->bandwidth);
+    if (d.decomposition) fields["decomposition"] = *d.decomposition;
+    if (!d.unavailable.empty()) fields["decomposition_unavailable"] = d.unavailable;
+  }
+  if (!m.algorithms.empty()) {
+    // One entry per GEMM step of the plan (a grouped/batched step is one), in step order.
+    const auto gemm_steps = static_cast<std::size_t>(
+        std::count_if(plan.steps.begin(), plan.steps.end(), [](const Step& st) {
+          return std::holds_alternative<GemmStep>(st) ||
+                 std::holds_alternative<GroupedGemmStep>(st);
+        }));
+    fields["gemm_algorithms"] = std::vector<std::string>(
+        m.algorithms.begin(), m.algorithms.begin() + std::min(m.algorithms.size(), gemm_steps));
+  }
+
+  // Counter passes, after timing and never during it: once per member (the regimes and
+  // repetitions of a fixture run the same region, whose counts do not depend on the timing).
+  const std::function<void()> region = [&] {
+    if (a.tp) {
+      a.tp->region(a.tp_index[pos]);
+    } else {
+      m.ws->run();
+    }
+  };
+  if (!m.counted) {
+    RegionCounters counted;
+    for (const auto& collector : collectors_) counted.merge(collector->collect(f.name(), region));
+    m.counted = counted;
+  }
+  RegionCounters measured = *m.counted;
+  if (g.regime == measure::Regime::graph && !m.graphs.empty()) {
+    // The launch-count pass counts eager runs of the region; a graph entry times a replay of its
+    // capture, so the replay is counted too (graph nodes are kernel records with a graph id).
+    for (const auto& collector : collectors_) {
+      if (collector->name() != "launch-count") continue;
+      const RegionCounters replay =
+          collector->collect(f.name() + "/graph", [&m] { m.graphs.front()->launch(); });
+      if (const auto it = replay.values.find("launches"); it != replay.values.end()) {
+        measured.values["graph_launches"] = it->second;
+      } else if (const auto why = replay.unavailable.find("launches");
+                 why != replay.unavailable.end()) {
+        measured.unavailable["graph_launches"] = why->second;
+      }
+    }
+  }
+  add_model_ratios(measured, cost.launches, cost.bytes);
+  for (const auto& [counter, value] : measured.values) c[counter] = value;
+  if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
+  if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
+  if (a.tp) {
+    // Compute/comm split and bus bandwidth of this member.
+    const TpReport tp =
+        a.tp->report(a.tp_index[pos], settings_.engine.device, settings_.engine.block_timeout_s);
+    for (const auto& [counter, value] : tp.counters) c[counter] = value;
+    for (const auto& [key, value] : tp.fields.items()) fields[key] = value;
+  }
+  c["model_flops"] = cost.flops;
+  c["model_bytes"] = cost.bytes;
+  c["model_launches"] = cost.launches;
+  c["model_intensity"] = cost.arithmetic_intensity();
+  c["tokens"] = static_cast<double>(f.tokens);
+  c["tp"] = f.shard.tp;
+  return r;
+}
+
+std::string GroupRunner::tally_text() const {
+  const Tally& t = tally_;
+  if (t.measurements == 0) return "timing: no group was measured";
+  std::string text = "timing: " + std::to_string(t.measurements) +
+                     " interleaved group measurement(s): " + std::to_string(t.converged) +
+                     " met the target (" + join({t.targets.begin(), t.targets.end()}) +
+                     ", relative half-widths of 95% intervals), " + std::to_string(t.timed_out) +
+                     " timed out";
+  if (t.max_samples > 0) text += ", " + std::to_string(t.max_samples) + " hit max_samples";
+  if (!t.widest_group.empty())
+    text += "; widest interval +-" + percent(t.widest) + " (" + t.widest_group + ")";
+  if (t.not_computable > 0)
+    text += "; " + std::to_string(t.not_computable) +
+            " with too few valid rounds for a 95% interval (under 6)";
+  if (t.timed_out > 0)
+    text +=
+        "; timed-out entries say timing_stop: timed_out (raise --timing-max-time to narrow them)";
+  return text;
+}
+
+}  // namespace fusebench::bench

@@ -1,0 +1,104 @@
+#pragma once
+// Runs the comparison groups of the sweep (groups.hpp): materialises every member of a group
+// (its workspace, rotation sets, TP ranks), has the timing engine (src/measure/timing_engine)
+// measure them interleaved, runs the counter passes and the TP report pass of each member, and
+// keeps one result per member and measurement. A group is measured when the first of its
+// members asks for a result it does not have yet (its n-th call gets the group's n-th
+// measurement, so --benchmark_repetitions=N measures the group N times); the other members
+// are then handed their cached results. No Google Benchmark here (fixture_runner.hpp maps the
+// results onto it).
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "comm/tp_run.hpp"
+#include "fusebench/backend.hpp"
+#include "fusebench/counters.hpp"
+#include "fusebench/workspace.hpp"
+#include "groups.hpp"
+#include "measure/ceilings.hpp"
+#include "measure/decomposition_log.hpp"
+#include "measure/rotation.hpp"
+#include "measure/timing_engine.hpp"
+#include "sweep.hpp"
+
+namespace fusebench::bench {
+
+struct RunnerSettings {
+  measure::EngineSettings engine;  // stopping rule (with the clock reference), device, ...
+  std::size_t cache_bytes = 0;     // last-level cache to defeat by rotation (0: unknown)
+  std::size_t rotation_budget_bytes = std::size_t{1} << 30;  // per member
+  const measure::MeasuredCeilings* ceilings = nullptr;       // null: no roofline_fraction
+};
+
+// One entry's result: what Google Benchmark gets (the iteration time and counters) and the
+// fields merged into the entry in the report.
+struct EntryResult {
+  std::string error;   // non-empty: the fixture failed (SkipWithError)
+  double seconds = 0;  // median time per run (SetIterationTime)
+  std::map<std::string, double> counters;
+  nlohmann::json fields = nlohmann::json::object();
+};
+
+class GroupRunner {
+ public:
+  GroupRunner(Backend& backend, std::uint64_t seed, const std::vector<Fixture>& fixtures,
+              GroupPlan plan, RunnerSettings settings, CommSettings comm);
+  ~GroupRunner();
+  GroupRunner(const GroupRunner&) = delete;
+  GroupRunner& operator=(const GroupRunner&) = delete;
+
+  void add_collector(std::unique_ptr<CounterCollector> collector) {
+    collectors_.push_back(std::move(collector));
+  }
+  // The result of fixture `index`'s next call; measures its group when needed. Never throws: a
+  // failure is the result's error.
+  EntryResult next_result(std::size_t index);
+  // Frees the workspaces of the group measured last (and releases TP follower ranks from it).
+  void release();
+
+  // How the measurements stopped, for the console (issue: a sweep that timed out everywhere
+  // must say so): counts and the widest targeted interval.
+  struct Tally {
+    std::size_t measurements = 0, converged = 0, timed_out = 0, max_samples = 0;
+    // The widest targeted interval that reached 95% (relative half-width) and its group; groups
+    // with an interval that could not reach 95% (too few valid samples) are counted apart.
+    double widest = 0;
+    std::string widest_group;
+    std::size_t not_computable = 0;
+    std::set<std::string> targets;  // what the groups targeted (speedup or median intervals)
+  };
+  const Tally& tally() const { return tally_; }
+  std::string tally_text() const;
+
+ private:
+  struct Member;
+  struct Active;
+  void measure_group(std::size_t group);
+  void prepare(std::size_t group);
+  void fail_member(Member& m, const std::string& why);
+  std::vector<EntryResult> measure_prepared(std::size_t group);
+  EntryResult result_for(std::size_t group, std::size_t member_pos,
+                         const measure::GroupMeasurement& g, const std::vector<std::size_t>& timed,
+                         const std::vector<std::string>& cache_policy);
+
+  Backend& backend_;
+  std::uint64_t seed_;
+  const std::vector<Fixture>& fixtures_;
+  GroupPlan plan_;
+  RunnerSettings settings_;
+  CommSettings comm_;
+  std::vector<std::unique_ptr<CounterCollector>> collectors_;
+  std::unique_ptr<Active> active_;                 // the workspaces of the group measured last
+  std::vector<std::size_t> calls_;                 // per fixture: results handed out so far
+  std::vector<std::vector<EntryResult>> results_;  // per fixture: one per group measurement
+  measure::DecompositionLog decomposition_;
+  Tally tally_;
+};
+
+}  // namespace fusebench::bench

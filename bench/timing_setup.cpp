@@ -1,0 +1,132 @@
+#include "timing_setup.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "measure/intervals.hpp"
+
+namespace fusebench::bench {
+
+TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
+                         nlohmann::json& context) {
+  TimingSetup t;
+  const bool gpu = backend.name() != "cpu";
+  backend.set_gemm_algo_policy(o.gemm_algo);
+  std::string why;
+  t.device = measure::make_device_timing(backend, &why);
+  measure::StoppingRule& rule = t.settings.engine.rule;
+  // Defaults sized for the sweep (docs/timing.md): the GPU default sweep has ~120 groups x 2
+  // regimes and must fit a device check of a few minutes; nvbench's own are 0.5 s / 15 s. The
+  // interval targets: 1% on a GPU, 3% on a shared two-core CPU, where 1% would time out.
+  rule.target_ci = o.timing_target_ci > 0 ? o.timing_target_ci : (gpu ? 0.01 : 0.03);
+  rule.min_time_s = o.timing_min_time >= 0 ? o.timing_min_time : (gpu ? 0.05 : 0.02);
+  rule.max_time_s = o.timing_max_time >= 0 ? o.timing_max_time : (gpu ? 1.0 : 0.5);
+  t.settings.engine.device = t.device.get();
+  // Rotation defeats the GPU's L2; on the CPU the last-level cache (when the OS says).
+  if (gpu) {
+    t.settings.cache_bytes = context.value("gpu_l2_bytes", std::size_t{0});
+    t.settings.rotation_budget_bytes = std::size_t{4} << 30;
+  } else {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    t.settings.cache_bytes = static_cast<std::size_t>(std::max({0L, l3, l2}));
+    t.settings.rotation_budget_bytes = std::size_t{256} << 20;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  t.ceilings = std::make_unique<measure::MeasuredCeilings>(
+      measure::measure_ceilings(backend, sweep.dtypes, t.device.get()));
+  t.ceilings->json["measure_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t.settings.ceilings = t.ceilings.get();
+  context["ceilings"] = t.ceilings->json;
+
+  // The throttle rule compares each sample's clock with the clock a sustained GEMM load runs at
+  // (probed while the ceilings were taken), not with the peak clock: at the power cap a big
+  // bf16 GEMM runs well below cudaDevAttrClockRate, and its samples are not throttled.
+  nlohmann::json clock;
+  if (t.device) {
+    const double default_mhz = t.device->default_clock_mhz();
+    const auto loaded = t.ceilings->loaded_clock_mhz;
+    rule.reference_clock_mhz = loaded ? *loaded : default_mhz;
+    clock = {{"source",
+              "clock64 over 10 us of globaltimer, one SM, just before and just after every "
+              "sample; the lower counts"},
+             {"default_mhz", default_mhz},
+             {"reference", loaded ? "clock under load, measured with the ceilings"
+                                  : "default clock (the clock under load was not readable)"},
+             {"reference_mhz", rule.reference_clock_mhz},
+             {"throttle_fraction", rule.throttle_fraction},
+             {"throttle_below_mhz", rule.throttle_fraction * rule.reference_clock_mhz}};
+    if (loaded) clock["under_load_mhz"] = *loaded;
+  } else {
+    clock = {{"source", "unavailable: " + why + "; no sample is dropped for throttling"}};
+  }
+  context["timing"] = {
+      {"regimes", sweep.timing},
+      {"regime_definitions",
+       {{"cold", "L2 flushed before each sample; CUDA events around one run (device time)"},
+        {"batch",
+         "runs queued behind a blocking kernel, then released: device time per run, host launch "
+         "cost hidden"},
+        {"eager",
+         "host wall time per run: runs issued back to back as an engine would, synchronised at the "
+         "end of each sample"},
+        {"graph",
+         "each rotation set captured once into a CUDA graph; host wall time per replay, "
+         "synchronised per sample"}}},
+      {"interleaving",
+       "the variants of one op at one shape, dtype and regime (a comparison group) are measured "
+       "together: rounds of one sample of each variant, each on its own workspace and rotation "
+       "sets, the order rotated per round (round r starts with the r-th variant mod k); "
+       "speedup = median over rounds of baseline time / variant time"},
+      {"interval_method", measure::interval_method_text(rule.confidence)},
+      {"stopping_rule",
+       {{"target_ci", rule.target_ci},
+        {"target",
+         "relative half-width (high - low) / 2 / value of the 95% interval of every non-baseline "
+         "speedup of a group, or of every median when the group lacks its baseline"},
+        {"min_time_s", rule.min_time_s},
+        {"max_time_s", rule.max_time_s},
+        {"max_time_note", "per entry: a group of k variants stops after k x max_time_s"},
+        {"min_samples", rule.min_samples},
+        {"max_samples", rule.max_samples},
+        {"throttle_fraction", rule.throttle_fraction}}},
+      {"sm_clock", clock},
+      {"gemm_algo", gpu ? o.gemm_algo : std::string("OpenBLAS (no algorithm choice)")},
+      {"cache_bytes", t.settings.cache_bytes},
+      {"gbench_mapping",
+       "one iteration per entry = one measurement; real_time = median time per run; a group is "
+       "measured when its first entry runs and each entry reports its part"},
+      {"counter_definitions",
+       {{"time_median", "median time per run over the valid samples, s (= real_time)"},
+        {"time_median_ci_low", "low end of the 95% interval of time_median, s"},
+        {"time_median_ci_high", "high end of the 95% interval of time_median, s"},
+        {"time_mean", "mean time per run, s"},
+        {"time_min", "fastest sample's time per run, s"},
+        {"time_cv", "relative standard deviation of the samples (stdev/mean)"},
+        {"samples", "valid samples the statistics use"},
+        {"samples_dropped_throttled",
+         "samples dropped: SM clock below throttle_fraction x the reference clock"},
+        {"samples_dropped_block_timeout",
+         "batch/cold samples dropped: the blocking kernel timed out before release"},
+        {"runs_per_sample",
+         "runs per sample (the sample's time divided by this is one sample value)"},
+        {"rotation_sets", "copies of the buffers cycled through so weights are not cache-warm"},
+        {"timing_rounds", "rounds of the interleaved measurement (one sample per variant each)"},
+        {"converged", "1 when the interval target was reached, 0 on timeout or max_samples"},
+        {"speedup",
+         "baseline time / this variant's time (> 1: faster), median of the per-round paired "
+         "ratios"},
+        {"speedup_ci_low", "low end of the 95% interval of speedup"},
+        {"speedup_ci_high", "high end of the 95% interval of speedup"},
+        {"speedup_pairs", "rounds with valid samples of both (the ratios speedup rests on)"},
+        {"sm_clock_mhz", "mean SM clock over the valid samples"},
+        {"sm_clock_min_mhz", "lowest SM clock of a valid sample"},
+        {"sm_clock_max_mhz", "highest SM clock of a valid sample"},
+        {"roofline_fraction", "roofline time (measured ceilings, per step) / time_median"}}}};
+  return t;
+}
+
+}  // namespace fusebench::bench

@@ -1,0 +1,115 @@
+#pragma once
+// How ranks talk: the ranks and the communicator of a tensor-parallel run (tp_attn, tp_mlp,
+// allreduce, allgather), for one fixture or for the members of an interleaved comparison group
+// (e.g. naive and paired, which share the ranks and the communicator), and the pass after timing
+// that splits a member's time into compute and communication (docs/tp.md):
+//   comm:none      tp = 1 (nothing to communicate; vLLM skips the collective)
+//   comm:inprocess CPU: every rank a thread of this process with its own backend
+//   comm:nccl      GPU: one process over tp GPUs (threads), or one process per GPU (mpirun)
+//   comm:mpi       CPU: one process per rank (mpirun)
+//   comm:modelled  one rank's compute measured, every collective priced by the link model
+// Multi-process runs (mpirun/srun): rank 0 leads; the other ranks follow its commands (which
+// members make the group, run member k once, group done, sweep done), so every rank issues the
+// same collectives in the same order however rank 0's timing engine interleaves the members.
+// No Google Benchmark here: the report pass returns its counters and fields as data.
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fusebench/communicator.hpp"
+#include "fusebench/link_model.hpp"
+#include "fusebench/workspace.hpp"
+#include "measure/timing_device.hpp"
+
+namespace fusebench {
+
+struct CommSettings {
+  std::string requested = "auto";  // --comm: auto | nccl | modelled | inprocess | mpi
+  LinkProfile link;                // --link-profile
+  double timeout_s = 120;
+  Communicator* world = nullptr;  // multi-process runs: this process's communicator
+};
+
+// One fixture of a TP run, as every rank must know it.
+struct TpMember {
+  std::string op, variant;
+  ShardShape shard;  // the fixture's shard; each rank runs it as its own rank
+  std::int64_t tokens = 0;
+  DType dtype = DType::bf16;
+  std::string comm;  // resolve_comm()'s label
+  // Multi-process runs: the fixture's position in the sweep, which is how the leader names it
+  // to the followers (they hold the same sweep).
+  std::int32_t index = -1;
+};
+
+// The comm label of a fixture (see above); throws std::invalid_argument naming what cannot be
+// met (e.g. --comm=nccl with fewer GPUs than tp and no mpirun).
+std::string resolve_comm(const CommSettings& settings, const Backend& backend,
+                         const std::string& op, int tp);
+
+// context["tp"]: the --comm request, the link profile, processes; definitions of the counters.
+nlohmann::json tp_context(const CommSettings& settings, int processes);
+nlohmann::json tp_counter_definitions();
+
+// --link-profile=measured: all-reduces of 8 KB and 8 MB timed on this machine with the
+// communicator --comm=auto picks for the most ranks available here (GPU: NCCL over min(GPUs, 8);
+// CPU: 2 in-process ranks), fitted to latency + bytes*f/busbw. Throws when only one GPU exists.
+LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings);
+
+// What the report pass adds to an entry: counters (numbers) and fields.
+struct TpReport {
+  std::map<std::string, double> counters;
+  nlohmann::json fields = nlohmann::json::object();
+};
+
+class TpRun {
+ public:
+  // `workspaces[i]` is this process's rank of `members[i]` (its plan's shard.rank is that rank).
+  // The members share tp and comm (one communicator serves them all).
+  TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, std::uint64_t seed,
+        const CommSettings& settings);
+  ~TpRun();
+  TpRun(const TpRun&) = delete;
+  TpRun& operator=(const TpRun&) = delete;
+
+  std::size_t members() const { return members_.size(); }
+  Communicator* comm() { return comm_; }
+  // One run of member `member`'s pipeline on every rank (posts it to the other ranks, runs this
+  // one).
+  void region(std::size_t member = 0);
+  // Passes after timing: this rank's compute alone (collectives skipped) and the collectives
+  // timed one by one (measured) or priced (modelled). With a `device` (GPU), the compute runs
+  // are enqueued behind its blocking kernel, so at decode sizes compute_seconds is device time,
+  // not the host's launch rate.
+  TpReport report(std::size_t member, measure::DeviceTiming* device = nullptr,
+                  double block_timeout_s = 0.5);
+
+  // Multi-process followers (ranks > 0): obey rank 0 until it says the sweep is over. `sweep`
+  // holds every fixture of the run by index (TpMember::index).
+  static void follow(const std::vector<TpMember>& sweep, Backend& backend, std::uint64_t seed,
+                     const CommSettings& settings);
+  // Rank 0 tells the followers the sweep is over.
+  static void release_followers(const CommSettings& settings);
+
+ private:
+  struct LocalRank;
+  void post_to_local_ranks(std::size_t member);
+  void wait_local_ranks();
+
+  std::vector<Workspace*> ws_;
+  std::vector<TpMember> members_;
+  CommSettings settings_;
+  std::string kind_;
+  std::unique_ptr<Communicator> own_comm_;  // modelled, or rank 0 of a local group
+  Communicator* comm_ = nullptr;
+  std::vector<std::unique_ptr<LocalRank>> local_;  // ranks 1..tp-1 of a single-process run
+  bool leader_ = false;                            // rank 0 of a multi-process run
+};
+
+}  // namespace fusebench

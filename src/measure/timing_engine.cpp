@@ -1,0 +1,219 @@
+#include "measure/timing_engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace fusebench::measure {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A member while it is sampled: which rotation set runs next, its timer, its runs per sample.
+struct MemberState {
+  TimedMember* member = nullptr;
+  std::vector<std::unique_ptr<GraphReplay>> own_graphs;
+  std::vector<std::unique_ptr<GraphReplay>>* graphs = nullptr;
+  std::unique_ptr<RegionTimer> timer;
+  std::size_t next = 0;
+  std::int64_t runs = 1;
+  std::size_t block_timeouts = 0;
+  std::size_t timeouts_at_one_run = 0;  // consecutive
+  bool gave_up = false;
+
+  void run_next() { member->run_set(next++ % member->sets); }
+  void replay_next() { (*graphs)[next++ % graphs->size()]->launch(); }
+  void run_or_replay(Regime regime) { regime == Regime::graph ? replay_next() : run_next(); }
+};
+
+class Sampler {
+ public:
+  Sampler(Regime regime, Backend& backend, const EngineSettings& settings)
+      : regime_(regime), backend_(backend), st_(settings), dev_(settings.device) {}
+
+  // Warm-up, graph capture and the run estimate that sizes the samples.
+  void prepare(MemberState& m) {
+    // Every set once, untimed: first-touch work (algorithm selection, pointer arrays of grouped
+    // GEMMs) must not land inside a sample, a blocked stream or a graph capture.
+    for (std::size_t i = 0; i < m.member->sets; ++i) m.run_next();
+    backend_.synchronize();
+    m.next = 0;
+    if (regime_ == Regime::graph) {
+      m.graphs = m.member->graphs != nullptr ? m.member->graphs : &m.own_graphs;
+      if (m.graphs->size() != m.member->sets) {
+        m.graphs->clear();
+        for (std::size_t i = 0; i < m.member->sets; ++i) {
+          m.graphs->push_back(dev_->capture([&m, i] { m.member->run_set(i); }));
+        }
+      }
+    }
+    m.timer = backend_.make_timer();
+    // One untimed run estimates the per-run time that sizes the samples.
+    const auto t0 = Clock::now();
+    m.run_or_replay(regime_);
+    backend_.synchronize();
+    const double estimate = since(t0);
+    const int launches = std::max(1, m.member->launches_per_run);
+    if (regime_ == Regime::batch) {
+      m.runs = runs_per_sample(estimate, st_.target_sample_s, max_runs_behind_block(launches));
+    } else if (regime_ == Regime::eager || regime_ == Regime::graph) {
+      m.runs = runs_per_sample(estimate, st_.target_sample_s, 1000);
+    } else {
+      m.runs = 1;
+    }
+  }
+
+  // One sample of `m`, exactly as a single region is sampled in this regime; nullopt when the
+  // blocking kernel gave up before the sample was enqueued (then fewer runs are tried next).
+  std::optional<Sample> sample(MemberState& m) {
+    Sample s;
+    const double clock_before = read_clock();
+    switch (regime_) {
+      case Regime::cold: {
+        backend_.flush_l2();
+        // Held while the run is enqueued, so host launch gaps stay out of a microsecond region
+        // (nvbench's cold loop does the same).
+        enqueue_held(*dev_, st_.block_timeout_s, [&] {
+          m.timer->start();
+          m.run_next();
+          m.timer->stop();
+        });
+        s.total_seconds = m.timer->seconds();
+        s.seconds = s.total_seconds;
+        break;
+      }
+      case Regime::batch: {
+        enqueue_held(*dev_, st_.block_timeout_s, [&] {
+          m.timer->start();
+          for (std::int64_t r = 0; r < m.runs; ++r) m.run_next();
+          m.timer->stop();
+        });
+        s.total_seconds = m.timer->seconds();
+        s.seconds = s.total_seconds / static_cast<double>(m.runs);
+        break;
+      }
+      case Regime::eager:
+      case Regime::graph: {
+        const auto t0 = Clock::now();
+        for (std::int64_t r = 0; r < m.runs; ++r) m.run_or_replay(regime_);
+        backend_.synchronize();
+        s.total_seconds = since(t0);
+        s.seconds = s.total_seconds / static_cast<double>(m.runs);
+        break;
+      }
+    }
+    s.sm_clock_mhz = sample_clock(clock_before);
+    if ((regime_ == Regime::batch || regime_ == Regime::cold) && dev_->block_timed_out()) {
+      // The host could not enqueue the sample before the blocking kernel gave up: the sample
+      // includes host gaps. Not a sample of this regime; a smaller batch may fit.
+      ++m.block_timeouts;
+      m.timeouts_at_one_run = m.runs == 1 ? m.timeouts_at_one_run + 1 : 0;
+      if (m.timeouts_at_one_run >= kMaxTimeoutsAtOneRun) m.gave_up = true;
+      m.runs = std::max<std::int64_t>(1, m.runs / 2);
+      return std::nullopt;
+    }
+    m.timeouts_at_one_run = 0;
+    return s;
+  }
+
+ private:
+  double read_clock() {
+    if (dev_ == nullptr) return -1;
+    dev_->probe_clock();
+    backend_.synchronize();
+    return dev_->probed_clock_mhz();
+  }
+  // A sample's clock is the lower of a probe just before it and one just after (unknown: -1),
+  // so throttling that began or ended during the sample still marks it.
+  double sample_clock(double before) {
+    const double after = read_clock();
+    if (before < 0) return after;
+    return after < 0 ? before : std::min(before, after);
+  }
+
+  Regime regime_;
+  Backend& backend_;
+  const EngineSettings& st_;
+  DeviceTiming* dev_;
+};
+
+// Rounds are cheap to take on small regions (thousands per second): the intervals are computed
+// after every round while there are few, then after every ~1% more rounds.
+bool assess_now(std::size_t rounds) { return rounds < 256 || rounds % (rounds / 100) == 0; }
+
+}  // namespace
+
+GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<TimedMember>& members,
+                               std::optional<std::size_t> baseline,
+                               const EngineSettings& settings) {
+  if (members.empty()) throw std::invalid_argument("measure_group: the group has no member");
+  if (regime_needs_gpu(regime) && settings.device == nullptr) {
+    throw std::runtime_error(std::string("timing:") + to_string(regime) + " needs a GPU");
+  }
+  if (baseline && *baseline >= members.size()) baseline.reset();
+  const std::size_t k = members.size();
+  std::vector<MemberState> state(k);
+  Sampler sampler(regime, backend, settings);
+  for (std::size_t m = 0; m < k; ++m) {
+    state[m].member = &members[m];
+    if (members[m].sets == 0) members[m].sets = 1;
+    sampler.prepare(state[m]);
+  }
+
+  GroupSamples samples(k, settings.rule);
+  GroupMeasurement out;
+  out.regime = regime;
+  out.baseline = baseline;
+  out.targets_speedup = targets_speedup(samples, baseline);
+  out.target = target_text(out.targets_speedup, settings.rule.target_ci);
+  Assessment assessment;
+  const auto start = Clock::now();
+  const double budget = settings.rule.max_time_s * static_cast<double>(k);
+  for (;;) {
+    const std::size_t round = samples.rounds();
+    samples.begin_round();
+    for (std::size_t m : round_order(k, round)) {
+      if (state[m].gave_up) continue;
+      if (settings.on_sample) settings.on_sample(m, round);
+      samples.add(m, sampler.sample(state[m]));
+      if (state[m].gave_up) samples.retire(m);
+    }
+    if (std::all_of(state.begin(), state.end(), [](const MemberState& m) { return m.gave_up; })) {
+      out.stop = StopReason::timed_out;  // every member timed out behind the blocking kernel
+      break;
+    }
+    const double wall = since(start);
+    const std::size_t rounds = samples.rounds();
+    if (assess_now(rounds) || wall >= budget || rounds >= settings.rule.max_samples)
+      assessment = assess(samples, baseline);
+    out.stop = decide(assessment, samples, wall);
+    if (out.stop != StopReason::keep_going) break;
+  }
+  out.wall_seconds = since(start);
+  out.rounds = samples.rounds();
+  // A retired member may have changed what was targeted.
+  out.targets_speedup = targets_speedup(samples, baseline);
+  out.target = target_text(out.targets_speedup, settings.rule.target_ci);
+  out.widest = assessment.widest;
+  out.widest_member = assessment.widest_member;
+  out.members.resize(k);
+  out.speedup.assign(k, std::vector<std::optional<Estimate>>(k));
+  for (std::size_t m = 0; m < k; ++m) {
+    MemberMeasurement& r = out.members[m];
+    r.summary = samples.summary(m);
+    r.median = median_estimate(samples, m);
+    r.runs_per_sample = state[m].runs;
+    r.block_timeouts = state[m].block_timeouts;
+    r.gave_up = state[m].gave_up;
+    for (std::size_t j = 0; j < k; ++j) {
+      if (j != m) out.speedup[m][j] = speedup_estimate(samples, m, j);
+    }
+  }
+  return out;
+}
+
+}  // namespace fusebench::measure

@@ -1,0 +1,89 @@
+#pragma once
+// How a sample is taken. The timing engine measures a comparison group (the variants of one op
+// at one shape, dtype and regime) in interleaved rounds: every round takes one sample of each
+// member, exactly as that regime samples a single region, in a rotated order (interleave.hpp),
+// until the stopping rule is met. It returns data (statistics, intervals, speedups); mapping
+// them onto Google Benchmark is the binary's business (bench/). docs/timing.md explains why.
+//
+// One sample, per regime (R = runs per sample, sized from a one-run estimate):
+//   cold   L2 flushed, then one run enqueued behind the blocking kernel between CUDA events
+//   batch  R runs enqueued behind the blocking kernel, released, events around them, / R
+//   eager  R runs issued back to back from the host, one synchronise, host wall time / R
+//   graph  R replays of the member's captured graphs (one per rotation set), host wall time / R
+// Before sampling, every member runs each of its rotation sets once, untimed (algorithm choice,
+// pointer arrays, lazy loading never land in a sample), then graphs are captured (graph regime).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusebench/backend.hpp"
+#include "measure/interleave.hpp"
+#include "measure/intervals.hpp"
+#include "measure/statistics.hpp"
+#include "measure/timing_device.hpp"
+#include "measure/timing_policy.hpp"
+
+namespace fusebench::measure {
+
+struct EngineSettings {
+  StoppingRule rule;
+  double target_sample_s = 1e-3;  // batch/eager/graph: runs per sample to fill about this much
+  // The blocking kernel gives up after this; a correct enqueue of a sample takes about 1 ms.
+  double block_timeout_s = 0.5;
+  DeviceTiming* device = nullptr;  // null on the CPU: eager only, no clock
+  // Called just before each sample (member, round): traces and tests of the order.
+  std::function<void(std::size_t member, std::size_t round)> on_sample;
+};
+
+// One member of a group, as the engine sees it.
+struct TimedMember {
+  std::string label;                             // the variant, for messages
+  std::function<void(std::size_t set)> run_set;  // one run on rotation set `set` (0 .. sets-1)
+  std::size_t sets = 1;
+  int launches_per_run = 1;  // model launches of one run: bounds the batch behind the block
+  // Graph regime: one captured graph per set, kept by the caller across measurements (null: the
+  // engine captures its own for this measurement).
+  std::vector<std::unique_ptr<GraphReplay>>* graphs = nullptr;
+};
+
+struct MemberMeasurement {
+  Summary summary;                 // over the valid samples
+  std::optional<Estimate> median;  // time_median with its interval; none without a valid sample
+  std::int64_t runs_per_sample = 1;
+  std::size_t block_timeouts = 0;  // batch/cold samples dropped: the blocking kernel gave up
+  // Sampling of this member stopped: kMaxTimeoutsAtOneRun consecutive blocking-kernel timeouts
+  // with one run per sample (something in its region waits for the stream).
+  bool gave_up = false;
+};
+
+// Consecutive blocking-kernel timeouts at one run per sample after which a member is no longer
+// sampled (each costs the block timeout, and its group's other members would wait).
+inline constexpr std::size_t kMaxTimeoutsAtOneRun = 3;
+
+struct GroupMeasurement {
+  Regime regime = Regime::eager;
+  std::vector<MemberMeasurement> members;
+  // speedup[m][j]: member m's speedup over member j (median of time_j / time_m per round);
+  // nullopt for m == j and where no round has valid samples of both.
+  std::vector<std::vector<std::optional<Estimate>>> speedup;
+  std::optional<std::size_t> baseline;
+  bool targets_speedup = false;
+  std::string target;  // target_text(): what the stopping rule aimed at
+  StopReason stop = StopReason::keep_going;
+  std::size_t rounds = 0;
+  double wall_seconds = 0;
+  double widest = 0;  // widest targeted relative half-width at the end (inf: not computable)
+  std::size_t widest_member = 0;
+};
+
+// Measures `members` (all on `backend`) in `regime` under settings.rule. `baseline`: the index
+// of the op's baseline variant when it is a member. Throws std::runtime_error when the regime
+// needs a GPU and settings.device is null, and whatever a member's region throws.
+GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<TimedMember>& members,
+                               std::optional<std::size_t> baseline, const EngineSettings& settings);
+
+}  // namespace fusebench::measure

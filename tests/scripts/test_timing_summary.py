@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""scripts/timing_summary.py (the device check's timing table) on a synthetic GPU report: per
+fixture the drops, the stop reason and the speedup interval; the throttle reference; the
+verification of the stride-0 strided-batched gate_up."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+import timing_summary  # noqa: E402
+
+REPORT = {
+    "context": {
+        "timing": {"sm_clock": {"reference": "clock under load, measured with the ceilings",
+                                "reference_mhz": 1605.0, "default_mhz": 1980.0,
+                                "throttle_below_mhz": 1203.75}},
+        "ceilings": {"sm_clock_under_load": {"median_mhz": 1605.0, "min_mhz": 1410.0,
+                                             "max_mhz": 1980.0, "probes": 180}},
+        "verification": [
+            {"op": "gate_up", "variant": "batched", "model": "llama3-8b", "tokens": 37,
+             "dtype": "bf16", "ok": True,
+             "comparisons": [{"output": "out", "against": "split", "max_abs_error": 0.0078}]},
+            {"op": "qkv", "variant": "fused", "model": "llama3-8b", "tokens": 37, "ok": True}]},
+    "benchmarks": [
+        {"name": "qkv/split/model:llama3-8b/tokens:16/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time",
+         "run_type": "iteration", "variant": "split", "speedup_baseline": "split", "samples": 120.0,
+         "samples_dropped_throttled": 0.0, "samples_dropped_block_timeout": 0.0,
+         "timing_stop": "converged", "sm_clock_min_mhz": 1590.0, "sm_clock_max_mhz": 1980.0},
+        {"name": "qkv/grouped/model:llama3-8b/tokens:16/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time",
+         "run_type": "iteration", "variant": "grouped", "speedup_baseline": "split", "samples": 118.0,
+         "samples_dropped_throttled": 2.0, "samples_dropped_block_timeout": 37.0,
+         "timing_stop": "timed_out", "speedup": 1.512, "speedup_ci_low": 1.48,
+         "speedup_ci_high": 1.55, "speedup_pairs": 117.0},
+        {"name": "qkv/fused/model:llama3-8b/tokens:16/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time",
+         "run_type": "iteration", "variant": "fused", "error_occurred": True,
+         "error_message": "no valid sample: 0 throttled, 40 blocking-kernel timeouts"},
+    ],
+}
+
+
+class TimingSummaryTest(unittest.TestCase):
+    def run_summary(self, report):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(report, f)
+        out = io.StringIO()
+        old = sys.argv
+        sys.argv = ["timing_summary.py", f.name]
+        try:
+            with contextlib.redirect_stdout(out):
+                rc = timing_summary.main()
+        finally:
+            sys.argv = old
+            os.unlink(f.name)
+        self.assertEqual(rc, 0)
+        return out.getvalue()
+
+    def test_prints_drops_stop_and_intervals_per_fixture(self):
+        text = self.run_summary(REPORT)
+        grouped = next(l for l in text.splitlines() if "qkv/grouped" in l)
+        self.assertRegex(grouped, r"118\s+2\s+37 timed_out 1\.512 \[1\.480, 1\.550\] n=117")
+        split = next(l for l in text.splitlines() if "qkv/split" in l)
+        self.assertIn("1590-1980", split)
+        self.assertIn("FAILED: no valid sample: 0 throttled, 40 blocking-kernel timeouts", text)
+        self.assertIn("reference clock under load, measured with the ceilings = 1605 MHz", text)
+        self.assertIn("samples below 1204 MHz dropped", text)
+        self.assertIn("verify gate_up/batched llama3-8b tokens=37 bf16: OK", text)
+        self.assertIn("stride-0 strided-batched GEMM", text)
+        self.assertNotIn("qkv/fused llama3-8b", text)  # only the one-launch variants
+
+    def test_missing_values_are_na_not_zero(self):
+        report = {"benchmarks": [{"name": "qkv/fused/x/timing:eager", "variant": "fused",
+                                  "samples": 10.0, "timing_stop": "timed_out"}]}
+        text = self.run_summary(report)
+        line = next(l for l in text.splitlines() if l.startswith("qkv/fused"))
+        self.assertIn("n/a", line)
+        self.assertIn("throttle rule: none", text)
+        self.assertIn("not in the verification", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

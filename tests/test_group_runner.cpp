@@ -1,0 +1,153 @@
+// The group runner on the CPU backend, driven directly (no Google Benchmark): results are cached
+// across calls, every call past the cached ones measures the group again, and a member that does
+// not fit in memory or whose region fails fails alone, saying why, while the rest of its group is
+// measured. A backend wrapper injects the failures.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "fusebench/backend.hpp"
+#include "group_runner.hpp"
+#include "groups.hpp"
+#include "options.hpp"
+#include "sweep.hpp"
+
+using namespace fusebench;
+using namespace fusebench::bench;
+
+namespace {
+
+// The CPU backend, except that allocations above `max_alloc` bytes are out of memory and GEMMs
+// with `fail_n` output columns throw.
+class FaultyBackend final : public Backend {
+ public:
+  std::size_t max_alloc = ~std::size_t{0};
+  std::int64_t fail_n = -1;
+  int fail_after = 0;  // GEMMs with fail_n columns that succeed before they start to throw
+
+  std::string name() const override { return cpu_->name(); }
+  std::string unsupported_reason(DType d) const override { return cpu_->unsupported_reason(d); }
+  void* allocate(std::size_t bytes) override {
+    if (bytes > max_alloc)
+      throw OutOfMemory("test: " + std::to_string(bytes) + " B asked, " +
+                        std::to_string(max_alloc) + " B allowed");
+    return cpu_->allocate(bytes);
+  }
+  void release(void* p) noexcept override { cpu_->release(p); }
+  void upload(void* d, const void* s, std::size_t n) override { cpu_->upload(d, s, n); }
+  void download(void* d, const void* s, std::size_t n) override { cpu_->download(d, s, n); }
+  void gemm(const GemmArgs& a) override {
+    if (a.y.cols == fail_n && fail_after-- <= 0)
+      throw std::runtime_error("test: GEMM with N=" + std::to_string(fail_n));
+    cpu_->gemm(a);
+  }
+  std::string one_launch_gemm_caveat() const override { return cpu_->one_launch_gemm_caveat(); }
+  void silu_mul(const MatRef& g, const MatRef& u, const MatRef& o) override {
+    cpu_->silu_mul(g, u, o);
+  }
+  void rms_norm(const MatRef& x, const MatRef& w, const MatRef& o, float eps) override {
+    cpu_->rms_norm(x, w, o, eps);
+  }
+  void synchronize() override { cpu_->synchronize(); }
+  std::unique_ptr<RegionTimer> make_timer() override { return cpu_->make_timer(); }
+  nlohmann::json context() const override { return cpu_->context(); }
+
+ private:
+  std::unique_ptr<Backend> cpu_ = make_cpu_backend();
+};
+
+struct QkvGroup {
+  Sweep sweep;
+  RunnerSettings settings;
+};
+
+QkvGroup qkv_sweep(Backend& backend) {
+  Options o;
+  o.ops = {"qkv"};
+  o.tokens = {2};
+  o.dtypes = {"fp32"};
+  QkvGroup s{build_sweep(o, backend), {}};
+  s.settings.engine.rule.max_time_s = 0.02;
+  s.settings.engine.rule.min_time_s = 0;
+  s.settings.engine.rule.target_ci = 0.03;
+  return s;
+}
+
+GroupPlan all_selected(const Sweep& s) {
+  return plan_groups(s.fixtures, std::vector<bool>(s.fixtures.size(), true));
+}
+
+}  // namespace
+
+TEST(GroupRunner, CachesOneMeasurementPerCallRound) {
+  FaultyBackend backend;
+  const QkvGroup s = qkv_sweep(backend);
+  ASSERT_EQ(s.sweep.fixtures.size(), 2u);  // split, fused
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  const EntryResult split1 = runner.next_result(0);  // measures the group
+  EXPECT_EQ(runner.tally().measurements, 1u);
+  const EntryResult fused1 = runner.next_result(1);  // cached
+  EXPECT_EQ(runner.tally().measurements, 1u);
+  ASSERT_TRUE(split1.error.empty()) << split1.error;
+  ASSERT_TRUE(fused1.error.empty()) << fused1.error;
+  EXPECT_EQ(fused1.counters.at("timing_rounds"), split1.counters.at("timing_rounds"));
+  EXPECT_EQ(fused1.fields["speedup_over"]["split"]["speedup"].get<double>(),
+            fused1.counters.at("speedup"));
+  // Second round of calls (a repetition): fused first this time, a fresh measurement.
+  const EntryResult fused2 = runner.next_result(1);
+  EXPECT_EQ(runner.tally().measurements, 2u);
+  const EntryResult split2 = runner.next_result(0);
+  EXPECT_EQ(runner.tally().measurements, 2u);
+  EXPECT_TRUE(fused2.counters.count("speedup"));
+  EXPECT_TRUE(split2.fields["speedup_over"].contains("fused"));
+  EXPECT_NE(runner.tally_text().find("2 interleaved group measurement(s)"), std::string::npos);
+}
+
+TEST(GroupRunner, AMemberThatDoesNotFitFailsAloneAndSaysSo) {
+  FaultyBackend backend;
+  // qwen3-0.6b fp32: fused weight [4096, 1024] = 16 MiB; split's largest, w_q, 8 MiB.
+  backend.max_alloc = 12u << 20;
+  const QkvGroup s = qkv_sweep(backend);
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  const EntryResult split = runner.next_result(0);
+  const EntryResult fused = runner.next_result(1);
+  EXPECT_TRUE(split.error.empty()) << split.error;
+  EXPECT_GT(split.seconds, 0);
+  EXPECT_EQ(split.fields["interleaved_with"], nlohmann::json::array({"split"}));
+  EXPECT_NE(fused.error.find("out of memory preparing the interleaved group (split, fused)"),
+            std::string::npos)
+      << fused.error;
+}
+
+TEST(GroupRunner, AMemberWhoseRegionFailsFailsAloneAndTheBaselineIsMissedWithAReason) {
+  FaultyBackend backend;
+  backend.fail_n = 2048;  // split's q GEMM: the baseline fails, fused is measured alone
+  const QkvGroup s = qkv_sweep(backend);
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  const EntryResult split = runner.next_result(0);
+  const EntryResult fused = runner.next_result(1);
+  EXPECT_NE(split.error.find("GEMM with N=2048"), std::string::npos) << split.error;
+  ASSERT_TRUE(fused.error.empty()) << fused.error;
+  EXPECT_FALSE(fused.counters.count("speedup"));
+  EXPECT_NE(
+      fused.fields["speedup_unavailable"].get<std::string>().find("the baseline (split) failed"),
+      std::string::npos)
+      << fused.fields.dump();
+  EXPECT_EQ(fused.fields["timing_target"], "time_median_ci_half_width <= 0.03");
+}
+
+TEST(GroupRunner, AMemberFailingDuringTheMeasurementIsDroppedAndTheRestMeasuredAgain) {
+  FaultyBackend backend;
+  backend.fail_n = 4096;  // the fused GEMM: works for the warm-up, then fails while sampled
+  backend.fail_after = 2;
+  const QkvGroup s = qkv_sweep(backend);
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  const EntryResult split = runner.next_result(0);
+  const EntryResult fused = runner.next_result(1);
+  EXPECT_NE(fused.error.find("GEMM with N=4096"), std::string::npos) << fused.error;
+  EXPECT_NE(fused.error.find("measured without it"), std::string::npos) << fused.error;
+  ASSERT_TRUE(split.error.empty()) << split.error;
+  EXPECT_EQ(split.fields["interleaved_with"], nlohmann::json::array({"split"}));
+  EXPECT_EQ(runner.tally().measurements, 1u);  // the successful one
+}
