@@ -1,8 +1,8 @@
 #pragma once
 // Comparison groups: the fixtures that differ only in variant (same op, model, tokens, tp,
 // dtype, comm, regime and whatever else the name carries), measured together, interleaved
-// (docs/timing.md). A group is the members Google Benchmark's --benchmark_filter selects, so a
-// filtered run measures exactly the entries it reports.
+// (docs/timing.md). A group is the members Google Benchmark's --benchmark_filter selects
+// (FixtureFilter::mask, filter.hpp), so a filtered run measures exactly the entries it reports.
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -11,18 +11,6 @@
 #include "sweep.hpp"
 
 namespace fusebench::bench {
-
-// The name Google Benchmark gives a fixture's run (what --benchmark_filter is matched against).
-std::string run_name(const Fixture& fixture);
-
-// --benchmark_filter as Google Benchmark (1.7 to 1.9) applies it: "" and "all" select every
-// run; a leading '-' negates the rest; otherwise the extended regular expression is searched
-// for in the run name. Throws std::regex_error on an invalid expression.
-bool filter_selects(const std::string& filter, const std::string& run_name);
-
-// Which fixtures `filter` selects; none when the expression is invalid (Google Benchmark then
-// runs nothing and says why).
-std::vector<bool> select_fixtures(const std::vector<Fixture>& fixtures, const std::string& filter);
 
 struct ComparisonGroup {
   std::string key;                      // Fixture::group_key()

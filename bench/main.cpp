@@ -7,6 +7,8 @@
 
 #include "comm/local_gpu.hpp"
 #include "comm/tp_run.hpp"
+#include "display.hpp"
+#include "filter.hpp"
 #include "fixture_runner.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
@@ -16,71 +18,22 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
-#include "fusebench/verify.hpp"
 #include "group_runner.hpp"
 #include "groups.hpp"
+#include "launch_rank.hpp"
 #include "options.hpp"
+#include "preflight.hpp"
+#include "progress.hpp"
 #include "report_writer.hpp"
 #include "sweep.hpp"
 #include "timing_setup.hpp"
+#include "verification.hpp"
 
 using namespace fusebench;
 
-namespace {
-
-// Verifies every op variant on a decode-sized and an odd-sized token count; the float64
-// reference is skipped where it would take too long on the host.
-nlohmann::json run_verification(Backend& backend, const bench::Sweep& sweep, std::uint64_t seed,
-                                bool& ok) {
-  nlohmann::json results = nlohmann::json::array();
-  ok = true;
-  for (const auto& model : sweep.models) {
-    for (int tp : sweep.tp) {
-      const ShardShape s = shard(model, tp);
-      for (const auto& op : sweep.ops) {
-        if (is_collective_op(op) && tp == 1) continue;  // not in the sweep either
-        for (DType dtype : sweep.dtypes) {
-          // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator
-          // (a GPU run may have fewer GPUs than ranks); the GEMMs themselves are verified by
-          // qkv/gate_up and by the tp = 1 pipelines on this backend.
-          const bool tp_on_cpu = is_tp_op(op) && tp > 1;
-          if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(dtype).empty()) continue;
-          for (std::int64_t tokens : {std::int64_t{1}, std::int64_t{37}}) {
-            const double macs = static_cast<double>(tokens) * static_cast<double>(s.hidden) *
-                                static_cast<double>(s.qkv_size() + 2 * s.intermediate);
-            const bool with_reference = macs <= 2e9;
-            const auto verified =
-                tp_on_cpu ? verify_tp_op_inprocess(op, s, tokens, dtype, seed, with_reference)
-                          : verify_op(backend, op, s, tokens, dtype, seed, with_reference);
-            for (const auto& r : verified) {
-              std::cerr << "verify " << model.name << " tp=" << tp << " tokens=" << tokens << " "
-                        << to_string(dtype) << ": " << r.summary() << "\n";
-              ok = ok && r.ok();
-              nlohmann::json j = {{"op", r.op},          {"variant", r.variant},
-                                  {"model", model.name}, {"tp", tp},
-                                  {"tokens", tokens},    {"dtype", to_string(dtype)},
-                                  {"ok", r.ok()},        {"float64_reference", with_reference}};
-              for (const auto& c : r.comparisons) {
-                j["comparisons"].push_back({{"output", c.output},
-                                            {"against", c.against},
-                                            {"max_abs_error", c.max_abs_error},
-                                            {"max_rel_error", c.max_rel_error},
-                                            {"mismatches", c.mismatches},
-                                            {"elements", c.elements}});
-              }
-              results.push_back(j);
-            }
-          }
-        }
-      }
-    }
-  }
-  return results;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
+  // The command line as given, for the report: Google Benchmark's Initialize removes its flags.
+  const std::vector<std::string> args(argv, argv + argc);
   // Multi-process TP runs (mpirun, srun): one GPU per local rank unless the launcher chose, set
   // before anything touches CUDA; MPI bootstraps NCCL and carries rank 0's commands (docs/tp.md).
   pin_local_gpu();
@@ -89,6 +42,7 @@ int main(int argc, char** argv) {
   // Our help first, then Google Benchmark's (its Initialize would print only its own).
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      if (!bench::speaks_for_the_job()) return 0;  // rank 0 prints it for the job
       bench::Options ignored;
       char help[] = "--help";
       char* help_argv[] = {argv[0], help, nullptr};
@@ -98,14 +52,27 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  bench::DisplayOptions display;
+  try {
+    display = bench::display_options(args);  // before Initialize, which exits 0 on a bad format
+  } catch (const std::exception& e) {
+    if (bench::speaks_for_the_job()) std::cerr << "fusebench: error: " << e.what() << "\n";
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   bench::Options options;
   if (int code = bench::parse_options(argc, argv, options); code >= 0) return code;
+  // Bad input (std::invalid_argument) is the same on every rank: rank 0 alone says it. Anything
+  // else is this process's own failure, said with its rank.
+  bool measuring = false;
 
   try {
     BackendChoice choice = make_backend(parse_backend_kind(options.backend));
     Backend& backend = *choice.backend;
-    std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
+    // Rank 0 says it for the job: a line from every rank would interleave with rank 0's output
+    // on the launcher's shared pipe (a rank whose backend then fails says so with its rank).
+    if (bench::speaks_for_the_job())
+      std::cerr << "fusebench: backend " << backend.name() << " (" << choice.reason << ")\n";
     CommSettings comm;
     comm.requested = options.comm;
     comm.link = options.link_profile == "measured" ? measure_link_profile(backend, comm)
@@ -118,10 +85,18 @@ int main(int argc, char** argv) {
       comm.world = world.get();
     }
     const bench::Sweep sweep = bench::build_sweep(options, backend, &comm);
+    // What Google Benchmark will run (--benchmark_filter): listed, verified, sized, counted and
+    // grouped (a comparison group is what the filter selects of it, groups.hpp).
+    const bench::FixtureFilter filter(benchmark::GetBenchmarkFilter());
+    const std::vector<bench::Fixture> selected = bench::select_fixtures(sweep.fixtures, filter);
     if (options.list) {
-      for (const auto& f : sweep.fixtures) std::cout << f.name() << "\n";
+      if (bench::speaks_for_the_job()) {
+        for (const auto& f : selected) std::cout << f.name() << "\n";
+      }
       return 0;
     }
+    measuring = true;  // from here on a failure can be this rank's own (its memory, its GPU)
+    bench::check_fits_in_memory(selected, backend);
     std::uint64_t seed = options.seed != 0 ? options.seed : std::random_device{}() | 1ull;
     if (comm.world != nullptr) {
       // Every rank needs rank 0's seed (their shards are slices of the same tensors); the
@@ -139,7 +114,7 @@ int main(int argc, char** argv) {
       }
     }
 
-    nlohmann::json context = collect_context(backend.context(), argc, argv);
+    nlohmann::json context = collect_context(backend.context(), args);
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
     // Regimes, stopping rule, measured ceilings (docs/timing.md); sets context["timing"].
@@ -154,9 +129,10 @@ int main(int argc, char** argv) {
         {"bytes_per_second", "model_bytes / measured time"}};
 
     if (options.verify) {
-      bool ok = false;
-      context["verification"] = run_verification(backend, sweep, seed, ok);
-      if (!ok) {
+      const bench::VerificationRun verification = bench::run_verification(backend, selected, seed);
+      context["verification"] = verification.results;
+      context["verification_policy"] = bench::verification_policy();
+      if (!verification.passed) {
         std::cerr << "fusebench: verification FAILED; not benchmarking wrong results\n";
         if (!options.report.empty()) {
           write_file_atomically(
@@ -169,13 +145,11 @@ int main(int argc, char** argv) {
     }
 
     bench::EntryFields fields;
-    // Comparison groups: the variants of one op at one shape and regime, measured interleaved;
-    // a group is what --benchmark_filter selects of it (groups.hpp, docs/timing.md).
-    bench::GroupRunner groups(
-        backend, seed, sweep.fixtures,
-        bench::plan_groups(sweep.fixtures,
-                           bench::select_fixtures(sweep.fixtures, benchmark::GetBenchmarkFilter())),
-        timing.settings, comm);
+    // Comparison groups: the variants of one op at one shape and regime, measured interleaved
+    // (docs/timing.md).
+    bench::GroupRunner groups(backend, seed, sweep.fixtures,
+                              bench::plan_groups(sweep.fixtures, filter.mask(sweep.fixtures)),
+                              timing.settings, comm);
     bench::FixtureRunner runner(groups, fields);
     context["tp"] = tp_context(comm, mpi ? mpi->size() : 1);
     const nlohmann::json tp_definitions = tp_counter_definitions();
@@ -213,7 +187,16 @@ int main(int argc, char** argv) {
       // One iteration = one complete measurement under the stopping rule (fixture_runner.hpp).
       b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
     }
-    bench::ReportWriter writer(options.report, context, sweep.fixtures.size(), fields);
+    // The progress counter counts entries; its ETA prices comparison groups, since a group is
+    // measured in its first member's call and the others return at once (progress.hpp).
+    std::vector<bench::PlannedFixture> planned;
+    for (const auto& f : selected) {
+      const Cost cost = cost_of(build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype));
+      planned.push_back({f.name(), cost.flops, cost.bytes, f.group_key()});
+    }
+    bench::ReportWriter writer(
+        options.report, context, fields, bench::make_display_reporter(display),
+        bench::Progress(std::move(planned), std::cerr, bench::Progress::stderr_is_terminal()));
     benchmark::RunSpecifiedBenchmarks(&writer);
     groups.release();
     TpRun::release_followers(comm);
@@ -224,13 +207,17 @@ int main(int argc, char** argv) {
       std::cerr << "fusebench: report written to " << options.report << "\n";
     }
     if (writer.failures() > 0) {
-      std::cerr << "fusebench: " << writer.failures()
-                << " fixture(s) failed; see error_message in the report\n";
+      std::cerr << bench::failure_summary(writer.failures(), options.report) << "\n";
       return 1;
     }
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "fusebench: error: " << e.what() << "\n";
+    const bool bad_input = !measuring && dynamic_cast<const std::invalid_argument*>(&e);
+    if (bench::speaks_for_the_job()) {
+      std::cerr << "fusebench: error: " << e.what() << "\n";
+    } else if (!bad_input) {
+      std::cerr << "fusebench: rank " << bench::launcher_rank() << ": error: " << e.what() << "\n";
+    }
     if (mpi && mpi->size() > 1) std::_Exit(2);  // the other ranks may wait on this one: end the job
     return 2;
   }

@@ -1,9 +1,148 @@
 #include "options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
 #include <iostream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+
+#include "launch_rank.hpp"
 
 namespace fusebench::bench {
+namespace {
+
+bool is_number(std::string_view text) {
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// "--models=" with nothing after '=', or "--models" followed by another flag: CLI11 would take
+// that flag as the value ("unknown model '--ops=qkv'"), or fail with an exit code of its own.
+void reject_missing_values(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.size() > 3 && arg.substr(0, 2) == "--" && arg.back() == '=') {
+      throw std::invalid_argument(std::string(arg) + " has no value (give one after '=', e.g. " +
+                                  std::string(arg) + "...; fusebench --help lists the flags)");
+    }
+    const CLI::Option* opt = app.get_option_no_throw(std::string(arg));
+    if (opt == nullptr || opt->get_expected_min() == 0 || arg.find('=') != arg.npos) continue;
+    const std::string_view next = i + 1 < argc ? std::string_view(argv[i + 1]) : "";
+    if (next.empty() || (next.front() == '-' && !is_number(next))) {
+      throw std::invalid_argument(std::string(arg) + " has no value" +
+                                  (next.empty() ? "" : " ('" + std::string(next) + "' is a flag)") +
+                                  ": give it as " + std::string(arg) +
+                                  "=VALUE (fusebench --help lists the flags)");
+    }
+  }
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    throw std::invalid_argument("--seed: '" + text +
+                                "' is invalid (a whole number 0..18446744073709551615; 0 draws a "
+                                "fresh seed)");
+  }
+  return value;
+}
+
+template <class T>
+void reject_duplicates(const char* flag, const std::vector<T>& values) {
+  std::set<T> seen;
+  for (const T& v : values) {
+    if (!seen.insert(v).second) {
+      std::string text;
+      if constexpr (std::is_arithmetic_v<T>) {
+        text = std::to_string(v);
+      } else {
+        text = v;
+      }
+      throw std::invalid_argument(std::string(flag) + ": '" + text +
+                                  "' is given twice (each value once: a repeated value would "
+                                  "measure the same fixture twice under one name)");
+    }
+  }
+}
+
+std::string number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// Checks what CLI11 cannot see: ranges, duplicates, combinations. Throws std::invalid_argument.
+void validate(const CLI::App& app, const Options& o) {
+  if (app.count("--timing-target-cv") > 0) {
+    throw std::invalid_argument(
+        "--timing-target-cv is retired: variants are measured interleaved and the stopping rule "
+        "now targets the 95% confidence interval of each speedup (or of each median where the "
+        "baseline is absent); use --timing-target-ci=<relative half-width>, e.g. "
+        "--timing-target-ci=0.01 (docs/timing.md). time_cv is still reported.");
+  }
+  if (app.count("--timing-target-ci") > 0 &&
+      (!std::isfinite(o.timing_target_ci) || !(o.timing_target_ci > 0))) {
+    throw std::invalid_argument("--timing-target-ci: " + number(o.timing_target_ci) +
+                                " is invalid (a relative half-width > 0, e.g. 0.01)");
+  }
+  const bool min_given = app.count("--timing-min-time") > 0;
+  const bool max_given = app.count("--timing-max-time") > 0;
+  if (min_given && (!std::isfinite(o.timing_min_time) || o.timing_min_time < 0)) {
+    throw std::invalid_argument("--timing-min-time: " + number(o.timing_min_time) +
+                                " is invalid (seconds >= 0, e.g. 0.02)");
+  }
+  if (max_given && (!std::isfinite(o.timing_max_time) || !(o.timing_max_time > 0))) {
+    throw std::invalid_argument("--timing-max-time: " + number(o.timing_max_time) +
+                                " is invalid (seconds > 0, e.g. 0.5)");
+  }
+  if (min_given && max_given && o.timing_min_time > o.timing_max_time) {
+    throw std::invalid_argument("--timing-min-time=" + number(o.timing_min_time) +
+                                " is longer than --timing-max-time=" + number(o.timing_max_time) +
+                                ": no entry could ever converge (the timeout comes first)");
+  }
+  for (int tp : o.tp) {
+    if (tp < 1)
+      throw std::invalid_argument("--tp: " + std::to_string(tp) + " is invalid (must be >= 1)");
+  }
+  for (auto m : o.tokens) {
+    if (m < 1)
+      throw std::invalid_argument("--tokens: " + std::to_string(m) + " is invalid (must be >= 1)");
+  }
+  reject_duplicates("--models", o.models);
+  reject_duplicates("--model-config", o.model_configs);
+  reject_duplicates("--ops", o.ops);
+  reject_duplicates("--variants", o.variants);
+  reject_duplicates("--tokens", o.tokens);
+  reject_duplicates("--tp", o.tp);
+  reject_duplicates("--dtypes", o.dtypes);
+  reject_duplicates("--timing", o.timing);
+  if (o.collective_sweep && std::none_of(o.tp.begin(), o.tp.end(), [](int tp) { return tp > 1; })) {
+    throw std::invalid_argument(
+        "--collective-sweep adds nothing at tp=1 (there is nothing to exchange): add a tp >= 2, "
+        "e.g. --tp=1,2");
+  }
+  for (const auto& path : o.model_configs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      throw std::invalid_argument("--model-config: " + path +
+                                  " is a directory (give the config.json file in it, e.g. " +
+                                  (std::filesystem::path(path) / "config.json").string() + ")");
+    }
+    if (!std::filesystem::exists(path, ec)) {
+      throw std::invalid_argument("--model-config: " + path + " does not exist");
+    }
+  }
+}
+
+}  // namespace
 
 int parse_options(int argc, char** argv, Options& o) {
   CLI::App app{
@@ -33,7 +172,8 @@ int parse_options(int argc, char** argv, Options& o) {
       ->delimiter(',');
   app.add_option("--report", o.report,
                  "write the JSON report here (atomically, after every entry)");
-  app.add_option("--seed", o.seed, "random seed for inputs and weights (0: fresh)");
+  std::string seed_text = "0";  // parsed by parse_seed: CLI11 would wrap "-1" around to 2^64-1
+  app.add_option("--seed", seed_text, "random seed for inputs and weights (0: fresh)");
   app.add_flag("--verify", o.verify,
                "check every fused variant against split and a float64 reference first");
   app.add_flag("--list", o.list, "list the fixtures and exit");
@@ -58,12 +198,12 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--timing", o.timing,
                  "timing regimes: cold,batch,eager,graph (GPU default batch,eager; CPU: eager)")
       ->delimiter(',');
+  // Range checked by validate(): CLI::PositiveNumber's message prints its 300-digit bound.
   app.add_option("--timing-target-ci", o.timing_target_ci,
                  "stop a comparison group once every non-baseline variant's speedup has a 95% "
                  "interval of at most this relative half-width (groups without their baseline: "
-                 "each median's interval); default GPU 0.01, CPU 0.03")
-      ->check(CLI::PositiveNumber);
-  std::string retired_cv;
+                 "each median's interval); default GPU 0.01, CPU 0.03");
+  std::string retired_cv;  // refused by validate(), naming its replacement
   app.add_option("--timing-target-cv", retired_cv,
                  "retired: the stopping rule targets intervals now (--timing-target-ci)");
   app.add_option("--timing-min-time", o.timing_min_time,
@@ -75,17 +215,21 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--gemm-algo", o.gemm_algo,
                  "timed: fastest of the top cuBLASLt heuristics per shape; heuristic: the first")
       ->check(CLI::IsMember({"timed", "heuristic"}));
+  // Bad input: exit 2 with one message (README "Bad input"), printed by rank 0 alone under mpirun.
+  const bool speak = speaks_for_the_job();
   try {
+    reject_missing_values(app, argc, argv);
     app.parse(argc, argv);
+    o.seed = parse_seed(seed_text);
+    validate(app, o);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (app.count("--timing-target-cv") > 0) {
-    std::cerr << "--timing-target-cv is retired: variants are measured interleaved and the "
-                 "stopping rule now targets the 95% confidence interval of each speedup (or of "
-                 "each median where the baseline is absent); use --timing-target-ci=<relative "
-                 "half-width>, e.g. --timing-target-ci=0.01 (docs/timing.md). time_cv is still "
-                 "reported.\n";
+    if (e.get_exit_code() == 0) return speak ? app.exit(e) : 0;  // --help
+    if (speak) {
+      std::cerr << "fusebench: error: " << e.what() << " (fusebench --help lists the flags)\n";
+    }
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    if (speak) std::cerr << "fusebench: error: " << e.what() << "\n";
     return 2;
   }
   return -1;

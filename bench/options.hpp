@@ -38,8 +38,9 @@ struct Options {
   std::string gemm_algo = "timed";  // timed | heuristic
 };
 
-// Parses argv after Google Benchmark removed its own flags. Returns -1 when the run should go
-// on, else the exit code (after printing help or the parse error).
+// Parses argv after Google Benchmark removed its own flags and checks the values (ranges,
+// duplicates, combinations). Returns -1 when the run should go on, else the exit code: 0 after
+// printing help, 2 after printing "fusebench: error: ..." (rank 0 alone prints under mpirun).
 int parse_options(int argc, char** argv, Options& options);
 
 }  // namespace fusebench::bench

@@ -1,55 +1,151 @@
-// fusebench-region: runs one fixture's region a few times and exits, for external profilers
-// (ncu, nsys) to measure exactly what fusebench measures, without Google Benchmark's loop.
+// fusebench-region: runs one fixture's region (after one warm-up run) and exits, for external
+// profilers (ncu, nsys) to measure exactly what fusebench measures, without Google Benchmark's
+// loop. The fixture is built as fusebench builds it (build_sweep), TP ops with the communicator
+// fusebench's --comm would give them (comm/tp_run.hpp), so their ranks and collectives run too.
 //   ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum
 //       build/bin/fusebench-region --op=qkv --variant=fused --model=llama3-8b --tokens=128
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <memory>
 
+#include "comm/tp_run.hpp"
 #include "fusebench/backend.hpp"
+#include "fusebench/communicator.hpp"
 #include "fusebench/cost_model.hpp"
+#include "fusebench/link_model.hpp"
 #include "fusebench/nvtx.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
 #include "fusebench/workspace.hpp"
+#include "sweep.hpp"
 
 using namespace fusebench;
 
+namespace {
+
+// --variant's default: the variant a profile is usually wanted of (the fused or paired one).
+std::string default_variant(const std::string& op) {
+  const auto& variants = find_op(op).variants;
+  for (const char* v : {"fused", "paired"}) {
+    if (std::find(variants.begin(), variants.end(), v) != variants.end()) return v;
+  }
+  return variants.front();
+}
+
+std::string variant_help() {
+  std::string text =
+      "variant (default: fused for qkv/gate_up, paired for tp_attn/tp_mlp, the only one "
+      "of a collective):";
+  for (const auto& op : op_registry()) {
+    text += " " + op.name + ":";
+    for (std::size_t i = 0; i < op.variants.size(); ++i) text += (i ? "," : "") + op.variants[i];
+  }
+  return text;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"Run one fusebench region (for ncu/nsys cross-checks)"};
-  std::string op = "qkv", variant = "fused", model_name = "qwen3-0.6b", config, dtype_name = "bf16",
-              backend_name = "auto";
+  CLI::App app{
+      "fusebench-region: run one fusebench region (one warm-up run, then --iterations measured "
+      "runs, each inside the NVTX range fusebench@region) for ncu/nsys cross-checks"};
+  std::string op = "qkv", variant, model_name = "qwen3-0.6b", config, dtype_name = "bf16",
+              backend_name = "auto", comm = "auto", link_profile = "nvlink-h200";
   std::int64_t tokens = 1;
   int tp = 1, iterations = 1;
   bool flush = true;
-  app.add_option("--op", op);
-  app.add_option("--variant", variant);
-  app.add_option("--model", model_name);
+  std::uint64_t seed = 1;
+  std::string ops;
+  for (const auto& o : op_registry()) ops += (ops.empty() ? "" : ", ") + o.name;
+  app.add_option("--op", op, "op: " + ops)->capture_default_str();
+  app.add_option("--variant", variant, variant_help());
+  app.add_option("--model", model_name,
+                 "model preset: qwen3-0.6b, llama3-8b, qwen3-32b, llama3-70b")
+      ->capture_default_str();
   app.add_option("--model-config", config, "HF config.json instead of --model");
-  app.add_option("--tokens", tokens);
-  app.add_option("--tp", tp);
-  app.add_option("--dtype", dtype_name);
-  app.add_option("--backend", backend_name);
-  app.add_option("--iterations", iterations, "measured runs after one warm-up run");
-  app.add_option("--flush-l2", flush, "flush L2 before each measured run (default true)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--tokens", tokens, "token count M")->capture_default_str();
+  app.add_option("--tp", tp,
+                 "tensor-parallel size: qkv/gate_up run one rank's shard; tp_attn/tp_mlp and the "
+                 "collectives (tp >= 2) run every rank")
+      ->capture_default_str();
+  app.add_option("--dtype", dtype_name, "bf16, fp16 (GPU), fp32")->capture_default_str();
+  app.add_option("--backend", backend_name, "auto | cuda | cpu")->capture_default_str();
+  app.add_option(
+         "--comm", comm,
+         "TP collectives, as fusebench --comm: auto (CPU: inprocess; GPU: nccl when tp GPUs, "
+         "else modelled) | nccl | modelled | inprocess (not under mpirun)")
+      ->capture_default_str();
+  app.add_option("--link-profile", link_profile,
+                 "link model of --comm=modelled (fusebench --help lists them)")
+      ->capture_default_str();
+  app.add_option("--iterations", iterations, "measured runs after one warm-up run")
+      ->capture_default_str();
+  app.add_option("--flush-l2", flush, "flush L2 before each measured run")->capture_default_str();
+  app.add_option("--seed", seed, "inputs and weights seed")->capture_default_str();
   try {
-    const ModelShape model = config.empty() ? find_model(model_name) : load_hf_config(config);
-    const Plan plan = build_plan(op, variant, shard(model, tp), tokens, parse_dtype(dtype_name));
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (iterations < 1)
+      throw std::invalid_argument("--iterations: " + std::to_string(iterations) +
+                                  " is invalid (must be >= 1)");
+    if (is_collective_op(op) && tp < 2)
+      throw std::invalid_argument("--op=" + op + " needs --tp >= 2 (nothing to exchange at tp=1)");
+    if (variant.empty()) variant = default_variant(op);
+    if (const auto& v = find_op(op).variants; std::find(v.begin(), v.end(), variant) == v.end()) {
+      std::string valid;
+      for (const auto& name : v) valid += (valid.empty() ? "" : ", ") + name;
+      throw std::invalid_argument("--variant: '" + variant + "' is not a variant of " + op +
+                                  " (valid: " + valid + ")");
+    }
     auto backend = make_backend(parse_backend_kind(backend_name)).backend;
-    Workspace ws(*backend, plan, 1);
-    ws.run();  // warm-up (heuristics, module load): profile with --launch-skip 0 to see it too
+    CommSettings settings;
+    settings.requested = comm;
+    settings.timeout_s = default_comm_timeout();
+    settings.link = link_profile == "measured" ? measure_link_profile(*backend, settings)
+                                               : find_link_profile(link_profile);
+    // The fixture exactly as the benchmark builds it, communicator included.
+    bench::Options options;
+    options.backend = backend_name;
+    if (config.empty()) {
+      options.models = {model_name};
+    } else {
+      options.model_configs = {config};
+    }
+    options.ops = {op};
+    options.variants = {variant};
+    options.tokens = {tokens};
+    options.tp = {tp};
+    options.dtypes = {dtype_name};
+    options.comm = comm;
+    const bench::Sweep sweep = bench::build_sweep(options, *backend, &settings);
+    const bench::Fixture& f = sweep.fixtures.front();
+
+    const Plan plan = build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype);
+    const Cost cost = cost_of(plan);
+    Workspace ws(*backend, plan, seed);
+    std::unique_ptr<TpRun> ranks;  // the other ranks and the communicator (member 0: this one)
+    if (is_tp_op(f.op))
+      ranks =
+          std::make_unique<TpRun>(std::vector<Workspace*>{&ws},
+                                  std::vector<TpMember>{bench::tp_member(f, 0)}, seed, settings);
+    const auto region = [&] { ranks ? ranks->region() : ws.run(); };
+    region();  // warm-up (heuristics, module load): profile with --launch-skip 0 to see it too
     backend->synchronize();
     for (int i = 0; i < iterations; ++i) {
       if (flush) backend->flush_l2();
       // Profilers select this range: ncu --nvtx --nvtx-include "fusebench@region/"
       NvtxRange range("region");
-      ws.run();
+      region();
       backend->synchronize();
     }
-    backend->synchronize();
-    const Cost cost = cost_of(plan);
-    std::cout << "region " << op << "/" << variant << " model=" << model.name
-              << " tokens=" << tokens << " tp=" << tp << " dtype=" << dtype_name
-              << " backend=" << backend->name() << " runs=" << iterations
+    ranks.reset();
+    std::cout << "region " << f.data_name() << " backend=" << backend->name()
+              << " runs=" << iterations << (f.comm.empty() ? "" : " comm=" + f.comm)
               << " model_launches=" << cost.launches << " model_bytes=" << cost.bytes
               << " model_flops=" << cost.flops << "\n";
     return 0;

@@ -1,14 +1,27 @@
 #include "report_writer.hpp"
 
-#include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "fusebench/report.hpp"
 
 namespace fusebench::bench {
 namespace {
 
-// "qkv/split/.../dtype:bf16/manual_time" -> "qkv/split/.../dtype:bf16"
+// The line Google Benchmark prints when its library was compiled without NDEBUG.
+constexpr const char* kDebugWarning = "***WARNING*** Library was built as DEBUG";
+
+// Said instead of that warning, once: Debian's libbenchmark is built that way (see README).
+std::string debug_library_note() {
+  return "fusebench: note: Google Benchmark's library here was built without NDEBUG (Debian's "
+         "libbenchmark is: its default -O2 build with asserts on), so it calls itself DEBUG. "
+         "fusebench times every entry itself and hands Google Benchmark the result (manual "
+         "time), so the numbers are not affected; context.library_build_type describes the "
+         "library, context.fusebench_build_type this binary.\n";
+}
+
+}  // namespace
+
 std::string fixture_name(const std::string& run_name) {
   const std::string suffix = "/manual_time";
   std::string name = run_name;
@@ -24,31 +37,54 @@ std::string fixture_name(const std::string& run_name) {
   return name;
 }
 
-std::string format_seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  return buf;
+std::string failure_summary(std::size_t failures, const std::string& report_path) {
+  return "fusebench: " + std::to_string(failures) + " fixture(s) failed; " +
+         (report_path.empty() ? std::string("their errors are in the results above")
+                              : "see error_message in " + report_path);
 }
 
-}  // namespace
-
-ReportWriter::ReportWriter(std::string path, nlohmann::json context, std::size_t total,
-                           const std::map<std::string, nlohmann::json>& entry_fields)
+ReportWriter::ReportWriter(std::string path, nlohmann::json context,
+                           const std::map<std::string, nlohmann::json>& entry_fields,
+                           std::unique_ptr<benchmark::BenchmarkReporter> display, Progress progress)
     : path_(std::move(path)),
       context_(std::move(context)),
-      total_(total),
-      entry_fields_(entry_fields) {}
+      entry_fields_(entry_fields),
+      display_(std::move(display)),
+      progress_(std::move(progress)) {}
 
 bool ReportWriter::ReportContext(const Context& context) {
   const nlohmann::json gbench = gbench_context_to_json(context);
   for (auto it = gbench.begin(); it != gbench.end(); ++it) {
     if (!context_.contains(it.key())) context_[it.key()] = it.value();
   }
-  return ConsoleReporter::ReportContext(context);
+  // The display reporter prints the machine context to its error stream: caught here so the
+  // DEBUG warning is replaced by what it means for these numbers.
+  std::ostringstream basic;
+  display_->SetErrorStream(&basic);
+  const bool ok = display_->ReportContext(context);
+  display_->SetErrorStream(&std::cerr);
+  std::istringstream lines(basic.str());
+  std::string line;
+  bool noted = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind(kDebugWarning, 0) == 0) {
+      if (!noted) std::cerr << debug_library_note();
+      noted = true;
+      continue;
+    }
+    std::cerr << line << "\n";
+  }
+  std::cerr << std::flush;
+  display_->GetOutputStream() << std::flush;
+  return ok;
 }
 
 void ReportWriter::ReportRuns(const std::vector<Run>& runs) {
-  ConsoleReporter::ReportRuns(runs);
+  // Results on stdout, progress on stderr: stdout is flushed before the progress line, so the
+  // two never interleave inside a line when both go to one pipe or file.
+  progress_.clear();
+  display_->ReportRuns(runs);
+  display_->GetOutputStream() << std::flush;
   for (const auto& run : runs) {
     nlohmann::json entry = run_to_json(run);
     const std::string name = fixture_name(run.run_name.str());
@@ -58,18 +94,20 @@ void ReportWriter::ReportRuns(const std::vector<Run>& runs) {
     if (entry.value("error_occurred", false)) ++failures_;
     entries_.push_back(std::move(entry));
   }
-  if (!runs.empty() && runs.front().run_type == Run::RT_Iteration) {
-    ++done_;
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double left = done_ > 0 ? elapsed / static_cast<double>(done_) *
-                                        static_cast<double>(total_ - std::min(done_, total_))
-                                  : 0;
-    std::cerr << "[" << done_ << "/" << total_ << "] " << fixture_name(runs.front().run_name.str())
-              << "  elapsed " << format_seconds(elapsed) << ", about " << format_seconds(left)
-              << " left\n";
+  // A fixture's repetitions come in one call and its aggregates in the next (or alone, with
+  // --benchmark_display_aggregates_only): counted once, on its first call.
+  if (!runs.empty()) {
+    const std::string name = fixture_name(runs.front().run_name.str());
+    if (name != last_counted_) progress_.finished(name);
+    last_counted_ = name;
   }
   flush();
+}
+
+void ReportWriter::Finalize() {
+  progress_.end();
+  display_->Finalize();
+  display_->GetOutputStream() << std::flush;
 }
 
 bool ReportWriter::flush() {
@@ -85,6 +123,7 @@ bool ReportWriter::flush() {
     write_file_atomically(path_, report.dump(2) + "\n");
     return true;
   } catch (const std::exception& e) {
+    progress_.clear();
     std::cerr << "fusebench: cannot write report: " << e.what() << "\n";
     return false;
   }

@@ -1,25 +1,31 @@
 #pragma once
-// A console reporter that also shows sweep progress on stderr and keeps the JSON report on disk
-// up to date after every entry, so a crash mid-sweep loses nothing already measured.
+// Google Benchmark's display reporter for the sweep: shows the results through the display
+// reporter Google Benchmark's flags chose (display.hpp), keeps the progress line apart from them
+// (progress.hpp), and keeps the JSON report on disk up to date after every entry, so a crash
+// mid-sweep loses nothing already measured.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "progress.hpp"
+
 namespace fusebench::bench {
 
-class ReportWriter : public benchmark::ConsoleReporter {
+class ReportWriter : public benchmark::BenchmarkReporter {
  public:
   // `entry_fields` maps a fixture's name (without Google Benchmark's suffixes) to fields merged
-  // into its JSON entry (op, variant, model, ...).
-  ReportWriter(std::string path, nlohmann::json context, std::size_t total,
-               const std::map<std::string, nlohmann::json>& entry_fields);
+  // into its JSON entry (op, variant, model, ...). `display` shows the runs (console, json, csv).
+  ReportWriter(std::string path, nlohmann::json context,
+               const std::map<std::string, nlohmann::json>& entry_fields,
+               std::unique_ptr<benchmark::BenchmarkReporter> display, Progress progress);
 
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override;
 
   // Writes the report (atomically). Returns false, with a message on stderr, on failure.
   bool flush();
@@ -30,11 +36,18 @@ class ReportWriter : public benchmark::ConsoleReporter {
   std::string path_;
   nlohmann::json context_;
   nlohmann::json entries_ = nlohmann::json::array();
-  std::size_t total_;
-  std::size_t done_ = 0;
   std::size_t failures_ = 0;
   const std::map<std::string, nlohmann::json>& entry_fields_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::unique_ptr<benchmark::BenchmarkReporter> display_;
+  Progress progress_;
+  std::string last_counted_;  // the fixture the progress line last counted
 };
+
+// "qkv/split/.../timing:eager/iterations:1/manual_time" -> "qkv/split/.../timing:eager"
+std::string fixture_name(const std::string& run_name);
+
+// What to say when fixtures failed: points to the report's error_message only when a report
+// was written (`report_path` not empty).
+std::string failure_summary(std::size_t failures, const std::string& report_path);
 
 }  // namespace fusebench::bench

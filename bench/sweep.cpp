@@ -7,6 +7,7 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
+#include "sweep_checks.hpp"
 
 namespace fusebench::bench {
 
@@ -137,19 +138,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
       }
     }
   }
-  for (const auto& wanted : o.variants) {
-    std::vector<std::string> all;
-    for (const auto& op_name : s.ops) {
-      for (const auto& v : find_op(op_name).variants) {
-        if (std::find(all.begin(), all.end(), v) == all.end()) all.push_back(v);
-      }
-    }
-    std::string valid;
-    for (const auto& v : all) valid += (valid.empty() ? "" : ", ") + v;
-    if (std::find(all.begin(), all.end(), wanted) == all.end())
-      throw std::invalid_argument("--variants: unknown variant '" + wanted + "' (valid: " + valid +
-                                  ")");
-  }
+  check_variants_exist(o.variants, s.ops);
   // Which communicator each TP fixture uses (comm/tp_run.hpp); empty for the other ops.
   for (auto& f : s.fixtures)
     f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);

@@ -1,10 +1,9 @@
 #include "timing_setup.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 
+#include "measure/cache_size.hpp"
 #include "measure/intervals.hpp"
 
 namespace fusebench::bench {
@@ -29,9 +28,7 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
     t.settings.cache_bytes = context.value("gpu_l2_bytes", std::size_t{0});
     t.settings.rotation_budget_bytes = std::size_t{4} << 30;
   } else {
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    t.settings.cache_bytes = static_cast<std::size_t>(std::max({0L, l3, l2}));
+    t.settings.cache_bytes = measure::host_last_level_cache().bytes;  // = context.host_cache
     t.settings.rotation_budget_bytes = std::size_t{256} << 20;
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -2,28 +2,88 @@
 # The main job: installs dependencies, builds Release, verifies and runs the default sweep on the
 # GPU (or the CPU backend when there is none, saying so), and writes reports/latest/.
 # Extra arguments go to build/bin/fusebench (e.g. --models=llama3-8b --tokens=1,4096).
+# reports/latest is replaced only by a run that measured something: a run that stops before
+# measuring (bad input, failed verification) leaves it as it was and keeps its own output in
+# reports/last-failed/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+for arg in "$@"; do
+  case "$arg" in
+    -h | --help)
+      scripts/build.sh release >&2
+      cat <<'USAGE'
+scripts/bench.sh [FUSEBENCH FLAGS...]
+  Installs what is missing, builds Release, then runs
+    build/bin/fusebench --verify --report=reports/latest/report.json [FUSEBENCH FLAGS...]
+  and writes reports/latest/: report.json, console.txt (everything shown, stdout and stderr),
+  the crossover charts and index.html. A run that stops before measuring anything leaves
+  reports/latest as it was (its output goes to reports/last-failed/).
+
+build/bin/fusebench --help:
+USAGE
+      exec build/bin/fusebench --help
+      ;;
+  esac
+done
+
 scripts/build.sh release
 
 out=reports/latest
+mkdir -p reports
+# The previous reports/latest waits in latest.old until this run has measured something; if it
+# has not (bad input, failed verification, an interrupt before the first entry), it comes back.
+rm -rf "$out.old"
+if [ -e "$out" ]; then mv "$out" "$out.old"; fi
 mkdir -p "$out"
+measured() { [ -s "$out/report.json" ] && grep -q '"run_name"' "$out/report.json"; }
+settle() {  # settle [keep|drop]: what to do with the output of a run that measured nothing
+  if measured; then
+    rm -rf "$out.old"
+    return
+  fi
+  if [ "${1:-keep}" = keep ]; then
+    rm -rf reports/last-failed
+    mv "$out" reports/last-failed
+  else
+    rm -rf "$out"
+  fi
+  if [ -e "$out.old" ]; then mv "$out.old" "$out"; fi
+}
+trap 'settle' EXIT
+say() { echo "bench: $*" | tee -a "$out/console.txt"; }
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  echo "bench: GPU found: $(nvidia-smi -L | head -1)"
+  say "GPU found: $(nvidia-smi -L | head -1)"
 else
-  echo "bench: no GPU on this machine: running the CPU backend sweep (about a minute on 2 cores)"
+  say "no GPU on this machine: running the CPU backend sweep (about 2 minutes on 2 cores)"
 fi
 status=0
-build/bin/fusebench --verify --report="$out/report.json" "$@" | tee "$out/console.txt" || status=$?
+# stdout and stderr both: console.txt holds what was shown (backend choice, verification, rows).
+build/bin/fusebench --verify --report="$out/report.json" "$@" 2>&1 | tee -a "$out/console.txt" ||
+  status=$?
+
+if ! measured; then
+  trap - EXIT
+  if [ "$status" = 0 ]; then
+    settle drop
+    echo "bench: nothing was measured (e.g. --list): reports/latest left as it was"
+  else
+    settle keep
+    echo "bench: fusebench exited $status before measuring anything: reports/latest left as it" \
+      "was (this run's output: reports/last-failed/console.txt)"
+  fi
+  exit "$status"
+fi
+trap - EXIT
+settle
+
+# The run measured something: it is reports/latest.
 echo "bench: report in $out/report.json"
 # Crossover charts and the offline HTML page beside the report (docs/charts.md). A chart failure
 # is reported but does not hide the sweep's own status.
-if [ -s "$out/report.json" ]; then
-  rm -f "$out"/crossover_*.png "$out"/crossover_*.svg
-  python3 scripts/plot_crossover.py "$out/report.json" -o "$out" ||
-    echo "bench: WARNING: charts not written (is matplotlib installed? scripts/install-deps.sh)"
-  python3 scripts/make_html.py "$out/report.json" -o "$out/index.html" ||
-    echo "bench: WARNING: $out/index.html not written"
-  echo "bench: open $out/index.html for the charts and tables"
-fi
+python3 scripts/plot_crossover.py "$out/report.json" -o "$out" ||
+  echo "bench: WARNING: charts not written (is matplotlib installed? scripts/install-deps.sh)"
+python3 scripts/make_html.py "$out/report.json" -o "$out/index.html" ||
+  echo "bench: WARNING: $out/index.html not written"
+echo "bench: open $out/index.html for the charts and tables"
 exit "$status"

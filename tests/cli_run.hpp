@@ -18,8 +18,8 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CliResult run_fusebench(const std::string& args) {
-  const std::string cmd = std::string(FUSEBENCH_BIN_DIR) + "/fusebench " + args + " 2>&1";
+// A shell command as given (its own redirections); `output` is what it writes to stdout.
+inline CliResult run_command(const std::string& cmd) {
   CliResult r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -28,6 +28,10 @@ inline CliResult run_fusebench(const std::string& args) {
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline CliResult run_fusebench(const std::string& args) {
+  return run_command(std::string(FUSEBENCH_BIN_DIR) + "/fusebench " + args + " 2>&1");
 }
 
 // A per-process temporary path, so parallel ctest runs do not collide.

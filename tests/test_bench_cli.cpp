@@ -3,7 +3,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli_run.hpp"
 
@@ -103,4 +108,241 @@ TEST(BenchCli, TpLargerThanKvHeadsShardsLikeVllm) {
   // 16 q heads / 16 = 1; 8 kv heads < 16: one kv head per rank (replicated twice).
   EXPECT_EQ((*e)["model_flops"].get<double>(), 2.0 * 2 * (128 + 2 * 128) * 1024);
   std::filesystem::remove(report_path);
+}
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end == std::string::npos ? end : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return lines;
+}
+
+// A quick one-op run: each entry stops after 0.05 s.
+const char* kQuick = "--ops=qkv --dtypes=fp32 --timing-max-time=0.05 --timing-min-time=0.01 ";
+
+}  // namespace
+
+// Issue 14 item 3: aggregates in --report are what Google Benchmark's own JSON says, including
+// the percentage aggregate _cv (a ratio, not a time).
+TEST(BenchCli, AggregatesMatchGoogleBenchmarksOwnJson) {
+  const auto ours = temp_path("agg_ours.json"), theirs = temp_path("agg_gbench.json");
+  const CliResult r =
+      run(std::string(kQuick) + "--variants=fused --tokens=2 --benchmark_repetitions=3 --report=" +
+          ours.string() + " --benchmark_out=" + theirs.string() + " --benchmark_out_format=json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Google Benchmark writes non-finite counters as NaN/inf (a CV of a constant): read them as
+  // null, as a strict parser cannot.
+  std::ifstream in(theirs);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto a = load(ours), b = nlohmann::json::parse(std::regex_replace(
+                                 text, std::regex(R"(: -?(nan|NaN|inf|Infinity)\b)"), ": null"));
+  int aggregates = 0;
+  bool saw_cv = false;
+  // Both reporters see the same runs in the same order.
+  ASSERT_EQ(a["benchmarks"].size(), b["benchmarks"].size());
+  for (std::size_t i = 0; i < b["benchmarks"].size(); ++i) {
+    const auto& g = b["benchmarks"][i];
+    const auto* e = &a["benchmarks"][i];
+    ASSERT_EQ((*e)["name"], g["name"]);
+    EXPECT_EQ((*e)["run_type"], g["run_type"]) << g["name"];
+    for (const char* key : {"real_time", "cpu_time"}) {
+      const double want = g[key].get<double>(), got = (*e)[key].get<double>();
+      EXPECT_NEAR(got, want, 1e-9 * std::abs(want) + 1e-12) << g["name"] << " " << key;
+    }
+    EXPECT_EQ((*e)["time_unit"], g["time_unit"]) << g["name"];
+    if (g["run_type"] == "aggregate") {
+      ++aggregates;
+      EXPECT_EQ((*e)["aggregate_unit"], g["aggregate_unit"]) << g["name"];
+      if (g["aggregate_name"] == "cv") {
+        saw_cv = true;
+        EXPECT_LT((*e)["real_time"].get<double>(), 1.0) << "a CV of 3 repetitions";
+      }
+    }
+  }
+  EXPECT_EQ(aggregates, 4);  // mean, median, stddev, cv
+  EXPECT_TRUE(saw_cv);
+  std::filesystem::remove(ours);
+  std::filesystem::remove(theirs);
+}
+
+// Issue 14 item 4: --verify checks the run's own token counts, and every variant (the split
+// baseline too) is compared with something.
+TEST(BenchCli, VerifyChecksTheRunsTokenCountsAndNeverPassesOnNothing) {
+  const auto path = temp_path("verify_tokens.json");
+  const CliResult r = run(std::string(kQuick) + "--tokens=5,9 --verify --report=" + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);
+  const auto& v = report["context"]["verification"];
+  ASSERT_TRUE(v.is_array()) << v.dump(2);
+  std::set<std::int64_t> tokens;
+  for (const auto& e : v) {
+    tokens.insert(e["tokens"].get<std::int64_t>());
+    ASSERT_TRUE(e.contains("comparisons")) << e.dump(2);
+    EXPECT_FALSE(e["comparisons"].empty()) << e.dump(2);
+    bool against_float64 = false;
+    for (const auto& c : e["comparisons"]) against_float64 |= c["against"] == "float64";
+    EXPECT_TRUE(against_float64) << e.dump(2);
+  }
+  EXPECT_EQ(tokens, (std::set<std::int64_t>{5, 9}));
+  EXPECT_EQ(r.output.find("nothing to compare against"), std::string::npos) << r.output;
+  std::filesystem::remove(path);
+}
+
+TEST(BenchCli, VerifyCapsTheFloat64ReferenceByWorkAndSaysSo) {
+  const auto path = temp_path("verify_capped.json");
+  // llama3-8b qkv: 25M multiply-adds per token row; the float64 reference covers some rows.
+  const CliResult r = run(std::string(kQuick) +
+                          "--models=llama3-8b --tokens=37 --verify "
+                          "--benchmark_filter=qkv/fused/ --report=" +
+                          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);
+  const auto& v = report["context"]["verification"];
+  bool saw_split = false;
+  for (const auto& e : v) {
+    EXPECT_EQ(e["tokens"], 37);
+    const auto rows = e["float64_reference_rows"].get<std::int64_t>();
+    EXPECT_GE(rows, 1) << e.dump(2);
+    EXPECT_LT(rows, 37) << e.dump(2);
+    if (e["variant"] == "split") {
+      saw_split = true;
+      EXPECT_FALSE(e["comparisons"].empty()) << e.dump(2);
+    }
+  }
+  EXPECT_TRUE(saw_split) << v.dump(2);
+  EXPECT_NE(r.output.find("of 37 rows"), std::string::npos) << r.output;
+  std::filesystem::remove(path);
+}
+
+// Issue 14 item 5: the command line in the report reproduces the run, Google Benchmark's flags
+// included (its Initialize removes them from argv).
+TEST(BenchCli, CommandLineKeepsGoogleBenchmarkFlags) {
+  const auto path = temp_path("cmdline.json");
+  const CliResult r = run(std::string(kQuick) +
+                          "--tokens=2,3 '--benchmark_filter=qkv/fused/.*tokens:2/' "
+                          "--benchmark_repetitions=1 --report=" +
+                          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);
+  const std::string cmd = report["context"]["command_line"];
+  EXPECT_NE(cmd.find("'--benchmark_filter=qkv/fused/.*tokens:2/'"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--benchmark_repetitions=1"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--tokens=2,3"), std::string::npos) << cmd;
+  EXPECT_EQ(report["benchmarks"].size(), 1u) << report["benchmarks"].dump(1);
+  std::filesystem::remove(path);
+}
+
+// Issue 14 items 8, 9: through a pipe, no escape codes; a progress line never lands inside a
+// result row, and follows the row of its fixture.
+TEST(BenchCli, PipedOutputIsPlainAndProgressFollowsItsRow) {
+  const CliResult r = run(std::string(kQuick) + "--tokens=1,2,3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  int progress = 0;
+  std::set<std::string> rows_seen;
+  for (const auto& line : lines_of(r.output)) {
+    if (line.find("/manual_time") != std::string::npos) {
+      EXPECT_EQ(line.rfind("qkv/", 0), 0u) << "row does not start with its name: " << line;
+      EXPECT_EQ(line.find("elapsed"), std::string::npos) << line;
+      rows_seen.insert(line.substr(0, line.find("/iterations:1")));
+    }
+    if (line.find("elapsed") != std::string::npos) {
+      ++progress;
+      EXPECT_EQ(line.front(), '[') << line;
+      const auto name_at = line.find("] ") + 2;
+      const std::string name = line.substr(name_at, line.find(' ', name_at) - name_at);
+      EXPECT_EQ(rows_seen.count(name), 1u) << "progress before its row: " << line << "\n"
+                                           << r.output;
+    }
+  }
+  EXPECT_EQ(progress, 6);
+}
+
+TEST(BenchCli, GoogleBenchmarkDisplayFlagsAreHonoured) {
+  const std::string base = std::string(kQuick) + "--variants=fused --tokens=2 ";
+  // Colour on request even through a pipe.
+  CliResult r = run(base + "--benchmark_color=true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find('\x1b'), std::string::npos) << r.output;
+  // Counters as name=value unless tabular is asked for (Google Benchmark's default).
+  r = run(base + "--benchmark_counters_tabular=false");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("model_launches=1"), std::string::npos) << r.output;
+  r = run(base + "--benchmark_counters_tabular=true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("model_launches=1"), std::string::npos) << r.output;
+  // JSON on stdout, progress and notes on stderr.
+  const auto out = temp_path("display.json");
+  const std::string bin = std::string(FUSEBENCH_BIN_DIR) + "/fusebench --backend=cpu ";
+  r = fusebench::testing::run_command(bin + base + "--benchmark_format=json 2>/dev/null >" +
+                                      out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto json = load(out);
+  EXPECT_EQ(json["benchmarks"].size(), 1u) << json.dump(1);
+  // CSV.
+  r = fusebench::testing::run_command(bin + base + "--benchmark_format=csv 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("name,iterations,real_time", 0), 0u) << r.output;
+  // Anything else is refused, naming the valid values.
+  r = run(base + "--benchmark_format=xml");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("console, json, csv"), std::string::npos) << r.output;
+  std::filesystem::remove(out);
+}
+
+// Issue 14 item 15: the Debian library's DEBUG warning is explained once, and the context says
+// what the library and this binary were built as.
+TEST(BenchCli, LibraryBuildTypeIsExplainedNotContradicted) {
+  const auto path = temp_path("buildtype.json");
+  const CliResult r =
+      run(std::string(kQuick) + "--variants=fused --tokens=2 --report=" + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto ctx = load(path)["context"];
+  EXPECT_TRUE(ctx.contains("fusebench_build_type")) << ctx.dump(1);
+  EXPECT_EQ(r.output.find("***WARNING*** Library was built as DEBUG"), std::string::npos)
+      << r.output;
+  if (ctx["library_build_type"] == "debug") {
+    EXPECT_NE(r.output.find("built without NDEBUG"), std::string::npos) << r.output;
+  }
+  std::filesystem::remove(path);
+}
+
+// Issue 14 item 10: --list and the progress counter honour --benchmark_filter, with Google
+// Benchmark's semantics (a search, not a full match; a leading '-' negates).
+TEST(BenchCli, ListAndProgressHonourTheFilter) {
+  const auto names = [](const std::string& output) {
+    std::vector<std::string> out;
+    for (const auto& line : lines_of(output)) {
+      if (line.rfind("qkv/", 0) == 0) out.push_back(line);
+    }
+    return out;
+  };
+  CliResult r = run("--ops=qkv --tokens=1,2 --dtypes=fp32 --list --benchmark_filter=fused/");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(names(r.output).size(), 2u) << r.output;
+  r = run("--ops=qkv --tokens=1,2 --dtypes=fp32 --list --benchmark_filter=-fused/");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(names(r.output).size(), 2u) << r.output;
+  EXPECT_EQ(r.output.find("fused"), std::string::npos) << r.output;
+  // A search, not a whole match: "tokens:1/" selects tokens 1 only, "tokens:1" 1 and 16.
+  r = run("--ops=qkv --tokens=1,16 --dtypes=fp32 --list --benchmark_filter=tokens:1/");
+  EXPECT_EQ(names(r.output).size(), 2u) << r.output;
+  r = run("--ops=qkv --tokens=1,16 --dtypes=fp32 --list --benchmark_filter=tokens:1");
+  EXPECT_EQ(names(r.output).size(), 4u) << r.output;
+  r = run(std::string(kQuick) + "--tokens=1,2 --benchmark_filter=fused/");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[2/2] qkv/fused"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[1/4]"), std::string::npos) << r.output;
+  // A filter that selects nothing, or does not compile, is bad input.
+  r = run("--ops=qkv --list --benchmark_filter=nothing-like-this");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run("--ops=qkv --list '--benchmark_filter=('");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
 }

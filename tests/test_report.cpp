@@ -47,7 +47,7 @@ TEST(Report, AtomicWriteFailureNamesPath) {
 }
 
 TEST(Report, ContextNamesLibraries) {
-  const auto ctx = collect_context({{"backend", "cpu"}}, 0, nullptr);
+  const auto ctx = collect_context({{"backend", "cpu"}}, {});
   EXPECT_EQ(ctx["backend"], "cpu");
   EXPECT_TRUE(ctx["libraries"].contains("nccl"));
   EXPECT_TRUE(ctx["libraries"].contains("cupti_api"));

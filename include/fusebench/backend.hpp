@@ -41,6 +41,12 @@ class RegionTimer {
   virtual double seconds() = 0;  // waits for the region to finish
 };
 
+// Memory a backend could still allocate, and where the figure comes from.
+struct FreeMemory {
+  std::size_t bytes = 0;
+  std::string source;  // e.g. "MemAvailable in /proc/meminfo"; empty: unknown
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -49,6 +55,9 @@ class Backend {
   virtual std::string unsupported_reason(DType dtype) const = 0;
 
   virtual void* allocate(std::size_t bytes) = 0;
+  // What allocate() could still get now (CPU: MemAvailable; CUDA: cudaMemGetInfo), so a sweep
+  // that cannot fit is refused before anything is measured.
+  virtual FreeMemory free_memory() const { return {}; }
   virtual void release(void* ptr) noexcept = 0;
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;

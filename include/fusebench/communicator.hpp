@@ -40,7 +40,7 @@ class Communicator {
 };
 
 // Seconds a collective may wait for its peers before the fixture fails (FUSEBENCH_COMM_TIMEOUT
-// overrides the default of 120 s).
+// overrides the default of 120 s; a value that is not a number > 0 throws std::invalid_argument).
 double default_comm_timeout();
 
 // Skips every collective: the compute-only pass of a TP fixture (the data are left as they are).

@@ -17,15 +17,22 @@ void write_file_atomically(const std::string& path, const std::string& content);
 nlohmann::json run_to_json(const benchmark::BenchmarkReporter::Run& run);
 // GBench's own context fields (date, host_name, num_cpus, caches, ...).
 nlohmann::json gbench_context_to_json(const benchmark::BenchmarkReporter::Context& context);
+// "release" or "debug" as the Google Benchmark library itself reports it (its NDEBUG, not ours:
+// Debian's libbenchmark says "debug").
+std::string gbench_library_build_type(const benchmark::BenchmarkReporter::Context& context);
 // Removes non-finite numbers (recursively), recording each removed key in `dropped`.
 nlohmann::json sanitize(const nlohmann::json& value, std::vector<std::string>* dropped = nullptr,
                         const std::string& path = "");
 
 struct ReportInputs;
 
-// Our context: versions, device, command line, git revision. `backend_context` comes from
-// Backend::context().
-nlohmann::json collect_context(const nlohmann::json& backend_context, int argc, char** argv);
+// Our context: versions, device, command line, git revision, host cache, build type.
+// `backend_context` comes from Backend::context(); `args` is the command line as given
+// (Google Benchmark's flags included), shell-quoted into context.command_line.
+nlohmann::json collect_context(const nlohmann::json& backend_context,
+                               const std::vector<std::string>& args);
+// `arg` as a POSIX shell word: unchanged when it needs no quoting, else in single quotes.
+std::string shell_quote(const std::string& arg);
 std::string git_revision();
 // CPU model name from /proc/cpuinfo ("unknown" elsewhere).
 std::string cpu_model_name();

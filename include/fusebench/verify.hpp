@@ -37,14 +37,21 @@ Comparison compare_outputs(const std::string& output, const std::string& against
 struct VerifyResult {
   std::string op, variant;
   std::vector<Comparison> comparisons;
+  std::int64_t reference_rows = 0;  // token rows the float64 comparisons cover (0: none)
+  // No mismatch in any comparison. A result without comparisons is not a pass: see checked().
   bool ok() const;
+  bool checked() const { return !comparisons.empty(); }
   std::string summary() const;
 };
 
 // Runs every variant of `op` on the same fresh random inputs (seeded by `seed`) and compares
 // each output with the baseline variant and, when `with_reference`, with the float64 reference.
+// `reference_rows` (0: all) limits the float64 reference to the first token rows, where it would
+// take too long on the host: each output row of these ops depends on its own input row alone, so
+// the reference of the first R tokens is the first R rows of the whole one.
 std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
                                     const ShardShape& shard, std::int64_t tokens, DType dtype,
-                                    std::uint64_t seed, bool with_reference);
+                                    std::uint64_t seed, bool with_reference,
+                                    std::int64_t reference_rows = 0);
 
 }  // namespace fusebench

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "core/host_mat.hpp"
@@ -51,15 +53,31 @@ class CpuBackend final : public Backend {
   void* allocate(std::size_t bytes) override {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     const double total = static_cast<double>(pages) * static_cast<double>(page);
-    if (static_cast<double>(bytes) > 0.8 * total) {
+    const FreeMemory free = free_memory();
+    // Beyond what is free the host would swap, and the timings with it.
+    if (static_cast<double>(bytes) > 0.8 * total || (!free.source.empty() && bytes > free.bytes)) {
       throw OutOfMemory(
-          "allocation of " + std::to_string(bytes >> 20) + " MiB exceeds 80% of the " +
-          std::to_string(static_cast<long long>(total) >> 20) + " MiB of host memory");
+          "host allocation of " + std::to_string(bytes >> 20) + " MiB does not fit: " +
+          (free.source.empty() ? std::string("?") : std::to_string(free.bytes >> 20)) +
+          " MiB free (" + (free.source.empty() ? "unknown" : free.source) + ") of " +
+          std::to_string(static_cast<long long>(total) >> 20) +
+          " MiB; use fewer tokens or a smaller model");
     }
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (p == nullptr)
       throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
+  }
+  FreeMemory free_memory() const override {
+    // The kernel's estimate of what can be allocated without swapping (page cache included).
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::size_t kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit) {
+      if (key == "MemAvailable:") return {kib * 1024, "MemAvailable in /proc/meminfo"};
+    }
+    return {};
   }
   void release(void* ptr) noexcept override { std::free(ptr); }
   void upload(void* dst, const void* src, std::size_t bytes) override {

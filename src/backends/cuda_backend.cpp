@@ -185,6 +185,15 @@ class CudaBackend final : public Backend {
     }
     return p;
   }
+  FreeMemory free_memory() const override {
+    const DeviceGuard guard(device_);
+    std::size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return {};
+    }
+    return {free_bytes, "cudaMemGetInfo on device " + std::to_string(device_)};
+  }
   void release(void* ptr) noexcept override {
     const DeviceGuard guard(device_);
     cudaFree(ptr);

@@ -2,11 +2,13 @@
 // are rendezvous on a barrier (with a timeout, so a missing rank is an error, never a hang);
 // every rank sums in the same rank order, so all ranks get bit-identical results.
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 
 #include "fusebench/communicator.hpp"
 #include "host_mat.hpp"
@@ -14,11 +16,16 @@
 namespace fusebench {
 
 double default_comm_timeout() {
-  if (const char* env = std::getenv("FUSEBENCH_COMM_TIMEOUT")) {
-    const double v = std::atof(env);
-    if (v > 0) return v;
+  const char* env = std::getenv("FUSEBENCH_COMM_TIMEOUT");
+  if (env == nullptr) return 120.0;
+  // Strict: "abc" or "3s" must not silently become the default (or 3).
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || *end != '\0' || !std::isfinite(v) || !(v > 0)) {
+    throw std::invalid_argument("FUSEBENCH_COMM_TIMEOUT=" + std::string(env) +
+                                " is invalid (seconds > 0, e.g. 120; unset for the default 120)");
   }
-  return 120.0;
+  return v;
 }
 
 std::uint64_t config_hash(const std::string& text) {

@@ -60,7 +60,8 @@ LinkProfile find_link_profile(std::string_view name) {
     }
   }
   throw std::invalid_argument("unknown link profile '" + text + "' (presets: " + valid +
-                              "; or custom:<latency_us>:<busbw_GBps>)");
+                              "; custom:<latency_us>:<busbw_GBps>; or measured, fitted to "
+                              "all-reduces timed at startup)");
 }
 
 double bus_factor(CollectiveKind kind, int ranks) {

@@ -57,9 +57,10 @@ std::string resolve_comm(const CommSettings& settings, const Backend& backend,
 nlohmann::json tp_context(const CommSettings& settings, int processes);
 nlohmann::json tp_counter_definitions();
 
-// --link-profile=measured: all-reduces of 8 KB and 8 MB timed on this machine with the
-// communicator --comm=auto picks for the most ranks available here (GPU: NCCL over min(GPUs, 8);
-// CPU: 2 in-process ranks), fitted to latency + bytes*f/busbw. Throws when only one GPU exists.
+// --link-profile=measured: all-reduces of 1 and 1024 rows of a 4096-wide hidden state (8 KB and
+// 8 MB in bf16, 16 KB and 16 MB in fp32) timed on this machine with the communicator --comm=auto
+// picks for the most ranks available here (GPU: NCCL over min(GPUs, 8); CPU: 2 in-process
+// ranks), fitted to latency + bytes*f/busbw. Throws when only one GPU exists.
 LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings);
 
 // What the report pass adds to an entry: counters (numbers) and fields.

@@ -49,7 +49,8 @@ VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::str
   const Plan plan = build_plan(op, variant, shard, tokens, dtype);
   Workspace ws(backend, plan, seed);
   ws.run(&comm);
-  VerifyResult result{op, variant + "/rank:" + std::to_string(shard.rank), {}};
+  VerifyResult result{
+      op, variant + "/rank:" + std::to_string(shard.rank), {}, with_reference ? tokens : 0};
   ReferenceOutputs reference;
   if (with_reference) reference = find_op(op).reference(plan, logical_inputs(plan, seed));
   std::map<std::string, std::vector<float>> got;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "fusebench/report.hpp"
+#include "measure/cache_size.hpp"
 
 #ifdef FUSEBENCH_HAVE_CUDA
 #include <cublasLt.h>
@@ -89,16 +90,33 @@ nlohmann::json library_versions() {
   return v;
 }
 
-nlohmann::json collect_context(const nlohmann::json& backend_context, int argc, char** argv) {
+std::string shell_quote(const std::string& arg) {
+  const bool plain = !arg.empty() && arg.find_first_not_of(
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                         "0123456789_@%+=:,./-") == std::string::npos;
+  if (plain) return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+nlohmann::json collect_context(const nlohmann::json& backend_context,
+                               const std::vector<std::string>& args) {
   std::string command_line;
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0) command_line.push_back(' ');
-    command_line.append(argv[i]);
+  for (const auto& arg : args) {
+    if (!command_line.empty()) command_line.push_back(' ');
+    command_line += shell_quote(arg);
   }
   nlohmann::json ctx = {{"fusebench_version", FUSEBENCH_VERSION},
                         {"git_revision", git_revision()},
                         {"command_line", command_line},
                         {"cpu_model", cpu_model_name()},
+                        {"host_cache", measure::to_json(measure::host_last_level_cache())},
+#ifdef NDEBUG
+                        {"fusebench_build_type", "release"},
+#else
+                        {"fusebench_build_type", "debug"},
+#endif
                         {"libraries", library_versions()}};
   for (const auto& [key, value] : backend_context.items()) ctx[key] = value;
   return ctx;

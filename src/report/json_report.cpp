@@ -1,4 +1,5 @@
 #include <cmath>
+#include <sstream>
 
 #include "fusebench/report.hpp"
 
@@ -32,8 +33,15 @@ nlohmann::json run_to_json(const benchmark::BenchmarkReporter::Run& run) {
   }
 #endif
   j["iterations"] = run.iterations;
-  j["real_time"] = run.GetAdjustedRealTime();
-  j["cpu_time"] = run.GetAdjustedCPUTime();
+  if (run.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate &&
+      run.aggregate_unit == benchmark::kPercentage) {
+    // A ratio (e.g. _cv), not a time: Google Benchmark's JSON writes it unscaled.
+    j["real_time"] = run.real_accumulated_time;
+    j["cpu_time"] = run.cpu_accumulated_time;
+  } else {
+    j["real_time"] = run.GetAdjustedRealTime();
+    j["cpu_time"] = run.GetAdjustedCPUTime();
+  }
   j["time_unit"] = benchmark::GetTimeUnitString(run.time_unit);
   for (const auto& [name, counter] : run.counters) j[name] = counter.value;
   if (!run.report_label.empty()) j["label"] = run.report_label;
@@ -59,12 +67,24 @@ nlohmann::json gbench_context_to_json(const benchmark::BenchmarkReporter::Contex
       {"cpu_scaling_enabled", cpu.scaling == benchmark::CPUInfo::ENABLED},
       {"caches", caches},
       {"load_avg", cpu.load_avg},
-#ifdef NDEBUG
-      {"library_build_type", "release"},
-#else
-      {"library_build_type", "debug"},
-#endif
+      {"library_build_type", gbench_library_build_type(context)},
   };
+}
+
+std::string gbench_library_build_type(const benchmark::BenchmarkReporter::Context& context) {
+  // The library decides it from its own NDEBUG, which our build cannot see: ask its JSON
+  // reporter, which writes it into the context it prints.
+  benchmark::JSONReporter json;
+  std::ostringstream out;
+  json.SetOutputStream(&out);
+  json.SetErrorStream(&out);
+  json.ReportContext(context);
+  const std::string text = out.str();
+  const std::string key = "\"library_build_type\": \"";
+  const auto at = text.find(key);
+  if (at == std::string::npos) return "unknown";
+  const auto begin = at + key.size();
+  return text.substr(begin, text.find('"', begin) - begin);
 }
 
 nlohmann::json sanitize(const nlohmann::json& value, std::vector<std::string>* dropped,

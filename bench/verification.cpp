@@ -1,0 +1,145 @@
+#include "verification.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <tuple>
+
+#include "fusebench/cost_model.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
+#include "fusebench/verify.hpp"
+
+namespace fusebench::bench {
+namespace {
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2g", v);
+  return buf;
+}
+
+// "qkv/fused: OK (vs split: 3 outputs, max_abs 1.2e-06; vs float64 on rows 1-59 of 1024 rows:
+// 3 outputs, max_abs 2.1e-06)": one line, the worst output per kind of comparison.
+std::string one_line(const VerifyResult& r, std::int64_t tokens) {
+  std::string line = r.op + "/" + r.variant + ": ";
+  if (!r.checked()) return line + "NOT CHECKED (nothing was compared)";
+  line += r.ok() ? "OK" : "FAILED";
+  std::vector<std::string> kinds;
+  for (const auto& c : r.comparisons) {
+    if (std::find(kinds.begin(), kinds.end(), c.against) == kinds.end()) kinds.push_back(c.against);
+  }
+  std::string detail;
+  for (const auto& kind : kinds) {
+    int outputs = 0;
+    double max_abs = 0;
+    std::int64_t mismatches = 0, elements = 0;
+    for (const auto& c : r.comparisons) {
+      if (c.against != kind) continue;
+      ++outputs;
+      max_abs = std::max(max_abs, c.max_abs_error);
+      mismatches += c.mismatches;
+      elements += c.elements;
+    }
+    std::string against = "vs " + kind;
+    if (kind == "float64" && r.reference_rows < tokens)
+      against += " on rows 1-" + std::to_string(r.reference_rows) + " of " +
+                 std::to_string(tokens) + " rows";
+    detail += (detail.empty() ? "" : "; ") + against + ": " + std::to_string(outputs) + " output" +
+              (outputs == 1 ? "" : "s") + ", max_abs " + sci(max_abs) +
+              (mismatches > 0 ? ", " + std::to_string(mismatches) + "/" + std::to_string(elements) +
+                                    " mismatches"
+                              : "");
+  }
+  return line + " (" + detail + ")";
+}
+
+nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tokens_checked) {
+  nlohmann::json j = {{"op", r.op},
+                      {"variant", r.variant},
+                      {"model", f.model.name},
+                      {"tp", f.shard.tp},
+                      {"tokens", f.tokens},
+                      {"dtype", to_string(f.dtype)},
+                      {"ok", r.ok() && r.checked()},
+                      {"float64_reference", r.reference_rows > 0},
+                      {"float64_reference_rows", r.reference_rows}};
+  if (tokens_checked != f.tokens) j["tokens_checked"] = tokens_checked;
+  j["comparisons"] = nlohmann::json::array();
+  for (const auto& c : r.comparisons) {
+    j["comparisons"].push_back({{"output", c.output},
+                                {"against", c.against},
+                                {"max_abs_error", c.max_abs_error},
+                                {"max_rel_error", c.max_rel_error},
+                                {"mismatches", c.mismatches},
+                                {"elements", c.elements}});
+  }
+  return j;
+}
+
+// Multiply-adds per token row of the op's baseline at this shard, unsharded for TP pipelines
+// (their reference is the whole layer pair).
+double macs_per_row(const Fixture& f) {
+  const std::string& baseline = find_op(f.op).variants.front();
+  const ShardShape s = is_tp_op(f.op) && !is_collective_op(f.op) ? unsharded(f.shard) : f.shard;
+  return cost_of(build_plan(f.op, baseline, s, 1, f.dtype)).flops / 2;
+}
+
+}  // namespace
+
+std::int64_t reference_rows(double macs_per_row, std::int64_t tokens) {
+  if (!(macs_per_row > 0)) return tokens;
+  const double fit = std::floor(kReferenceMacBudget / macs_per_row);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::min(fit, 1e18)), 1, tokens);
+}
+
+nlohmann::json verification_policy() {
+  return {{"shapes",
+           "every model, tp, op, dtype and token count of the fixtures this run measures "
+           "(after --benchmark_filter); all variants of each op, on one fresh random input"},
+          {"float64_reference",
+           "the op computed in float64 on the host over the first float64_reference_rows token "
+           "rows: all rows when that costs at most " +
+               sci(kReferenceMacBudget) +
+               " multiply-adds, else as many rows as fit (each output row depends on its own "
+               "input row alone)"},
+          {"tp_pipelines",
+           "tp > 1: every rank a CPU thread with the in-process communicator, compared with "
+           "the unsharded layer pair and float64; at tokens_checked tokens where the run's "
+           "token count would exceed the same budget"}};
+}
+
+VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& fixtures,
+                                 std::uint64_t seed) {
+  VerificationRun run;
+  // One check per shape: the variants and regimes of a fixture share it.
+  std::set<std::tuple<std::string, int, std::string, std::string, std::int64_t>> done;
+  for (const auto& f : fixtures) {
+    if (!done.insert({f.model.name, f.shard.tp, f.op, std::string(to_string(f.dtype)), f.tokens})
+             .second)
+      continue;
+    // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator (a
+    // GPU run may have fewer GPUs than ranks); the GEMMs themselves are verified by qkv/gate_up
+    // and by the tp = 1 pipelines on this backend.
+    const bool tp_on_cpu = is_tp_op(f.op) && f.shard.tp > 1;
+    if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(f.dtype).empty()) continue;
+    const std::int64_t rows = reference_rows(macs_per_row(f), f.tokens);
+    const std::int64_t tokens = tp_on_cpu ? rows : f.tokens;  // all host work capped
+    const auto verified =
+        tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed, true)
+                  : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true, rows);
+    for (const auto& r : verified) {
+      std::string where = "verify " + f.model.name + " tp=" + std::to_string(f.shard.tp) +
+                          " tokens=" + std::to_string(f.tokens);
+      if (tokens != f.tokens) where += " (checked at " + std::to_string(tokens) + " on the CPU)";
+      std::cerr << where << " " << to_string(f.dtype) << ": " << one_line(r, tokens) << "\n";
+      run.passed = run.passed && r.ok() && r.checked();
+      run.results.push_back(to_json(r, f, tokens));
+    }
+  }
+  return run;
+}
+
+}  // namespace fusebench::bench

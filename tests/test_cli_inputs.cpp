@@ -1,0 +1,137 @@
+// Bad input through the fusebench command line (issue 14, items 16-18): every bad value exits 2
+// with "fusebench: error: " and a message naming the flag, before anything is measured.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli_run.hpp"
+
+namespace {
+
+using fusebench::testing::CliResult;
+
+CliResult run(const std::string& args) {
+  return fusebench::testing::run_fusebench("--backend=cpu " + args);
+}
+
+struct BadInput {
+  std::string args;
+  std::string must_say;  // a fragment the message must contain
+};
+
+void expect_refused(const BadInput& bad) {
+  const CliResult r = run(bad.args);
+  EXPECT_EQ(r.exit_code, 2) << bad.args << "\n" << r.output;
+  EXPECT_NE(r.output.find("fusebench: error: "), std::string::npos) << bad.args << "\n" << r.output;
+  EXPECT_NE(r.output.find(bad.must_say), std::string::npos)
+      << bad.args << ": expected '" << bad.must_say << "' in\n"
+      << r.output;
+  // Nothing measured: no progress line, no result row.
+  EXPECT_EQ(r.output.find("elapsed"), std::string::npos) << bad.args << "\n" << r.output;
+}
+
+}  // namespace
+
+TEST(CliInputs, BadNumbersExitTwoWithTheUsualMessage) {
+  for (const BadInput& bad : std::vector<BadInput>{
+           // Retired by the interleaved stopping rule (docs/timing.md): refused, naming the
+           // replacement, whatever its value.
+           {"--timing-target-cv=0 --list", "--timing-target-cv is retired"},
+           {"--timing-target-cv=-0.1 --list", "--timing-target-ci"},
+           {"--timing-target-ci=0 --list", "--timing-target-ci"},
+           {"--timing-target-ci=-0.1 --list", "--timing-target-ci"},
+           {"--timing-target-ci=abc --list", "--timing-target-ci"},
+           {"--tokens=abc --list", "--tokens"},
+           {"--tokens=0 --list", "--tokens"},
+           {"--tp=x --list", "--tp"},
+           {"--seed=-1 --list", "--seed"},
+           {"--seed=abc --list", "--seed"},
+           {"--timing-max-time=-1 --list", "--timing-max-time"},
+           {"--timing-max-time=0 --list", "--timing-max-time"},
+           {"--timing-min-time=-1 --list", "--timing-min-time"},
+           {"--timing-min-time=1 --timing-max-time=0.1 --list", "--timing-min-time"},
+       }) {
+    expect_refused(bad);
+  }
+}
+
+TEST(CliInputs, TheCpuTimeDefaultsStayValid) {
+  // Guards the checks above against refusing what the defaults themselves are.
+  EXPECT_EQ(run("--timing-min-time=0 --timing-max-time=0.5 --list").exit_code, 0);
+  EXPECT_EQ(run("--seed=18446744073709551615 --list").exit_code, 0);
+}
+
+TEST(CliInputs, EmptyValuesAndMissingValuesExitTwo) {
+  for (const BadInput& bad : std::vector<BadInput>{
+           {"--models= --list", "--models"},
+           // Followed by another flag, the flag must not become the value.
+           {"--models= --ops=qkv --list", "--models"},
+           {"--models --ops=qkv --list", "--models"},
+           {"--tokens= --list", "--tokens"},
+           {"--report= --list", "--report"},
+       }) {
+    expect_refused(bad);
+  }
+}
+
+TEST(CliInputs, DuplicateAxisValuesAreRefused) {
+  for (const BadInput& bad : std::vector<BadInput>{
+           {"--timing=eager,eager --list", "eager"},
+           {"--models=qwen3-0.6b,qwen3-0.6b --list", "qwen3-0.6b"},
+           {"--tokens=1,4,1 --list", "--tokens"},
+           {"--tp=1,1 --list", "--tp"},
+           {"--dtypes=fp32,fp32 --list", "fp32"},
+           {"--ops=qkv,qkv --list", "qkv"},
+           {"--variants=fused,fused --list", "fused"},
+       }) {
+    expect_refused(bad);
+  }
+}
+
+TEST(CliInputs, CollectiveSweepAtTpOneAloneIsRefused) {
+  expect_refused({"--collective-sweep --list", "--collective-sweep"});
+  expect_refused({"--collective-sweep --tp=1 --list", "tp"});
+  EXPECT_EQ(run("--collective-sweep --tp=1,2 --ops=tp_attn --list").exit_code, 0);
+}
+
+TEST(CliInputs, BadCommTimeoutEnvironmentIsRefused) {
+  for (const char* value : {"abc", "0", "-5", "3s"}) {
+    const std::string cmd = std::string("FUSEBENCH_COMM_TIMEOUT=") + value + " " +
+                            std::string(FUSEBENCH_BIN_DIR) +
+                            "/fusebench --backend=cpu --ops=tp_attn --tp=2 --list 2>&1";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    char buf[4096];
+    while (std::fgets(buf, sizeof(buf), pipe)) out += buf;
+    const int status = ::pclose(pipe);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << value << "\n" << out;
+    EXPECT_NE(out.find("FUSEBENCH_COMM_TIMEOUT"), std::string::npos) << value << "\n" << out;
+  }
+}
+
+TEST(CliInputs, SharperMessages) {
+  // A TP variant without a TP op points to the op that has it.
+  expect_refused({"--variants=naive --list", "--ops=tp_attn"});
+  // The unknown link profile lists every valid value, measured included.
+  expect_refused({"--ops=tp_attn --tp=2 --link-profile=nvlink-h300 --list", "measured"});
+  // A directory given as a config says so instead of "not valid JSON".
+  const auto dir = fusebench::testing::temp_path("fusebench_inputs", "config_dir");
+  std::filesystem::create_directories(dir);
+  expect_refused({"--model-config=" + dir.string() + " --list", "is a directory"});
+  std::filesystem::remove_all(dir);
+  // A size that cannot fit is refused before measuring, naming the size and what is free.
+  expect_refused(
+      {"--models=llama3-70b --ops=gate_up --variants=fused --tokens=4000000 "
+       "--dtypes=fp32",
+       "free"});
+}
+
+TEST(CliInputs, HelpExitsZeroAndStillListsGoogleBenchmarksFlags) {
+  const CliResult r = run("--help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--benchmark_filter"), std::string::npos) << r.output;
+}
