@@ -10,9 +10,11 @@
 #include <stdexcept>
 
 #include "fusebench/cost_model.hpp"
+#include "fusebench/local_device.hpp"
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/overlap.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
 
@@ -64,6 +66,13 @@ class TimedCollectives final : public Communicator {
   void all_gather(const MatRef& s, const MatRef& d) override {
     timed(CollectiveKind::all_gather, [&] { inner_.all_gather(s, d); });
   }
+  void reduce_scatter(const MatRef& s, const MatRef& d) override {
+    timed(CollectiveKind::reduce_scatter, [&] { inner_.reduce_scatter(s, d); });
+  }
+  void all_gather_rows(const MatRef& s, const MatRef& d) override {
+    timed(CollectiveKind::all_gather, [&] { inner_.all_gather_rows(s, d); });
+  }
+  void reserve(std::size_t bytes) override { inner_.reserve(bytes); }
   void check_same_config(const std::string& c) override { inner_.check_same_config(c); }
   std::map<CollectiveKind, double> seconds;
 
@@ -146,6 +155,11 @@ nlohmann::json tp_counter_definitions() {
       {"comm_bytes",
        "payload bytes handed to collectives per iteration (all-reduce: M*hidden*dtype; "
        "all-gather: the total gathered size)"},
+      {"comm_wire_bytes",
+       "bytes one rank sends on a ring per iteration: comm_bytes * bus factor (all-reduce "
+       "2(n-1)/n, all-gather and reduce-scatter (n-1)/n)"},
+      {"padded_tokens",
+       "rows sp/overlap compute beyond the tokens: M padded to a multiple of tp (0 otherwise)"},
       {"comm_modelled",
        "1 when the communication figures come from the link model, 0 when measured"},
       {"compute_seconds", "rank 0's pipeline with collectives skipped, measured"},
@@ -447,16 +461,7 @@ TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double
 
   // Communication per run, by kind.
   std::map<CollectiveKind, double> comm_s, comm_bytes;
-  const double elem = static_cast<double>(dtype_size(plan.dtype));
-  for (const Step& step : plan.steps) {
-    if (const auto* a = std::get_if<AllReduceStep>(&step)) {
-      comm_bytes[CollectiveKind::all_reduce] +=
-          static_cast<double>(a->data.rows * a->data.cols) * elem;
-    } else if (const auto* g = std::get_if<AllGatherStep>(&step)) {
-      comm_bytes[CollectiveKind::all_gather] +=
-          static_cast<double>(g->dst.rows * g->dst.cols) * elem;
-    }
-  }
+  for (const auto& [kind, traffic] : collective_traffic(plan)) comm_bytes[kind] = traffic.bytes;
   if (modelled) {
     for (const auto& [kind, bytes] : comm_bytes)
       comm_s[kind] = modelled_seconds(settings_.link, kind, bytes, tp);
@@ -475,6 +480,8 @@ TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double
   double comm_total = 0;
   for (const auto& [kind, s] : comm_s) comm_total += s;
   counters["comm_bytes"] = cost.comm_bytes;
+  counters["comm_wire_bytes"] = cost.comm_wire_bytes;
+  counters["padded_tokens"] = static_cast<double>(plan.padded_tokens);
   counters["comm_modelled"] = modelled ? 1 : 0;
   counters["compute_seconds"] = compute_s;
   counters["comm_seconds"] = comm_total;
