@@ -5,12 +5,21 @@ set -uo pipefail
 bin=$1
 shift
 fail=0
+# stdout and stderr apart: two ranks writing one pipe can splice a stderr note into a stdout line.
+errfile=$(mktemp)
+trap 'rm -f "$errfile"' EXIT
 list=$("$@" "$bin" --backend=cpu --ops=tp_attn --variants=paired --tp=2 --tokens=3 --dtypes=fp32 \
-  --list 2>&1)
+  --list 2>"$errfile")
 count=$(grep -c '^tp_attn/paired/' <<<"$list")
 if [ "$count" != 1 ]; then
   echo "FAIL: --list under 2 ranks printed the fixture $count times:"
   echo "$list"
+  fail=1
+fi
+count=$(grep -c 'fusebench: backend ' "$errfile")
+if [ "$count" -gt 1 ]; then
+  echo "FAIL: --list under 2 ranks announced the backend $count times:"
+  cat "$errfile"
   fail=1
 fi
 status=0
