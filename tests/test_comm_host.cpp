@@ -1,6 +1,7 @@
 // Host logic of the GPU communicators, on the CPU: the NCCL monitor (collective_monitor.hpp)
 // with fake completion markers and a fake library, and the device a process of a multi-process
-// run opens (local_device.hpp) with faked launcher variables and device counts.
+// run opens (local_device.hpp) with faked launcher variables and device counts; the start line
+// every rank of a single-process run waits at before a compute pass (start_line.hpp).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,8 +13,11 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "comm/collective_monitor.hpp"
+#include "comm/start_line.hpp"
 #include "fusebench/local_device.hpp"
 
 using namespace fusebench;
@@ -240,4 +244,44 @@ TEST(LocalDevice, LocalRankFromTheLaunchersVariables) {
       EXPECT_NE(std::string(e.what()).find("SLURM_LOCALID"), std::string::npos) << e.what();
     }
   }
+}
+
+// No rank starts its timed runs before the last one arrives, pass after pass; the last one is
+// late on purpose, so a line that let ranks through early would be seen.
+TEST(StartLine, NoRankLeavesBeforeTheLastArrives) {
+  constexpr int kRanks = 3, kPasses = 3;
+  StartLine line(kRanks);
+  std::atomic<int> arrived{0}, early{0};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      for (int pass = 1; pass <= kPasses; ++pass) {
+        if (r == kRanks - 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        arrived.fetch_add(1);
+        line.arrive_and_wait(30.0);
+        if (arrived.load() < pass * kRanks) early.fetch_add(1);
+        // Nobody may arrive for the next pass before everyone has left this one's check.
+        line.arrive_and_wait(30.0);
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(early.load(), 0);
+  EXPECT_EQ(arrived.load(), kRanks * kPasses);
+}
+
+TEST(StartLine, AMissingRankFailsThePassNamingTheTimeout) {
+  StartLine line(2);
+  try {
+    line.arrive_and_wait(0.05);
+    FAIL() << "returned without the second rank";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("1 of 2 ranks"), std::string::npos) << what;
+    EXPECT_NE(what.find("0.05"), std::string::npos) << what;
+  }
+  // The line stays usable: two ranks pass together afterwards.
+  std::thread other([&] { line.arrive_and_wait(30.0); });
+  line.arrive_and_wait(30.0);
+  other.join();
 }

@@ -1,8 +1,10 @@
-// End-to-end: `fusebench --ops=tp_attn,tp_mlp --tp=1,2,4` on the CPU writes entries for naive and
-// paired with the communication bytes of the formulas; modelled entries say so everywhere.
+// End-to-end: `fusebench --ops=tp_attn,tp_mlp --tp=1,2,4` on the CPU writes entries for every
+// variant with the communication bytes of the formulas, the compute pass of every rank and the
+// exposed/hidden split; modelled entries say so everywhere and are priced on the plan's lanes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -76,6 +78,21 @@ TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
       const double wire = sp ? 2.0 * (tp - 1) / tp * (tp == 4 ? 4 : 2) * kHidden * kElem
                              : b["comm_wire_bytes"].get<double>();
       EXPECT_NEAR(b["comm_wire_bytes"].get<double>(), wire, 1e-6) << name;
+      // The compute pass ran on every rank at once; the slowest rank's time is reported.
+      EXPECT_EQ(b["compute_ranks"].get<double>(), tp) << name;
+      EXPECT_GT(b["compute_seconds_fastest_rank"].get<double>(), 0) << name;
+      EXPECT_LE(b["compute_seconds_fastest_rank"].get<double>(), b["compute_seconds"].get<double>())
+          << name;
+      // Exposed and hidden communication add up to it, hidden a fraction of it.
+      const double comm = b["comm_seconds"].get<double>();
+      EXPECT_NEAR(b["comm_exposed_seconds"].get<double>() + b["comm_hidden_seconds"].get<double>(),
+                  comm, 1e-12 + 1e-9 * comm)
+          << name;
+      EXPECT_GE(b["comm_hidden_fraction"].get<double>(), 0) << name;
+      EXPECT_LE(b["comm_hidden_fraction"].get<double>(), 1) << name;
+      EXPECT_FALSE(b.contains("modelled_pipeline_seconds")) << name;  // measured entries
+    } else {
+      EXPECT_FALSE(b.contains("comm_exposed_seconds")) << name;  // nothing to expose
     }
     // The four variants of one shape are measured interleaved; the speedups are over naive.
     EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"naive", "paired", "sp", "overlap"}))
@@ -118,6 +135,48 @@ TEST(TpBench, ModelledEntriesSayModelledAndFollowTheLinkModel) {
     ++entries;
   }
   EXPECT_EQ(entries, 6);  // tp_mlp naive, paired, sp, overlap, allreduce/sum, allgather/cols
+}
+
+// tp 8 in one process: one rank's compute measured, every collective modelled, and the pipeline
+// priced on its lanes: overlap's chunks hide part of the communication (per chunk the larger of
+// compute and communication, plus the fill), the one-lane variants none.
+TEST(TpBench, ModelledTp8IsPricedWithOverlap) {
+  const auto path = temp_path("modelled_tp8.json");
+  const CliResult r =
+      run("--ops=tp_attn,tp_mlp --variants=paired,sp,overlap --tp=8 --tokens=64 --dtypes=fp32 "
+          "--comm=modelled --link-profile=custom:30:50 --timing-max-time=0.05 --report=" +
+          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);  // a named object: ranging over a temporary's member dangles
+  int overlap = 0;
+  for (const auto& b : report["benchmarks"]) {
+    const std::string name = b["name"], variant = b["variant"];
+    EXPECT_FALSE(b.value("error_occurred", false)) << name;
+    EXPECT_NE(name.find("/tp:8/"), std::string::npos) << name;
+    EXPECT_NE(name.find("/comm:modelled"), std::string::npos) << name;
+    EXPECT_EQ(b["comm_modelled"].get<double>(), 1) << name;
+    const double compute = b["compute_seconds"].get<double>(),
+                 comm = b["comm_seconds"].get<double>();
+    const double pipeline = b["modelled_pipeline_seconds"].get<double>();
+    ASSERT_GT(comm, 0) << name;
+    EXPECT_EQ(b["compute_ranks"].get<double>(), 1) << name;  // one rank measured
+    EXPECT_NEAR(b["modelled_comm_exposed_seconds"].get<double>() +
+                    b["modelled_comm_hidden_seconds"].get<double>(),
+                comm, 1e-12)
+        << name;
+    EXPECT_TRUE(b.contains("modelled_pipeline_source")) << name;
+    if (variant == "overlap") {
+      // 64 tokens over 8 ranks: 8 rows each, 8 chunks; some communication under compute.
+      EXPECT_LT(pipeline, compute + comm) << name;
+      EXPECT_GE(pipeline, std::max(compute, comm) - 1e-12) << name;
+      EXPECT_GT(b["modelled_comm_hidden_fraction"].get<double>(), 0) << name;
+      ++overlap;
+    } else {
+      EXPECT_NEAR(pipeline, compute + comm, 1e-12 + 1e-9 * pipeline) << name;
+      EXPECT_NEAR(b["modelled_comm_hidden_seconds"].get<double>(), 0, 1e-12) << name;
+    }
+  }
+  EXPECT_EQ(overlap, 2);
 }
 
 // The end-to-end check of the issue, small: paired, sp and overlap over tp 2 and tokens that are

@@ -38,6 +38,8 @@ void mpi_broadcast(std::vector<char>&) { no_mpi(); }
 int mpi_world_rank() { no_mpi(); }
 int mpi_world_size() { no_mpi(); }
 std::vector<std::string> mpi_allgather_strings(const std::string&) { no_mpi(); }
+std::vector<double> mpi_allgather_doubles(double) { no_mpi(); }
+void mpi_barrier() { no_mpi(); }
 
 #else
 
@@ -206,6 +208,16 @@ void mpi_broadcast(std::vector<char>& bytes) {
   FUSEBENCH_MPI(
       MPI_Bcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, MPI_COMM_WORLD));
 }
+
+std::vector<double> mpi_allgather_doubles(double value) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<double> out(static_cast<std::size_t>(size));
+  FUSEBENCH_MPI(MPI_Allgather(&value, 1, MPI_DOUBLE, out.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD));
+  return out;
+}
+
+void mpi_barrier() { FUSEBENCH_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
 
 std::vector<std::string> mpi_allgather_strings(const std::string& text) {
   int size = 1;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The TP pipelines under mpirun -np 2, interleaved: rank 0 leads, rank 1 follows the group
 # protocol (group of naive, paired, sp and overlap, run member k, end), every repetition a fresh
-# group measurement. Passes when every entry succeeded and each non-naive entry has a speedup
-# over naive with an interval.
+# group measurement. Passes when every entry succeeded, each non-naive entry has a speedup
+# over naive with an interval, and the compute pass ran on both processes (the slower kept).
 #   tp_mpi_interleaved.sh REPORT.json MPIEXEC [mpiexec flags...] FUSEBENCH [fusebench flags...]
 set -euo pipefail
 report=$1
@@ -18,6 +18,10 @@ for b in rows:
     assert not b.get("error_occurred"), b["name"] + ": " + str(b.get("error_message"))
     assert "/comm:mpi/" in b["name"], b["name"]
     assert b["interleaved_with"] == ["naive", "paired", "sp", "overlap"], b["interleaved_with"]
+    # The compute pass ran on both processes at once; the slower one is reported.
+    assert b["compute_ranks"] == 2, b["name"]
+    assert 0 < b["compute_seconds_fastest_rank"] <= b["compute_seconds"], b["name"]
+    assert abs(b["comm_exposed_seconds"] + b["comm_hidden_seconds"] - b["comm_seconds"]) <= 1e-9 * b["comm_seconds"] + 1e-12, b["name"]
     if b["variant"] != "naive":
         for k in ("speedup", "speedup_ci_low", "speedup_ci_high", "speedup_pairs"):
             assert k in b, b["name"] + " lacks " + k
