@@ -210,15 +210,19 @@ nlohmann::json tp_counter_definitions() {
        "collectives per iteration: measured one by one on rank 0 (including waiting "
        "for peers), or modelled (comm_modelled=1)"},
       {"total_seconds", "compute_seconds + comm_seconds (real_time is the timed pipeline itself)"},
+      {"comm_by_difference_seconds",
+       "real_time (median) - compute_seconds, unclamped, on every entry with collectives: what "
+       "the pipeline costs beyond its compute. On one-lane variants (naive, paired, sp) it is "
+       "the communication measured a second way, a cross-check of comm_seconds (the one-by-one "
+       "collectives include waiting for peers; a negative value is noise)"},
       {"comm_exposed_seconds",
-       "communication the pipeline's compute does not cover: real_time (median) - "
-       "compute_seconds, clamped to [0, comm_seconds]; entries with collectives only "
-       "(comm:modelled: the stand-in delays the timed pipeline ran)"},
-      {"comm_hidden_seconds", "comm_seconds - comm_exposed_seconds: communication under compute"},
-      {"comm_hidden_fraction",
-       "comm_hidden_seconds / comm_seconds. Variants without a communication lane (naive, paired, "
-       "sp) hide nothing by construction: a value above 0 there is the disagreement of the three "
-       "measurements (noise; the one-by-one collectives include waiting for peers)"},
+       "variants with a communication lane (overlap): communication the compute does not cover, "
+       "comm_by_difference_seconds clamped to [0, comm_seconds] (comm:modelled: the stand-in "
+       "delays the timed pipeline ran)"},
+      {"comm_hidden_seconds",
+       "variants with a communication lane (overlap): comm_seconds - comm_exposed_seconds, the "
+       "communication under compute"},
+      {"comm_hidden_fraction", "comm_hidden_seconds / comm_seconds (overlap)"},
       {"modelled_pipeline_seconds",
        "comm:modelled entries: the plan's steps scheduled on their lanes with compute_seconds "
        "shared among the compute steps by their roofline time and every collective priced by "
@@ -620,10 +624,17 @@ TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ce
   // Exposed versus hidden communication (docs/tp.md): what the timed pipeline spent beyond its
   // compute, and, for modelled entries, what the plan's lanes predict.
   if (comm_total > 0) {
-    const CommSplit measured = split_communication(pipeline_s, compute_s, comm_total);
-    counters["comm_exposed_seconds"] = measured.exposed_s;
-    counters["comm_hidden_seconds"] = measured.hidden_s;
-    counters["comm_hidden_fraction"] = measured.hidden_fraction;
+    // Only a plan with a second lane can hide communication; on one lane the difference is the
+    // communication's cost measured another way (a cross-check of comm_seconds, noise included).
+    counters["comm_by_difference_seconds"] = pipeline_s - compute_s;
+    const bool has_lanes = std::any_of(plan.order.begin(), plan.order.end(),
+                                       [](const auto& o) { return o.lane != 0; });
+    if (has_lanes) {
+      const CommSplit measured = split_communication(pipeline_s, compute_s, comm_total);
+      counters["comm_exposed_seconds"] = measured.exposed_s;
+      counters["comm_hidden_seconds"] = measured.hidden_s;
+      counters["comm_hidden_fraction"] = measured.hidden_fraction;
+    }
     if (modelled) {
       const PlanTimeline t = plan_timeline(
           plan, modelled_step_seconds(plan, compute_s, ceilings ? *ceilings : Ceilings{},
