@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <optional>
 
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
@@ -462,9 +463,11 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
   if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
   if (a.tp) {
-    // Compute/comm split and bus bandwidth of this member.
-    const TpReport tp =
-        a.tp->report(a.tp_index[pos], settings_.engine.device, settings_.engine.block_timeout_s);
+    // Compute/comm split (exposed and hidden against the median) and bus bandwidth.
+    std::optional<Ceilings> ceilings;
+    if (settings_.ceilings != nullptr) ceilings = settings_.ceilings->for_dtype(f.dtype);
+    const TpReport tp = a.tp->report(a.tp_index[pos], s.median, ceilings ? &*ceilings : nullptr,
+                                     settings_.engine.device, settings_.engine.block_timeout_s);
     for (const auto& [counter, value] : tp.counters) c[counter] = value;
     for (const auto& [key, value] : tp.fields.items()) fields[key] = value;
   }

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Communicator> world;
     if (mpi && mpi->size() > 1) {
       world = backend.name() == "cpu" ? make_mpi_communicator(comm.timeout_s)
-                                      : make_nccl_mpi_communicator(backend, 0, comm.timeout_s);
+                                      : make_nccl_mpi_communicator(backend, comm.timeout_s);
       comm.world = world.get();
     }
     const bench::Sweep sweep = bench::build_sweep(options, backend, &comm);

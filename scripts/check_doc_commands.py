@@ -103,6 +103,8 @@ RULES = [
      "a 10-minute fuzz run; ctest's fuzz_report runs the same target for 20 s"),
     # docs/tp.md
     (r"^mpirun -np 8 --map-by ppr:8:node", "skip", "8 GPUs, one process each"),
+    (r"^mpirun -np 8 build/bin/fusebench --ops=tp_attn,tp_mlp --variants=paired,sp,overlap", "skip",
+     "8 GPUs, one process each"),
     (r"^mpirun -np 16 -H node1:8,node2:8", "skip", "two nodes of 8 GPUs"),
 ]
 

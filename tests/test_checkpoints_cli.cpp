@@ -239,8 +239,19 @@ TEST(CheckpointsCli, TpRanksVerifyOnTheCheckpointWithReplicatedKvHeads) {
       verified_checkpoint_run("qwen3_gqa", "--ops=tp_attn,tp_mlp --tp=2,4 --tokens=3", 0);
   if (report.empty()) return;
   std::set<int> tps;
-  for (const auto& v : report.at("context").at("verification")) tps.insert(v.at("tp").get<int>());
+  std::set<std::string> variants;
+  for (const auto& v : report.at("context").at("verification")) {
+    tps.insert(v.at("tp").get<int>());
+    const auto variant = v.at("variant").get<std::string>();  // e.g. "sp/rank:1"
+    variants.insert(v.at("op").get<std::string>() + "/" + variant.substr(0, variant.find('/')));
+  }
   EXPECT_EQ(tps, (std::set<int>{2, 4}));
+  // Every pipeline, sequence-parallel and overlapped ones included (issue 13), reads its rank's
+  // windows of the checkpoint.
+  for (const std::string v : {"naive", "paired", "sp", "overlap"}) {
+    EXPECT_EQ(variants.count("tp_attn/" + v), 1u) << v;
+    EXPECT_EQ(variants.count("tp_mlp/" + v), 1u) << v;
+  }
 }
 
 // A NaN in layer 1's k_proj: layer 0 verifies, layer 1 fails exactly on q/k/v's output k, so

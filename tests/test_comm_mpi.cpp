@@ -18,6 +18,8 @@ ModelShape tiny(std::int64_t kv_heads) { return {"tiny", 64, 8, kv_heads, 16, 96
 
 }  // namespace
 
+// naive, paired, sp and overlap; M = 5 is no multiple of 2 (sp/overlap pad to 6), and M = 1
+// leaves rank 1 nothing but padding.
 TEST(MpiCommunicator, PipelinesEqualTheUnshardedPairOnEveryRank) {
   auto comm = make_mpi_communicator(default_comm_timeout());
   ASSERT_EQ(comm->size(), g_size);
@@ -28,9 +30,47 @@ TEST(MpiCommunicator, PipelinesEqualTheUnshardedPairOnEveryRank) {
     for (const char* op : {"tp_attn", "tp_mlp"}) {
       for (const auto& variant : find_op(op).variants) {
         for (DType dtype : {DType::f32, DType::bf16}) {
-          const auto r = verify_tp_rank(*backend, *comm, op, variant, s, 5, dtype, 4242, true);
-          EXPECT_TRUE(r.ok()) << "kv_heads=" << kv << " " << r.summary();
-          EXPECT_GE(r.comparisons.size(), 2u);
+          for (std::int64_t tokens : {1, 5}) {
+            const auto r =
+                verify_tp_rank(*backend, *comm, op, variant, s, tokens, dtype, 4242, true);
+            EXPECT_TRUE(r.ok()) << "kv_heads=" << kv << " tokens=" << tokens << " " << r.summary();
+            EXPECT_GE(r.comparisons.size(), 2u);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(find_op("tp_mlp").variants.size(), 4u);
+}
+
+// The row collectives across processes: rank r keeps rows [r*m, (r+1)*m) of the sum, and
+// gathering them gives the whole sum back on every rank (fp32 and bf16).
+TEST(MpiCommunicator, ReduceScatterAndAllGatherAlongRows) {
+  auto comm = make_mpi_communicator(default_comm_timeout());
+  const std::int64_t rows = 3, cols = 4, n = g_size;
+  const auto value = [](int rank, std::int64_t i, std::int64_t j) {
+    return static_cast<float>(rank * 16 + i * 4 + j) * 0.25f;
+  };
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const std::size_t elem = dtype_size(dtype);
+    std::vector<float> full;
+    for (std::int64_t i = 0; i < n * rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) full.push_back(value(g_rank, i, j));
+    std::vector<std::byte> src = encode(full, dtype), dst(rows * cols * elem),
+                           gathered(n * rows * cols * elem);
+    comm->reduce_scatter({src.data(), dtype, n * rows, cols, cols},
+                         {dst.data(), dtype, rows, cols, cols});
+    comm->all_gather_rows({dst.data(), dtype, rows, cols, cols},
+                          {gathered.data(), dtype, n * rows, cols, cols});
+    const auto mine = decode(dst.data(), rows * cols, dtype);
+    const auto all = decode(gathered.data(), n * rows * cols, dtype);
+    for (std::int64_t i = 0; i < n * rows; ++i) {
+      for (std::int64_t j = 0; j < cols; ++j) {
+        float want = 0;
+        for (int q = 0; q < n; ++q) want += value(q, i, j);  // small integers/4: exact in bf16
+        EXPECT_EQ(all[static_cast<std::size_t>(i * cols + j)], want) << to_string(dtype);
+        if (i / rows == g_rank) {
+          EXPECT_EQ(mine[static_cast<std::size_t>((i % rows) * cols + j)], want);
         }
       }
     }

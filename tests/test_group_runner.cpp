@@ -45,6 +45,9 @@ class FaultyBackend final : public Backend {
   std::string one_launch_gemm_caveat() const override { return cpu_->one_launch_gemm_caveat(); }
   void act_and_mul(const ActAndMulArgs& a) override { cpu_->act_and_mul(a); }
   void bias_add(std::span<const BiasAddArgs> members) override { cpu_->bias_add(members); }
+  void rms_norm(const MatRef& x, const MatRef& w, const MatRef& o, float eps) override {
+    cpu_->rms_norm(x, w, o, eps);
+  }
   void synchronize() override { cpu_->synchronize(); }
   std::unique_ptr<RegionTimer> make_timer() override { return cpu_->make_timer(); }
   nlohmann::json context() const override { return cpu_->context(); }

@@ -87,10 +87,10 @@ TEST(TimingGroups, TpPipelinesGroupNaiveAndPairedWithNaiveAsBaseline) {
   o.dtypes = {"fp32"};
   CommSettings comm;
   const Sweep s = build_sweep(o, *backend, &comm);
-  ASSERT_EQ(s.fixtures.size(), 2u);
+  ASSERT_EQ(s.fixtures.size(), 4u);  // naive, paired, sp, overlap
   EXPECT_EQ(s.fixtures[0].variant, "naive");
   EXPECT_EQ(s.fixtures[0].baseline_variant(), "naive");
-  EXPECT_EQ(s.fixtures[0].group_key(), s.fixtures[1].group_key());
+  for (const auto& f : s.fixtures) EXPECT_EQ(f.group_key(), s.fixtures[0].group_key());
   EXPECT_NE(s.fixtures[0].group_key().find("/comm:inprocess/"), std::string::npos);
   const TpMember m = tp_member(s.fixtures[1], 1);
   EXPECT_EQ(m.variant, "paired");

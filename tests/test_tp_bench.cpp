@@ -1,8 +1,11 @@
-// End-to-end: `fusebench --ops=tp_attn,tp_mlp --tp=1,2,4` on the CPU writes entries for naive and
-// paired with the communication bytes of the formulas; modelled entries say so everywhere.
+// End-to-end: `fusebench --ops=tp_attn,tp_mlp --tp=1,2,4` on the CPU writes entries for every
+// variant with the communication bytes of the formulas, the compute pass of every rank and the
+// exposed/hidden split; modelled entries say so everywhere and are priced on the plan's lanes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -28,6 +31,10 @@ constexpr double kHidden = 1024, kQ = 2048, kKvHeads = 8, kHeadDim = 128, kInter
 
 double expected_comm_bytes(const std::string& op, const std::string& variant, int tp, double m) {
   if (tp == 1) return 0;
+  if (variant == "sp" || variant == "overlap") {
+    const double padded = std::ceil(m / tp) * tp;  // all-gather + reduce-scatter of [Mp, hidden]
+    return 2 * padded * kHidden * kElem;
+  }
   double bytes = m * kHidden * kElem;  // the all-reduce
   if (variant == "naive") {
     const double kv_per_rank = std::max(1.0, kKvHeads / tp) * kHeadDim;
@@ -38,7 +45,7 @@ double expected_comm_bytes(const std::string& op, const std::string& variant, in
 
 }  // namespace
 
-TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
+TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
   const auto path = temp_path("inprocess.json");
   const CliResult r =
       run("--ops=tp_attn,tp_mlp --tp=1,2,4 --tokens=2 --dtypes=fp32 --seed=3 --report=" +
@@ -58,14 +65,50 @@ TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
     // Library calls + this rank's collective calls: what the model says one rank launches.
     EXPECT_EQ(b["launches"].get<double>(), b["model_launches"].get<double>()) << name;
     EXPECT_GT(b["compute_seconds"].get<double>(), 0) << name;
+    const bool sp = variant == "sp" || variant == "overlap";
+    // M = 2 at tp = 4: sp/overlap pad it to 4 rows and say so.
+    EXPECT_EQ(b["padded_tokens"].get<double>(), sp && tp == 4 ? 2 : 0) << name;
     if (tp > 1) {
       EXPECT_GT(b["comm_seconds"].get<double>(), 0) << name;  // measured in-process collectives
-      EXPECT_GT(b["all_reduce_busbw"].get<double>(), 0) << name;
+      EXPECT_GT(b[sp ? "reduce_scatter_busbw" : "all_reduce_busbw"].get<double>(), 0) << name;
+      if (sp) {
+        EXPECT_GT(b["all_gather_busbw"].get<double>(), 0) << name;
+      }
+      // On the ring, sp moves what paired's all-reduce moves (here padded at tp 4).
+      const double wire = sp ? 2.0 * (tp - 1) / tp * (tp == 4 ? 4 : 2) * kHidden * kElem
+                             : b["comm_wire_bytes"].get<double>();
+      EXPECT_NEAR(b["comm_wire_bytes"].get<double>(), wire, 1e-6) << name;
+      // The compute pass ran on every rank at once; the slowest rank's time is reported.
+      EXPECT_EQ(b["compute_ranks"].get<double>(), tp) << name;
+      EXPECT_GT(b["compute_seconds_fastest_rank"].get<double>(), 0) << name;
+      EXPECT_LE(b["compute_seconds_fastest_rank"].get<double>(), b["compute_seconds"].get<double>())
+          << name;
+      // The pipeline's cost beyond its compute, on every entry with collectives.
+      const double comm = b["comm_seconds"].get<double>();
+      EXPECT_NEAR(b["comm_by_difference_seconds"].get<double>(),
+                  b["time_median"].get<double>() - b["compute_seconds"].get<double>(),
+                  1e-9 * b["time_median"].get<double>())
+          << name;
+      if (b["variant"] == "overlap") {
+        // Exposed and hidden communication add up to it, hidden a fraction of it.
+        EXPECT_NEAR(
+            b["comm_exposed_seconds"].get<double>() + b["comm_hidden_seconds"].get<double>(), comm,
+            1e-12 + 1e-9 * comm)
+            << name;
+        EXPECT_GE(b["comm_hidden_fraction"].get<double>(), 0) << name;
+        EXPECT_LE(b["comm_hidden_fraction"].get<double>(), 1) << name;
+      } else {
+        EXPECT_FALSE(b.contains("comm_hidden_fraction")) << name;  // one lane: hides nothing
+      }
+      EXPECT_FALSE(b.contains("modelled_pipeline_seconds")) << name;  // measured entries
+    } else {
+      EXPECT_FALSE(b.contains("comm_exposed_seconds")) << name;  // nothing to expose
     }
-    // naive and paired of one shape are measured interleaved; paired's speedup is over naive.
-    EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"naive", "paired"})) << name;
+    // The four variants of one shape are measured interleaved; the speedups are over naive.
+    EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"naive", "paired", "sp", "overlap"}))
+        << name;
     EXPECT_EQ(b["speedup_baseline"], "naive") << name;
-    if (variant == "paired") {
+    if (variant != "naive") {
       EXPECT_TRUE(b.contains("speedup")) << name;
       EXPECT_LE(b["speedup_ci_low"].get<double>(), b["speedup"].get<double>()) << name;
       EXPECT_GE(b["speedup_ci_high"].get<double>(), b["speedup"].get<double>()) << name;
@@ -74,7 +117,7 @@ TEST(TpBench, CpuEntriesForNaiveAndPairedWithCommBytes) {
     }
     seen.insert(op + "/" + variant + "/" + std::to_string(tp));
   }
-  EXPECT_EQ(seen.size(), 12u);  // 2 ops x 2 variants x 3 tp
+  EXPECT_EQ(seen.size(), 24u);  // 2 ops x 4 variants x 3 tp
 }
 
 TEST(TpBench, ModelledEntriesSayModelledAndFollowTheLinkModel) {
@@ -101,7 +144,80 @@ TEST(TpBench, ModelledEntriesSayModelledAndFollowTheLinkModel) {
     }
     ++entries;
   }
-  EXPECT_EQ(entries, 4);  // tp_mlp naive and paired, allreduce/sum, allgather/cols
+  EXPECT_EQ(entries, 6);  // tp_mlp naive, paired, sp, overlap, allreduce/sum, allgather/cols
+}
+
+// tp 8 in one process: one rank's compute measured, every collective modelled, and the pipeline
+// priced on its lanes: overlap's chunks hide part of the communication (per chunk the larger of
+// compute and communication, plus the fill), the one-lane variants none.
+TEST(TpBench, ModelledTp8IsPricedWithOverlap) {
+  const auto path = temp_path("modelled_tp8.json");
+  const CliResult r =
+      run("--ops=tp_attn,tp_mlp --variants=paired,sp,overlap --tp=8 --tokens=64 --dtypes=fp32 "
+          "--comm=modelled --link-profile=custom:30:50 --timing-max-time=0.05 --report=" +
+          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);  // a named object: ranging over a temporary's member dangles
+  int overlap = 0;
+  for (const auto& b : report["benchmarks"]) {
+    const std::string name = b["name"], variant = b["variant"];
+    EXPECT_FALSE(b.value("error_occurred", false)) << name;
+    EXPECT_NE(name.find("/tp:8/"), std::string::npos) << name;
+    EXPECT_NE(name.find("/comm:modelled"), std::string::npos) << name;
+    EXPECT_EQ(b["comm_modelled"].get<double>(), 1) << name;
+    const double compute = b["compute_seconds"].get<double>(),
+                 comm = b["comm_seconds"].get<double>();
+    const double pipeline = b["modelled_pipeline_seconds"].get<double>();
+    ASSERT_GT(comm, 0) << name;
+    EXPECT_EQ(b["compute_ranks"].get<double>(), 1) << name;  // one rank measured
+    EXPECT_NEAR(b["modelled_comm_exposed_seconds"].get<double>() +
+                    b["modelled_comm_hidden_seconds"].get<double>(),
+                comm, 1e-12)
+        << name;
+    EXPECT_TRUE(b.contains("modelled_pipeline_source")) << name;
+    if (variant == "overlap") {
+      // 64 tokens over 8 ranks: 8 rows each, 8 chunks; some communication under compute.
+      EXPECT_LT(pipeline, compute + comm) << name;
+      EXPECT_GE(pipeline, std::max(compute, comm) - 1e-12) << name;
+      EXPECT_GT(b["modelled_comm_hidden_fraction"].get<double>(), 0) << name;
+      ++overlap;
+    } else {
+      EXPECT_NEAR(pipeline, compute + comm, 1e-12 + 1e-9 * pipeline) << name;
+      EXPECT_NEAR(b["modelled_comm_hidden_seconds"].get<double>(), 0, 1e-12) << name;
+    }
+  }
+  EXPECT_EQ(overlap, 2);
+}
+
+// The end-to-end check of the issue, small: paired, sp and overlap over tp 2 and tokens that are
+// and are not multiples of it, verified first; overlap's collectives run on the communication
+// thread, so its launches still equal the model's (library calls + this rank's collectives).
+TEST(TpBench, SequenceParallelVariantsVerifyAndMatchTheModel) {
+  const auto path = temp_path("sp.json");
+  const CliResult r =
+      run("--ops=tp_attn,tp_mlp --variants=paired,sp,overlap --tp=2 --tokens=1,7,64 "
+          "--dtypes=fp32 --verify --seed=5 --timing-max-time=0.05 --report=" +
+          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load(path);
+  int checked = 0;
+  for (const auto& v : report["context"]["verification"]) {
+    EXPECT_TRUE(v["ok"].get<bool>()) << v.dump();
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  int entries = 0;
+  for (const auto& b : report["benchmarks"]) {
+    const std::string name = b["name"];
+    EXPECT_FALSE(b.value("error_occurred", false)) << name;
+    EXPECT_EQ(b["launches"].get<double>(), b["model_launches"].get<double>()) << name;
+    const double m = b["tokens"].get<double>();
+    EXPECT_DOUBLE_EQ(b["comm_bytes"].get<double>(),
+                     expected_comm_bytes(b["op"], b["variant"], 2, m))
+        << name;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2 * 3 * 3);
 }
 
 TEST(TpBench, ImpossibleRequestsFailWithAMessage) {

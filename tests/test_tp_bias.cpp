@@ -1,7 +1,7 @@
 // Row-parallel bias under tensor parallelism: vLLM's RowParallelLinear adds its bias on tp rank 0
-// only, before the all-reduce; on every rank the result is wrong by (tp - 1) * bias. The
-// pipelines follow the rule (and pass the TP verifier), and the verifier catches a pipeline that
-// breaks it.
+// only, before the all-reduce (sequence parallel: before the reduce-scatter, on every chunk of
+// overlap); on every rank the result is wrong by (tp - 1) * bias. Every variant follows the rule
+// (and passes the TP verifier), and the verifier catches a pipeline that breaks it.
 #include <gtest/gtest.h>
 
 #include "fusebench/ops.hpp"
@@ -24,19 +24,30 @@ ModelShape biased() {
 
 const char* row_layer(const std::string& op) { return op == "tp_attn" ? "o_proj" : "down_proj"; }
 
-GemmStep& step_named(Plan& p, const std::string& label) {
-  for (Step& s : p.steps) {
-    if (auto* g = std::get_if<GemmStep>(&s); g && g->label == label) return *g;
-  }
-  throw std::logic_error("no step " + label);
+const char* column_layer(const std::string& op) {
+  return op == "tp_attn" ? "qkv_proj" : "gate_up_proj";
 }
 
-// The wrong pipeline: the row-parallel layer's bias (every rank holds it) added on this rank too.
+// The GEMMs of a layer: the one step `label`, or overlap's chunks of it (`label`_chunk).
+std::vector<GemmStep*> steps_named(Plan& p, const std::string& label) {
+  std::vector<GemmStep*> out;
+  for (Step& s : p.steps) {
+    if (auto* g = std::get_if<GemmStep>(&s);
+        g && (g->label == label || g->label == label + "_chunk"))
+      out.push_back(g);
+  }
+  if (out.empty()) throw std::logic_error("no step " + label);
+  return out;
+}
+GemmStep& step_named(Plan& p, const std::string& label) { return *steps_named(p, label).front(); }
+
+// The wrong pipeline: the row-parallel layer's bias (every rank holds it) added on this rank too
+// (on every chunk of it).
 Plan with_bias_on_every_rank(Plan p) {
   const std::string name = p.op == "tp_attn" ? "b_o" : "b_down";
   for (int b = 0; b < static_cast<int>(p.buffers.size()); ++b) {
-    if (p.buffers[static_cast<std::size_t>(b)].name == name)
-      step_named(p, row_layer(p.op)).bias = View{b, 0, 0, p.shard.hidden, 1};
+    if (p.buffers[static_cast<std::size_t>(b)].name != name) continue;
+    for (GemmStep* g : steps_named(p, row_layer(p.op))) g->bias = View{b, 0, 0, p.shard.hidden, 1};
   }
   if (!step_named(p, row_layer(p.op)).has_bias()) throw std::logic_error("no " + name);
   return p;
@@ -46,13 +57,20 @@ Plan with_bias_on_every_rank(Plan p) {
 
 TEST(TpRowBias, OnlyRankZeroAddsTheRowParallelBias) {
   for (const std::string op : {"tp_attn", "tp_mlp"}) {
-    ShardShape s = shard(biased(), 4);
-    for (int r = 0; r < 4; ++r) {
-      s.rank = r;
-      Plan p = build_plan(op, "paired", s, 2, DType::f32);
-      EXPECT_EQ(step_named(p, row_layer(op)).has_bias(), r == 0) << op << " rank " << r;
-      // The column-parallel layer: every rank its own rows of the bias.
-      EXPECT_TRUE(step_named(p, op == "tp_attn" ? "qkv_proj" : "gate_up_proj").has_bias());
+    for (const std::string variant : {"paired", "naive", "sp", "overlap"}) {
+      ShardShape s = shard(biased(), 4);
+      for (int r = 0; r < 4; ++r) {
+        s.rank = r;
+        // 9 tokens: 3 rows per rank, 3 overlap chunks of one row each.
+        Plan p = build_plan(op, variant, s, 9, DType::f32);
+        const auto row = steps_named(p, row_layer(op));
+        EXPECT_EQ(row.size(), variant == "overlap" ? 3u : 1u) << op << "/" << variant;
+        for (const GemmStep* g : row)
+          EXPECT_EQ(g->has_bias(), r == 0) << op << "/" << variant << " rank " << r;
+        // The column-parallel layer: every rank its own rows of the bias, on every chunk.
+        for (const GemmStep* g : steps_named(p, column_layer(op)))
+          EXPECT_TRUE(g->has_bias()) << op << "/" << variant << " rank " << r;
+      }
     }
   }
 }
@@ -60,8 +78,10 @@ TEST(TpRowBias, OnlyRankZeroAddsTheRowParallelBias) {
 TEST(TpRowBias, PipelinesWithBiasEqualTheUnshardedPair) {
   for (const std::string op : {"tp_attn", "tp_mlp"}) {
     for (int tp : {1, 2, 4}) {
+      // 3 tokens: padded at tp 2 and 4 (sp, overlap), so the padding rows pass the biases too.
       const auto results = verify_tp_op_inprocess(op, shard(biased(), tp), 3, DType::f32, 21, true);
-      ASSERT_EQ(results.size(), 2u * static_cast<std::size_t>(tp));
+      // naive, paired, sp and overlap, one result per rank each.
+      ASSERT_EQ(results.size(), 4u * static_cast<std::size_t>(tp));
       for (const auto& r : results) EXPECT_TRUE(r.ok()) << "tp=" << tp << " " << r.summary();
     }
   }
@@ -71,7 +91,7 @@ TEST(TpRowBias, PipelinesWithBiasEqualTheUnshardedPair) {
 // the verifier must say so on every rank (against float64 and against the unsharded pipeline).
 TEST(TpRowBias, VerifierCatchesTheBiasOnEveryRank) {
   for (const std::string op : {"tp_attn", "tp_mlp"}) {
-    for (const std::string variant : {"paired", "naive"}) {
+    for (const std::string variant : {"paired", "naive", "sp", "overlap"}) {
       const int tp = 2;
       auto comms = make_inprocess_group(tp, default_comm_timeout());
       std::vector<VerifyResult> results(tp);

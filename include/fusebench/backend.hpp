@@ -98,6 +98,8 @@ class Backend {
   }
   // Every member's y += bias in one launch (one library call on the CPU).
   virtual void bias_add(std::span<const BiasAddArgs> members) = 0;
+  // out = x / sqrt(mean(x^2 over the row) + eps) * weight, row by row; weight is [1, cols].
+  virtual void rms_norm(const MatRef& x, const MatRef& weight, const MatRef& out, float eps) = 0;
   virtual void synchronize() = 0;
   // Evicts the last-level cache (GPU: writes an L2-sized scratch buffer on the stream) so the
   // next region reads its operands from DRAM. A no-op where that cannot be done.
@@ -111,8 +113,21 @@ class Backend {
   virtual std::vector<std::string> take_algorithm_log() { return {}; }
   // Static description for the report context (device, library versions).
   virtual nlohmann::json context() const = 0;
-  // Opaque stream handle for collectives and CUPTI (cudaStream_t on CUDA, nullptr on CPU).
+  // Opaque stream handle for collectives and CUPTI (cudaStream_t on CUDA, nullptr on CPU): the
+  // current lane's.
   virtual void* stream() const { return nullptr; }
+  // The CUDA device this backend runs on; -1 on the CPU.
+  virtual int device() const { return -1; }
+
+  // Lanes of a plan (plan.hpp StepOrder). A backend with device lanes (GPU: lane 1 is a second
+  // stream) issues every later call on the lane set here, and orders lanes by events recorded
+  // and waited for on the device. Without them (CPU) the workspace runs lane 1 on a thread.
+  virtual bool has_device_lanes() const { return false; }
+  virtual void set_lane(int lane) { (void)lane; }
+  // Records event `id` after the work issued so far on the current lane.
+  virtual void lane_signal(int id) { (void)id; }
+  // The current lane waits (on the device, the host does not block) for event `id`.
+  virtual void lane_wait(int id) { (void)id; }
 };
 
 enum class BackendKind { automatic, cuda, cpu };
@@ -129,6 +144,8 @@ BackendChoice make_backend(BackendKind kind);
 std::unique_ptr<Backend> make_cpu_backend();
 // Returns nullptr and sets `why` when the CUDA backend is not built or no device is usable.
 std::unique_ptr<Backend> make_cuda_backend(std::string* why);
+// make_cuda_backend opens pinned_cuda_device() (local_device.hpp): device 0 unless the process
+// pinned another one (its launcher's local rank, under mpirun/srun).
 // The same on a given device (the ranks of a single-process multi-GPU run), and how many
 // devices are visible (0 without CUDA).
 std::unique_ptr<Backend> make_cuda_backend_on(int device, std::string* why);

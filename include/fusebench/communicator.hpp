@@ -19,6 +19,16 @@ class Communicator {
   virtual int size() const = 0;
   virtual void all_reduce(const MatRef& data) = 0;                    // sum, in place
   virtual void all_gather(const MatRef& src, const MatRef& dst) = 0;  // along columns
+  // Sequence parallel, along rows (contiguous views: ld == cols). reduce_scatter sums every
+  // rank's src [n*m, c] and leaves rows [rank*m, (rank+1)*m) of the sum in dst [m, c];
+  // all_gather_rows concatenates every rank's src [m, c] into dst [n*m, c], rank r at rows
+  // [r*m, (r+1)*m). nccl-tests sizes: src of the reduce-scatter, dst of the all-gather.
+  virtual void reduce_scatter(const MatRef& src, const MatRef& dst) = 0;
+  virtual void all_gather_rows(const MatRef& src, const MatRef& dst) = 0;
+  // The largest message (bytes) a collective of the coming runs hands over: a communicator that
+  // stages data allocates for it here, once, instead of between collectives. Called before every
+  // run (cheap when nothing grows).
+  virtual void reserve(std::size_t max_message_bytes) { (void)max_message_bytes; }
   // Exchanges a hash of `config` among the ranks and throws, naming the ranks that differ,
   // when they do not all hold the same one. Run before a fixture's first collective so a
   // mismatched launch fails with a message instead of hanging or summing unrelated buffers.
@@ -42,11 +52,18 @@ class SkipCollectives final : public Communicator {
   int size() const override { return size_; }
   void all_reduce(const MatRef&) override {}
   void all_gather(const MatRef&, const MatRef&) override {}
+  void reduce_scatter(const MatRef&, const MatRef&) override {}
+  void all_gather_rows(const MatRef&, const MatRef&) override {}
   void check_same_config(const std::string&) override {}
 
  private:
   int rank_, size_;
 };
+
+// Throws std::invalid_argument (naming `who` and the shapes) unless src/dst fit a row
+// reduce-scatter or all-gather over `size` ranks and are contiguous.
+void check_reduce_scatter_shapes(const MatRef& src, const MatRef& dst, int size, const char* who);
+void check_gather_rows_shapes(const MatRef& src, const MatRef& dst, int size, const char* who);
 
 // A stable 64-bit hash (FNV-1a) used for the cross-rank configuration check.
 std::uint64_t config_hash(const std::string& text);

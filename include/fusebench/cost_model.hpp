@@ -1,21 +1,24 @@
 #pragma once
 // Analytic cost of a plan: FLOPs, minimal bytes, launches, and the roofline that follows.
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "fusebench/link_model.hpp"
 #include "fusebench/plan.hpp"
 
 namespace fusebench {
 
 // model_flops counts matmul FLOPs (2*M*N*K per GEMM). model_bytes is the minimal traffic: every
 // step reads each input once and writes each output once (a GEMM moves (MK + NK + MN) elements,
-// plus N with a bias epilogue; act-and-mul 3*M*N; a separate bias add 2*M*N + N). Collective
-// bytes are kept apart in comm_bytes.
+// plus N with a bias epilogue; act-and-mul 3*M*N; a separate bias add 2*M*N + N; RMSNorm
+// 2*M*N + N). Collective bytes are kept apart in comm_bytes.
 struct Cost {
   double flops = 0;
   double bytes = 0;
-  double comm_bytes = 0;  // payload bytes handed to collectives (per rank)
-  int launches = 0;       // kernels the plan issues (library calls on CPU)
+  double comm_bytes = 0;       // nccl-tests sizes of the plan's collectives (per rank)
+  double comm_wire_bytes = 0;  // what they move per rank on a ring: size * bus factor (below)
+  int launches = 0;            // kernels the plan issues (library calls on CPU)
   int gemm_launches = 0;
   int elementwise_launches = 0;
   int collective_launches = 0;
@@ -24,6 +27,19 @@ struct Cost {
 };
 
 Cost cost_of(const Plan& plan);
+
+// A collective step as nccl-tests names it: kind and size in bytes (all-reduce: the buffer;
+// all-gather, along columns or rows: the gathered total; reduce-scatter: the input total, tp
+// times what each rank keeps). nullopt for a step that is not a collective.
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  double bytes = 0;
+};
+std::optional<CollectiveCall> collective_call(const Step& step, DType dtype);
+// Bytes one rank sends (and receives) for `call` on a ring of `ranks`: bytes * bus_factor, i.e.
+// 2(n-1)/n of the buffer for an all-reduce, (n-1)/n of the full tensor for an all-gather or a
+// reduce-scatter (so an all-reduce moves what a reduce-scatter plus an all-gather move).
+double wire_bytes(const CollectiveCall& call, int ranks);
 
 struct Ceilings {
   double peak_flops = 0;  // FLOP/s

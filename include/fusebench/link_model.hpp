@@ -1,14 +1,15 @@
 #pragma once
 // The link model that prices collectives when there are fewer GPUs than ranks: time = latency +
 // bytes * factor / busbw, with the nccl-tests bus-bandwidth conventions (all-reduce factor
-// 2(n-1)/n; all-gather (n-1)/n with bytes = the total gathered size).
+// 2(n-1)/n; all-gather (n-1)/n with bytes = the total gathered size; reduce-scatter (n-1)/n with
+// bytes = the total input, n times what each rank keeps).
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace fusebench {
 
-enum class CollectiveKind { all_reduce, all_gather };
+enum class CollectiveKind { all_reduce, all_gather, reduce_scatter };
 std::string_view to_string(CollectiveKind kind);
 
 struct LinkProfile {
@@ -26,7 +27,7 @@ LinkProfile find_link_profile(std::string_view name);
 // nccl-tests bus factor: busbw = algbw * factor.
 double bus_factor(CollectiveKind kind, int ranks);
 // Modelled seconds for one collective of `bytes` (all-reduce: the buffer; all-gather: the total
-// gathered size) over `ranks`. Zero for one rank (nothing to move).
+// gathered size; reduce-scatter: the total input) over `ranks`. Zero for one rank.
 double modelled_seconds(const LinkProfile& link, CollectiveKind kind, double bytes, int ranks);
 // algbw = bytes / seconds; busbw = algbw * bus_factor. Zero when seconds <= 0.
 double algbw(double bytes, double seconds);

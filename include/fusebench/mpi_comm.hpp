@@ -41,5 +41,9 @@ int mpi_world_size();
 void mpi_broadcast(std::vector<char>& bytes);
 // Every rank's string, in rank order, on every rank.
 std::vector<std::string> mpi_allgather_strings(const std::string& text);
+// Every rank's value, in rank order, on every rank (per-rank timings).
+std::vector<double> mpi_allgather_doubles(double value);
+// Returns once every rank has called it (the start line of a pass timed on every rank).
+void mpi_barrier();
 
 }  // namespace fusebench

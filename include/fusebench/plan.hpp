@@ -100,8 +100,46 @@ struct AllGatherStep {
   View src, dst;
 };
 
+// Sequence parallel (docs/tp.md). Row collectives: rank r owns rows [r*m, (r+1)*m) of the full
+// [n*m, cols] tensor, so both are one contiguous NCCL call with nccl-tests' sizes.
+// Sums every rank's `src` ([n*m, cols]) and leaves rank r's rows of the sum in `dst` ([m, cols]).
+struct ReduceScatterStep {
+  std::string label;
+  View src, dst;
+};
+// Concatenates every rank's `src` ([m, cols]) along rows into `dst` ([n*m, cols]).
+struct AllGatherRowsStep {
+  std::string label;
+  View src, dst;
+};
+// out = x / sqrt(mean(x^2 over the row) + eps) * weight, row by row (weight is [1, cols]).
+struct RmsNormStep {
+  std::string label;
+  View x, weight, out;
+  float eps = 1e-6f;
+};
+
 using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
-                          AllGatherStep>;
+                          AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep>;
+
+// True for the steps a Communicator executes.
+bool is_collective(const Step& step);
+
+// Where a step runs (docs/tp.md "Concurrency"). Steps of one lane run in plan order; a step also
+// waits until every step in `after` has completed. Lane 0 is the backend's stream (the calling
+// thread on the CPU); lane 1 a second stream (a communication thread of the workspace on the
+// CPU), so communication on lane 1 overlaps compute on lane 0.
+struct StepOrder {
+  int lane = 0;
+  std::vector<int> after;  // indices of earlier steps
+};
+inline constexpr int kLanes = 2;
+
+// Rows [row0, row0 + rows) of the op's full result held by a row-sharded output (a sequence-
+// parallel rank's); the output's remaining rows are padding and hold zeros.
+struct RowWindow {
+  std::int64_t row0 = 0, rows = 0;
+};
 
 struct Plan {
   std::string op;
@@ -112,8 +150,22 @@ struct Plan {
   std::vector<BufferSpec> buffers;
   std::vector<Step> steps;
   std::map<std::string, View> outputs;  // named results compared across variants
+  // One entry per step, or empty: every step on lane 0, in order (no concurrency).
+  std::vector<StepOrder> order;
+  // Sequence-parallel plans pad M to a multiple of tp: rows computed beyond the real tokens.
+  std::int64_t padded_tokens = 0;
+  // Outputs that hold only some rows of the full result (absent: the whole result).
+  std::map<std::string, RowWindow> output_rows;
 
   int add_buffer(BufferSpec spec);
+  // Appends a step on `lane` after the steps `after`; returns its index. Keeps `order` one per
+  // step once any step leaves lane 0 or waits.
+  int add_step(Step step, int lane = 0, std::vector<int> after = {});
+  const StepOrder& order_of(std::size_t step) const;
+  bool has_collectives() const;
+  // Throws std::logic_error when `order` is malformed (a lane out of range, a wait on a later
+  // step, or not one entry per step).
+  void check_order() const;
   std::size_t buffer_bytes(int index) const;
   std::size_t total_bytes() const;
 };

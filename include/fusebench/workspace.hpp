@@ -84,6 +84,11 @@ class Workspace {
   void run(Communicator* comm = nullptr) { run_on(buffers_, comm); }
   // The same steps on other buffers of the same sizes (one pointer per plan buffer, e.g. a
   // cache-rotation copy of this workspace's): the one place a plan's steps are executed.
+  // Lanes (plan.hpp StepOrder): on a backend with device lanes each step is issued on its lane's
+  // stream, cross-lane waits become device events, and lane 1 forks from lane 0 at the start and
+  // joins it at the end (so timers and synchronisation on lane 0 cover the whole run). Otherwise
+  // lane 1 runs on this workspace's communication thread while the calling thread runs lane 0;
+  // the call returns when both are done, and rethrows the first failure of either.
   void run_on(std::span<void* const> buffers, Communicator* comm = nullptr);
   MatRef ref(const View& view) const { return ref_in(buffers_, view); }
   // A view of `buffers` (laid out as this plan's buffers).
@@ -96,9 +101,19 @@ class Workspace {
   static std::int64_t collectives_issued_on_this_thread();
 
  private:
+  struct LaneThread;
+  void execute(const Step& step, std::span<void* const> buffers, Communicator* comm);
+  void run_device_lanes(std::span<void* const> buffers, Communicator* comm);
+  void run_thread_lanes(std::span<void* const> buffers, Communicator* comm);
+
   Backend& backend_;
   Plan plan_;
   std::vector<void*> buffers_;
+  bool uses_lane1_ = false;
+  std::vector<char> signalled_;  // steps another lane waits for (device lanes record an event)
+  std::int64_t collective_steps_ = 0;
+  std::size_t max_message_bytes_ = 0;        // Communicator::reserve
+  std::unique_ptr<LaneThread> lane_thread_;  // CPU: runs lane 1; made on the first run
 };
 
 }  // namespace fusebench

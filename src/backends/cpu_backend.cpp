@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -92,11 +94,15 @@ class CpuBackend final : public Backend {
 
   void gemm(const GemmArgs& a) override {
     ++calls_;
+    // Lane 1 of today's plans runs collectives only, but the GEMM's primitive cache, scratch
+    // and log are not safe on two threads: a plan putting a GEMM there stays correct.
+    std::lock_guard lock(gemm_mutex_);
     const cpu::GemmPath path = gemm_.run(a);
     if (algorithm_log_.size() < kMaxLoggedAlgorithms)
       algorithm_log_.push_back(gemm_.describe(path, a));
   }
   std::vector<std::string> take_algorithm_log() override {
+    std::lock_guard lock(gemm_mutex_);
     return std::exchange(algorithm_log_, {});
   }
 
@@ -148,6 +154,20 @@ class CpuBackend final : public Backend {
     for (const auto& m : members) add_bias(m.y, m.bias);
   }
 
+  void rms_norm(const MatRef& x, const MatRef& weight, const MatRef& out, float eps) override {
+    if (x.rows != out.rows || x.cols != out.cols || weight.cols != x.cols || weight.rows != 1) {
+      throw std::invalid_argument("rms_norm: x, weight [1, cols] and out differ in shape");
+    }
+    ++calls_;
+    for (std::int64_t r = 0; r < out.rows; ++r) {
+      float sum = 0;  // fp32 accumulation, as the CUDA kernel
+      for (std::int64_t c = 0; c < x.cols; ++c) sum += load(x, r, c) * load(x, r, c);
+      const float inv = 1.0f / std::sqrt(sum / static_cast<float>(x.cols) + eps);
+      for (std::int64_t c = 0; c < x.cols; ++c)
+        store(out, r, c, load(x, r, c) * inv * load(weight, 0, c));
+    }
+  }
+
   void synchronize() override {}
   std::unique_ptr<RegionTimer> make_timer() override { return std::make_unique<SteadyTimer>(); }
   std::int64_t library_calls() const override { return calls_; }
@@ -160,7 +180,8 @@ class CpuBackend final : public Backend {
 
  private:
   static constexpr std::size_t kMaxLoggedAlgorithms = 64;
-  std::int64_t calls_ = 0;
+  std::atomic<std::int64_t> calls_{0};  // lanes of a plan may call from two threads
+  std::mutex gemm_mutex_;
   cpu::CpuGemm gemm_;
   std::vector<std::string> algorithm_log_;
 };

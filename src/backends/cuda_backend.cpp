@@ -13,6 +13,7 @@
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
 #include "fusebench/backend.hpp"
+#include "fusebench/local_device.hpp"
 
 namespace fusebench {
 namespace {
@@ -132,6 +133,8 @@ class CudaBackend final : public Backend {
     try {
       FUSEBENCH_CUDA(cudaSetDevice(device_));
       FUSEBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      // Lane 1 of a plan (communication overlapped with compute, docs/tp.md).
+      FUSEBENCH_CUDA(cudaStreamCreateWithFlags(&lane_stream_, cudaStreamNonBlocking));
       FUSEBENCH_CUBLAS(cublasLtCreate(&lt_));
       FUSEBENCH_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
       // cuBLAS (grouped GEMM) with its own workspace so graph capture never allocates.
@@ -155,6 +158,9 @@ class CudaBackend final : public Backend {
       cublasLtMatmulDescDestroy(p.desc);
     }
     for (auto& [key, arrays] : pointer_arrays_) cudaFree(arrays);
+    for (cudaEvent_t e : lane_events_) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
     cudaFree(flush_buffer_);
     release_handles();
   }
@@ -237,6 +243,7 @@ class CudaBackend final : public Backend {
     for (const auto& g : gemms) ptrs.push_back(g.y.data);
     void** dev = pointer_array(ptrs);
     const cudaDataType_t type = cuda_type(gemms[0].x.dtype);
+    FUSEBENCH_CUBLAS(cublasSetStream(blas_, lane()));
     FUSEBENCH_CUBLAS(cublasGemmGroupedBatchedEx(
         blas_, ta.data(), tb.data(), m.data(), nn.data(), k.data(), alpha.data(),
         const_cast<const void* const*>(dev), type, lda.data(),
@@ -300,9 +307,9 @@ class CudaBackend final : public Backend {
         a.col_stride < 1) {
       throw std::invalid_argument("act_and_mul: gate, up and out differ in shape or dtype");
     }
-    FUSEBENCH_CUDA(cuda::launch_act_and_mul(
-        a.act, static_cast<float>(a.limit), a.gate.data, a.gate.ld, a.up.data, a.up.ld,
-        a.col_stride, a.out.data, a.out.ld, a.out.rows, a.out.cols, a.out.dtype, stream_));
+    FUSEBENCH_CUDA(cuda::launch_act_and_mul(a.act, static_cast<float>(a.limit), a.gate.data,
+                                            a.gate.ld, a.up.data, a.up.ld, a.col_stride, a.out.data,
+                                            a.out.ld, a.out.rows, a.out.cols, a.out.dtype, lane()));
   }
 
   // fused_bias_kernel's add (and a grouped GEMM's biases): our kernel, one launch for all.
@@ -322,10 +329,22 @@ class CudaBackend final : public Backend {
       m.push_back({a.y.data, a.bias.data, a.y.ld, a.y.cols});
     }
     FUSEBENCH_CUDA(cuda::launch_bias_add(m.data(), static_cast<int>(m.size()), members[0].y.rows,
-                                         members[0].y.dtype, stream_));
+                                         members[0].y.dtype, lane()));
   }
 
-  void synchronize() override { FUSEBENCH_CUDA(cudaStreamSynchronize(stream_)); }
+  void rms_norm(const MatRef& x, const MatRef& weight, const MatRef& out, float eps) override {
+    if (x.rows != out.rows || x.cols != out.cols || weight.cols != x.cols || weight.rows != 1 ||
+        x.dtype != out.dtype || weight.dtype != out.dtype) {
+      throw std::invalid_argument("rms_norm: x, weight [1, cols] and out differ in shape or dtype");
+    }
+    FUSEBENCH_CUDA(cuda::launch_rms_norm(x.data, x.ld, weight.data, out.data, out.ld, out.rows,
+                                         out.cols, eps, out.dtype, lane()));
+  }
+
+  void synchronize() override {
+    FUSEBENCH_CUDA(cudaStreamSynchronize(lane_stream_));
+    FUSEBENCH_CUDA(cudaStreamSynchronize(stream_));
+  }
   // Reads twice L2's size of clean data through L2 (see launch_evict_l2 for why not a memset).
   void flush_l2() override {
     const DeviceGuard guard(device_);  // a kernel launch needs its stream's device current
@@ -354,12 +373,37 @@ class CudaBackend final : public Backend {
   }
   std::unique_ptr<RegionTimer> make_timer() override {
     const DeviceGuard guard(device_);  // events belong to the device of the stream they time
-    return std::make_unique<EventTimer>(stream_);
+    return std::make_unique<EventTimer>(lane());
   }
   std::vector<std::string> take_algorithm_log() override {
     return std::exchange(algorithm_log_, {});
   }
-  void* stream() const override { return stream_; }
+  void* stream() const override { return lane(); }
+  int device() const override { return device_; }
+
+  bool has_device_lanes() const override { return true; }
+  void set_lane(int lane) override {
+    if (lane < 0 || lane > 1)
+      throw std::logic_error("CUDA backend: lane " + std::to_string(lane) + " (lanes 0, 1)");
+    lane_ = lane;
+  }
+  void lane_signal(int id) override {
+    if (id < 0) throw std::logic_error("CUDA backend: negative lane event id");
+    const DeviceGuard guard(device_);
+    if (static_cast<std::size_t>(id) >= lane_events_.size())
+      lane_events_.resize(static_cast<std::size_t>(id) + 1, nullptr);
+    cudaEvent_t& e = lane_events_[static_cast<std::size_t>(id)];
+    if (e == nullptr) FUSEBENCH_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    FUSEBENCH_CUDA(cudaEventRecord(e, lane()));
+  }
+  void lane_wait(int id) override {
+    if (id < 0 || static_cast<std::size_t>(id) >= lane_events_.size() ||
+        lane_events_[static_cast<std::size_t>(id)] == nullptr) {
+      throw std::logic_error("CUDA backend: wait for lane event " + std::to_string(id) +
+                             " that was never recorded");
+    }
+    FUSEBENCH_CUDA(cudaStreamWaitEvent(lane(), lane_events_[static_cast<std::size_t>(id)], 0));
+  }
 
   nlohmann::json context() const override {
     cudaDeviceProp prop{};
@@ -405,12 +449,15 @@ class CudaBackend final : public Backend {
         stream_));
   }
 
+  cudaStream_t lane() const { return lane_ == 0 ? stream_ : lane_stream_; }
+
   // Frees what the constructor made (null handles are skipped).
   void release_handles() noexcept {
     if (blas_ != nullptr) cublasDestroy(blas_);
     cudaFree(blas_workspace_);
     cudaFree(workspace_);
     if (lt_ != nullptr) cublasLtDestroy(lt_);
+    if (lane_stream_ != nullptr) cudaStreamDestroy(lane_stream_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -425,18 +472,18 @@ class CudaBackend final : public Backend {
     // Row-major y = x w^T is column-major y^T = w x^T: A = w (transposed), B = x.
     FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, g.w.data, p.a, g.x.data, p.b, &beta,
                                     g.y.data, p.c, g.y.data, p.c, algo ? algo : &p.algo, workspace_,
-                                    kWorkspaceBytes, stream_));
+                                    kWorkspaceBytes, lane()));
   }
 
   // A device array of pointers, uploaded once per distinct set (graph capture needs it stable).
   void** pointer_array(const std::vector<const void*>& ptrs) {
     if (const auto it = pointer_arrays_.find(ptrs); it != pointer_arrays_.end()) return it->second;
-    refuse_inside_capture(stream_, "uploading a grouped GEMM's pointer array");
+    refuse_inside_capture(lane(), "uploading a grouped GEMM's pointer array");
     void** dev = nullptr;
     FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&dev), ptrs.size() * sizeof(void*)));
     cudaError_t err = cudaMemcpyAsync(dev, ptrs.data(), ptrs.size() * sizeof(void*),
-                                      cudaMemcpyHostToDevice, stream_);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
+                                      cudaMemcpyHostToDevice, lane());
+    if (err == cudaSuccess) err = cudaStreamSynchronize(lane());
     if (err != cudaSuccess) {
       cudaFree(dev);  // never cache a half-built array
       FUSEBENCH_CUDA(err);
@@ -450,7 +497,7 @@ class CudaBackend final : public Backend {
   int pick_fastest(const LtPlan& p, const GemmArgs& g,
                    const std::vector<cublasLtMatmulHeuristicResult_t>& c,
                    std::vector<double>* times) {
-    refuse_inside_capture(stream_, "GEMM algorithm selection");
+    refuse_inside_capture(lane(), "GEMM algorithm selection");
     cudaEvent_t e0{}, e1{};
     FUSEBENCH_CUDA(cudaEventCreate(&e0));
     FUSEBENCH_CUDA(cudaEventCreate(&e1));
@@ -459,9 +506,9 @@ class CudaBackend final : public Backend {
     try {
       for (std::size_t i = 0; i < c.size(); ++i) {
         const auto time = [&](int reps) {
-          FUSEBENCH_CUDA(cudaEventRecord(e0, stream_));
+          FUSEBENCH_CUDA(cudaEventRecord(e0, lane()));
           for (int r = 0; r < reps; ++r) matmul(p, g, &c[i].algo);
-          FUSEBENCH_CUDA(cudaEventRecord(e1, stream_));
+          FUSEBENCH_CUDA(cudaEventRecord(e1, lane()));
           FUSEBENCH_CUDA(cudaEventSynchronize(e1));
           float ms = 0;
           FUSEBENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
@@ -624,7 +671,10 @@ class CudaBackend final : public Backend {
   }
 
   int device_;
-  cudaStream_t stream_{};
+  cudaStream_t stream_{};       // lane 0
+  cudaStream_t lane_stream_{};  // lane 1
+  int lane_ = 0;
+  std::vector<cudaEvent_t> lane_events_;
   cublasLtHandle_t lt_{};
   void* workspace_ = nullptr;
   void* flush_buffer_ = nullptr;
@@ -682,7 +732,8 @@ std::unique_ptr<Backend> make_cuda_backend(std::string* why) {
     }
     return nullptr;
   }
-  return make_cuda_backend_on(0, why);
+  // Under mpirun/srun the launcher's local rank chose the device (local_device.hpp).
+  return make_cuda_backend_on(pinned_cuda_device(), why);
 }
 
 }  // namespace fusebench

@@ -29,6 +29,12 @@ inline constexpr int kMaxBiasAddMembers = 4;
 cudaError_t launch_bias_add(const BiasAddMember* members, int count, std::int64_t rows, DType dtype,
                             cudaStream_t stream);
 
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight over rows x cols, fp32 accumulation
+// (one block per row); weight is one row of cols elements.
+cudaError_t launch_rms_norm(const void* x, std::int64_t ld_x, const void* weight, void* out,
+                            std::int64_t ld_out, std::int64_t rows, std::int64_t cols, float eps,
+                            DType dtype, cudaStream_t stream);
+
 // Evicts L2 by reading `bytes` (a multiple of 16, zero-filled once by the caller) of `buffer`
 // through it; `sink` is a device int the kernel only writes if the data were not zero.
 cudaError_t launch_evict_l2(const void* buffer, std::size_t bytes, int* sink, int blocks,

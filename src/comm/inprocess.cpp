@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,39 @@ std::uint64_t config_hash(const std::string& text) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
   return h;
+}
+
+namespace {
+std::string shape(const MatRef& m) {
+  return "[" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]";
+}
+void require_contiguous(const MatRef& m, const char* who, const char* what) {
+  if (m.rows > 1 && m.ld != m.cols)
+    throw std::invalid_argument(std::string(who) + " " + what +
+                                ": the views must be contiguous (ld == cols)");
+}
+}  // namespace
+
+void check_reduce_scatter_shapes(const MatRef& src, const MatRef& dst, int size, const char* who) {
+  if (src.rows != dst.rows * size || src.cols != dst.cols || src.dtype != dst.dtype) {
+    throw std::invalid_argument(std::string(who) + " reduce_scatter: " + std::to_string(size) +
+                                " ranks of dst " + shape(dst) + " need src [" +
+                                std::to_string(dst.rows * size) + ", " + std::to_string(dst.cols) +
+                                "], got " + shape(src));
+  }
+  require_contiguous(src, who, "reduce_scatter");
+  require_contiguous(dst, who, "reduce_scatter");
+}
+
+void check_gather_rows_shapes(const MatRef& src, const MatRef& dst, int size, const char* who) {
+  if (dst.rows != src.rows * size || dst.cols != src.cols || dst.dtype != src.dtype) {
+    throw std::invalid_argument(std::string(who) + " all_gather_rows: " + std::to_string(size) +
+                                " ranks of src " + shape(src) + " need dst [" +
+                                std::to_string(src.rows * size) + ", " + std::to_string(src.cols) +
+                                "], got " + shape(dst));
+  }
+  require_contiguous(src, who, "all_gather_rows");
+  require_contiguous(dst, who, "all_gather_rows");
 }
 
 namespace comm {
@@ -149,6 +183,38 @@ class InProcessCommunicator final : public Communicator {
     s_->barrier(rank_, "all_gather");  // nobody overwrites its src before all have copied it
   }
 
+  void reduce_scatter(const MatRef& src, const MatRef& dst) override {
+    check_reduce_scatter_shapes(src, dst, s_->size, "in-process");
+    s_->slots[static_cast<std::size_t>(rank_)] = src;
+    s_->barrier(rank_, "reduce_scatter");
+    require_same_shapes(src, "reduce_scatter");
+    // This rank's rows of every rank's src, summed in rank order (bit-identical to all_reduce).
+    const std::int64_t row0 = rank_ * dst.rows;
+    for (std::int64_t i = 0; i < dst.rows; ++i) {
+      for (std::int64_t j = 0; j < dst.cols; ++j) {
+        float sum = 0.0f;
+        for (int r = 0; r < s_->size; ++r)
+          sum += load(s_->slots[static_cast<std::size_t>(r)], row0 + i, j);
+        store(dst, i, j, sum);
+      }
+    }
+    s_->barrier(rank_, "reduce_scatter");  // nobody overwrites its src before all have read it
+  }
+
+  void all_gather_rows(const MatRef& src, const MatRef& dst) override {
+    check_gather_rows_shapes(src, dst, s_->size, "in-process");
+    s_->slots[static_cast<std::size_t>(rank_)] = src;
+    s_->barrier(rank_, "all_gather_rows");
+    require_same_shapes(src, "all_gather_rows");
+    const std::size_t block = static_cast<std::size_t>(src.rows * src.cols) * dtype_size(src.dtype);
+    for (int r = 0; r < s_->size; ++r) {
+      auto* to = static_cast<std::byte*>(dst.data) + block * static_cast<std::size_t>(r);
+      const void* from = s_->slots[static_cast<std::size_t>(r)].data;
+      if (to != from) std::memcpy(to, from, block);  // src may be this rank's block (in place)
+    }
+    s_->barrier(rank_, "all_gather_rows");
+  }
+
   void check_same_config(const std::string& config) override {
     s_->hashes[static_cast<std::size_t>(rank_)] = config_hash(config);
     s_->barrier(rank_, "check_same_config");
@@ -158,6 +224,17 @@ class InProcessCommunicator final : public Communicator {
   }
 
  private:
+  void require_same_shapes(const MatRef& mine, const char* what) const {
+    for (int r = 0; r < s_->size; ++r) {
+      const MatRef& o = s_->slots[static_cast<std::size_t>(r)];
+      if (o.rows != mine.rows || o.cols != mine.cols || o.dtype != mine.dtype) {
+        throw std::invalid_argument(
+            std::string("in-process ") + what + ": rank " + std::to_string(r) +
+            " passed a different shape or dtype than rank " + std::to_string(rank_));
+      }
+    }
+  }
+
   std::shared_ptr<Shared> s_;
   int rank_;
 };

@@ -6,7 +6,15 @@
 namespace fusebench {
 
 std::string_view to_string(CollectiveKind kind) {
-  return kind == CollectiveKind::all_reduce ? "all_reduce" : "all_gather";
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      return "all_reduce";
+    case CollectiveKind::all_gather:
+      return "all_gather";
+    case CollectiveKind::reduce_scatter:
+      return "reduce_scatter";
+  }
+  return "unknown";
 }
 
 const std::vector<LinkProfile>& link_profiles() {

@@ -2,6 +2,7 @@
 // delay of that length, so compute is measured and communication is modelled (and labelled so).
 #include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "fusebench/communicator.hpp"
 #include "fusebench/link_model.hpp"
@@ -29,6 +30,14 @@ class ModelledCommunicator final : public Communicator {
     comm::check_gather_shapes(src, dst, size_, "modelled");
     delay(modelled_seconds(link_, CollectiveKind::all_gather, bytes(dst), size_));
   }
+  void reduce_scatter(const MatRef& src, const MatRef& dst) override {
+    check_reduce_scatter_shapes(src, dst, size_, "modelled");
+    delay(modelled_seconds(link_, CollectiveKind::reduce_scatter, bytes(src), size_));
+  }
+  void all_gather_rows(const MatRef& src, const MatRef& dst) override {
+    check_gather_rows_shapes(src, dst, size_, "modelled");
+    delay(modelled_seconds(link_, CollectiveKind::all_gather, bytes(dst), size_));
+  }
   void check_same_config(const std::string&) override {}  // one process holds every "rank"
 
  private:
@@ -45,10 +54,10 @@ class ModelledCommunicator final : public Communicator {
       throw std::logic_error("modelled communicator: a GPU stream in a build without CUDA");
 #endif
     }
-    // CPU: the region is timed on the host clock, so wait it out there.
+    // CPU: the region is timed on the host clock, so wait it out there (on the communication
+    // thread when the plan overlaps lanes). Yielding lets compute threads have the core.
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-    }
+    while (std::chrono::steady_clock::now() < end) std::this_thread::yield();
   }
 
   int size_;

@@ -38,6 +38,8 @@ void mpi_broadcast(std::vector<char>&) { no_mpi(); }
 int mpi_world_rank() { no_mpi(); }
 int mpi_world_size() { no_mpi(); }
 std::vector<std::string> mpi_allgather_strings(const std::string&) { no_mpi(); }
+std::vector<double> mpi_allgather_doubles(double) { no_mpi(); }
+void mpi_barrier() { no_mpi(); }
 
 #else
 
@@ -108,7 +110,41 @@ class MpiCommunicator final : public Communicator {
     FUSEBENCH_MPI(rc);
     for (int r = 0; r < size_; ++r)
       unpack(all.data() + mine.size() * static_cast<std::size_t>(r),
-                   comm::gather_block(dst, src, r));
+             comm::gather_block(dst, src, r));
+  }
+
+  void reduce_scatter(const MatRef& src, const MatRef& dst) override {
+    check_reduce_scatter_shapes(src, dst, size_, "MPI");
+    // Summed in fp32 whatever the dtype, as all_reduce.
+    std::vector<float> in(static_cast<std::size_t>(src.rows * src.cols));
+    for (std::int64_t i = 0; i < src.rows; ++i) {
+      for (std::int64_t j = 0; j < src.cols; ++j)
+        in[static_cast<std::size_t>(i * src.cols + j)] = load(src, i, j);
+    }
+    std::vector<float> out(static_cast<std::size_t>(dst.rows * dst.cols));
+    watchdog_.arm("MPI reduce_scatter of " + std::to_string(in.size()) + " elements");
+    const int rc = MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(out.size()),
+                                            MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    watchdog_.disarm();
+    FUSEBENCH_MPI(rc);
+    for (std::int64_t i = 0; i < dst.rows; ++i) {
+      for (std::int64_t j = 0; j < dst.cols; ++j)
+        store(dst, i, j, out[static_cast<std::size_t>(i * dst.cols + j)]);
+    }
+  }
+
+  void all_gather_rows(const MatRef& src, const MatRef& dst) override {
+    check_gather_rows_shapes(src, dst, size_, "MPI");
+    const int bytes =
+        static_cast<int>(static_cast<std::size_t>(src.rows * src.cols) * dtype_size(src.dtype));
+    watchdog_.arm("MPI all_gather_rows of " + std::to_string(bytes * size_) + " bytes");
+    // In place when src is this rank's block of dst (MPI forbids aliased buffers otherwise).
+    const bool in_place =
+        src.data == static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(bytes) * rank_;
+    const int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : src.data, bytes, MPI_BYTE, dst.data,
+                                 bytes, MPI_BYTE, MPI_COMM_WORLD);
+    watchdog_.disarm();
+    FUSEBENCH_MPI(rc);
   }
 
   void check_same_config(const std::string& config) override {
@@ -172,6 +208,16 @@ void mpi_broadcast(std::vector<char>& bytes) {
   FUSEBENCH_MPI(
       MPI_Bcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, MPI_COMM_WORLD));
 }
+
+std::vector<double> mpi_allgather_doubles(double value) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<double> out(static_cast<std::size_t>(size));
+  FUSEBENCH_MPI(MPI_Allgather(&value, 1, MPI_DOUBLE, out.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD));
+  return out;
+}
+
+void mpi_barrier() { FUSEBENCH_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
 
 std::vector<std::string> mpi_allgather_strings(const std::string& text) {
   int size = 1;

@@ -1,5 +1,6 @@
 // NCCL communicators: single process over several GPUs, or one process per GPU bootstrapped by
-// MPI. Nonblocking init and calls, a monitor thread that aborts on timeout or async error.
+// MPI. Blocking communicators (a call returns once its kernel is enqueued: no host wait in the
+// timed path); a monitor thread (collective_monitor.hpp) aborts on timeout or async error.
 #include "fusebench/nccl_comm.hpp"
 
 #include <stdexcept>
@@ -19,7 +20,7 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_local_group(const std::vect
                                                                  const std::vector<int>&, double) {
   no_nccl();
 }
-std::unique_ptr<Communicator> make_nccl_mpi_communicator(Backend&, int, double) { no_nccl(); }
+std::unique_ptr<Communicator> make_nccl_mpi_communicator(Backend&, double) { no_nccl(); }
 }  // namespace fusebench
 
 #else
@@ -27,28 +28,31 @@ std::unique_ptr<Communicator> make_nccl_mpi_communicator(Backend&, int, double) 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <iostream>
 #include <mutex>
-#include <thread>
 
+#include "collective_monitor.hpp"
 #include "fusebench/mpi_comm.hpp"
 #include "gather_columns.hpp"
+#include "watchdog.hpp"
 
 namespace fusebench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 void check_cuda(cudaError_t err, const char* call) {
   if (err != cudaSuccess)
     throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(err));
 }
 #define NCCLCOMM_CUDA(call) check_cuda((call), #call)
+
+void check_nccl(ncclResult_t rc, const char* call) {
+  if (rc != ncclSuccess) {
+    const char* last = ncclGetLastError(nullptr);
+    throw std::runtime_error(std::string(call) + ": " + ncclGetErrorString(rc) +
+                             (last && *last ? std::string(" (") + last + ")" : ""));
+  }
+}
 
 ncclDataType_t nccl_type(DType d) {
   switch (d) {
@@ -62,76 +66,117 @@ ncclDataType_t nccl_type(DType d) {
   return ncclFloat32;
 }
 
-// Waits until a nonblocking communicator has finished its pending call; aborts it on timeout.
-void wait_ready(ncclComm_t comm, double timeout_s, const std::string& what) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  ncclResult_t state = ncclInProgress;
-  while (true) {
-    const ncclResult_t rc = ncclCommGetAsyncError(comm, &state);
-    if (rc != ncclSuccess) state = rc;
-    if (state != ncclInProgress) break;
-    if (Clock::now() > deadline) {
-      ncclCommAbort(comm);
-      throw std::runtime_error("NCCL " + what + " did not complete within " +
-                               std::to_string(timeout_s) +
-                               " s (FUSEBENCH_COMM_TIMEOUT); communicator aborted");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+// Blocking: every call returns once enqueued (or failed), on the calling thread, without the
+// helper thread and ncclInProgress of nonblocking mode, whose completion poll put a host floor
+// under every timed collective. Timeouts stay with the monitor (ncclCommAbort).
+ncclConfig_t blocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  return config;
+}
+
+// Makes a device current for a scope, restoring the caller's (a TP rank's communicator may be
+// used or destroyed from a thread whose current device is another rank's).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    cudaGetDevice(&previous_);
+    cudaSetDevice(device);
   }
-  if (state != ncclSuccess) {
-    const char* last = ncclGetLastError(comm);
-    ncclCommAbort(comm);
-    throw std::runtime_error("NCCL " + what + ": " + ncclGetErrorString(state) +
-                             (last && *last ? std::string(" (") + last + ")" : "") +
-                             "; communicator aborted");
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
   }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// Closes this thread's NCCL group on every way out of the scope: an exception between
+// ncclGroupStart and ncclGroupEnd would otherwise leave the group open, and the thread's next
+// NCCL call would be swallowed into it.
+class GroupGuard {
+ public:
+  GroupGuard() {
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    open_ = true;
+  }
+  ncclResult_t end() {
+    open_ = false;
+    return ncclGroupEnd();
+  }
+  ~GroupGuard() {
+    if (open_) ncclGroupEnd();
+  }
+  GroupGuard(const GroupGuard&) = delete;
+  GroupGuard& operator=(const GroupGuard&) = delete;
+
+ private:
+  bool open_ = false;
+};
+
+// An init that never completes (a peer that never starts) ends the process with a message: a
+// blocking init cannot be abandoned safely, and nothing can run without it.
+comm::Watchdog init_watchdog(double timeout_s) {
+  return comm::Watchdog(timeout_s, [timeout_s](const std::string& what) {
+    std::cerr << "fusebench: " << what << " did not complete within " << timeout_s
+              << " s (FUSEBENCH_COMM_TIMEOUT); ending the process" << std::endl;
+    std::_Exit(3);
+  });
 }
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(ncclComm_t comm, int rank, int size, int device, void* stream, double timeout_s)
+  NcclCommunicator(ncclComm_t comm, int rank, int size, int device, Backend& backend,
+                   double timeout_s)
       : comm_(comm),
         rank_(rank),
         size_(size),
         device_(device),
-        stream_(static_cast<cudaStream_t>(stream)),
-        timeout_(timeout_s),
-        monitor_([this] { monitor(); }) {}
+        backend_(backend),
+        timeout_(timeout_s) {
+    const DeviceScope scope(device_);
+    try {
+      // The configuration check's buffers, allocated once: device words, and pinned host words
+      // (an async copy from pageable memory is staged and can run before the stream is ready).
+      const std::size_t words = sizeof(unsigned long long) * static_cast<std::size_t>(size_ + 1);
+      NCCLCOMM_CUDA(cudaMalloc(&config_dev_, words));
+      NCCLCOMM_CUDA(cudaMallocHost(&config_host_, words));
+      monitor_ = std::make_unique<comm::CollectiveMonitor>("NCCL rank " + std::to_string(rank_),
+                                                           timeout_, hooks());
+    } catch (...) {
+      cudaFree(config_dev_);
+      cudaFreeHost(config_host_);
+      ncclCommAbort(comm_);  // the destructor does not run for a half-built object
+      throw;
+    }
+  }
 
   ~NcclCommunicator() override {
-    // The destructor may run on another rank's thread (the owner of the TP run): restore its
-    // device, or that thread's later work would land on this communicator's GPU.
-    int caller_device = -1;
-    cudaGetDevice(&caller_device);
-    cudaSetDevice(device_);
-    // Drain the stream while the monitor still runs: a collective stuck on a dead peer is then
-    // aborted after the timeout instead of hanging this synchronisation forever.
-    cudaStreamSynchronize(stream_);
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
+    const DeviceScope scope(device_);
+    // Drain while the monitor still runs: a collective stuck on a dead peer is then aborted
+    // after the timeout instead of hanging this synchronisation forever.
+    try {
+      backend_.synchronize();
+    } catch (const std::exception& e) {
+      std::cerr << "fusebench: NCCL rank " << rank_ << " teardown: " << e.what() << "\n";
     }
-    cv_.notify_all();
-    monitor_.join();
-    if (aborted_) {
-      // ncclCommAbort already freed it.
-    } else {
-      ncclCommFinalize(comm_);
-      ncclResult_t state = ncclInProgress;
-      const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
-      while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
-             Clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (!monitor_->aborted()) {
+      try {  // blocking finalize, watched: a peer gone meanwhile makes the monitor abort it
+        monitor_->call_unmarked("finalize", [&] { return text(ncclCommFinalize(comm_)); });
+      } catch (const std::exception& e) {
+        std::cerr << "fusebench: " << e.what() << "\n";
       }
-      if (state == ncclSuccess)
-        ncclCommDestroy(comm_);
-      else
-        ncclCommAbort(comm_);
     }
+    monitor_->stop();
+    if (!monitor_->aborted()) {
+      if (ncclCommDestroy(comm_) != ncclSuccess) ncclCommAbort(comm_);
+    }  // else ncclCommAbort already freed it
     for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
-    for (auto& p : pending_) cudaEventDestroy(p.event);
     if (scratch_) cudaFree(scratch_);
-    if (caller_device >= 0) cudaSetDevice(caller_device);
+    cudaFree(config_dev_);
+    cudaFreeHost(config_host_);
   }
 
   std::string name() const override { return "nccl"; }
@@ -142,12 +187,9 @@ class NcclCommunicator final : public Communicator {
   void all_reduce(const MatRef& data) override {
     require_contiguous(data, "all_reduce");
     const auto count = static_cast<std::size_t>(data.rows * data.cols);
-    call(
-        [&] {
-          return ncclAllReduce(data.data, data.data, count, nccl_type(data.dtype), ncclSum, comm_,
-                               stream_);
-        },
-        "all_reduce");
+    call("all_reduce", [&](cudaStream_t s) {
+      return ncclAllReduce(data.data, data.data, count, nccl_type(data.dtype), ncclSum, comm_, s);
+    });
   }
 
   void all_gather(const MatRef& src, const MatRef& dst) override {
@@ -157,45 +199,67 @@ class NcclCommunicator final : public Communicator {
     const auto count = static_cast<std::size_t>(src.rows * src.cols);
     const std::size_t elem = dtype_size(src.dtype);
     if (src.rows == 1 && dst.ld == dst.cols) {  // [n][1][c] is [1][n*c]: straight into dst
-      call(
-          [&] {
-            return ncclAllGather(src.data, dst.data, count, nccl_type(src.dtype), comm_, stream_);
-          },
-          "all_gather");
+      call("all_gather", [&](cudaStream_t s) {
+        return ncclAllGather(src.data, dst.data, count, nccl_type(src.dtype), comm_, s);
+      });
       return;
     }
     // NCCL concatenates rank-major ([n][M][c]); one kernel lays the blocks out as columns.
     void* stage = scratch(count * elem * static_cast<std::size_t>(size_));
-    call(
-        [&] { return ncclAllGather(src.data, stage, count, nccl_type(src.dtype), comm_, stream_); },
-        "all_gather");
+    call("all_gather", [&](cudaStream_t s) {
+      return ncclAllGather(src.data, stage, count, nccl_type(src.dtype), comm_, s);
+    });
     NCCLCOMM_CUDA(comm::launch_gather_columns(stage, dst.data, src.rows, src.cols, dst.ld, size_,
-                                              elem, stream_));
+                                              elem, stream()));
   }
 
+  // Rows are contiguous, so rank r's block of the rank-major input is its rows: one call each,
+  // no staging (in place when dst is this rank's rows of src, or src its rows of dst).
+  void reduce_scatter(const MatRef& src, const MatRef& dst) override {
+    check_reduce_scatter_shapes(src, dst, size_, "NCCL");
+    const auto count = static_cast<std::size_t>(dst.rows * dst.cols);
+    call("reduce_scatter", [&](cudaStream_t s) {
+      return ncclReduceScatter(src.data, dst.data, count, nccl_type(src.dtype), ncclSum, comm_, s);
+    });
+  }
+
+  void all_gather_rows(const MatRef& src, const MatRef& dst) override {
+    check_gather_rows_shapes(src, dst, size_, "NCCL");
+    const auto count = static_cast<std::size_t>(src.rows * src.cols);
+    call("all_gather_rows", [&](cudaStream_t s) {
+      return ncclAllGather(src.data, dst.data, count, nccl_type(src.dtype), comm_, s);
+    });
+  }
+
+  // Only the column all-gather stages (its rank-major result is laid out as columns).
+  void reserve(std::size_t max_message_bytes) override { scratch(max_message_bytes); }
+
   void check_same_config(const std::string& config) override {
-    const unsigned long long mine = config_hash(config);
-    auto* dev = static_cast<unsigned long long*>(
-        scratch(sizeof(mine) * static_cast<std::size_t>(size_ + 1)));
-    NCCLCOMM_CUDA(
-        cudaMemcpyAsync(dev + size_, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream_));
-    call([&] { return ncclAllGather(dev + size_, dev, 1, ncclUint64, comm_, stream_); },
-         "configuration check");
-    std::vector<unsigned long long> all(static_cast<std::size_t>(size_));
-    NCCLCOMM_CUDA(cudaMemcpyAsync(all.data(), dev, sizeof(mine) * all.size(),
-                                  cudaMemcpyDeviceToHost, stream_));
-    const cudaError_t err = cudaStreamSynchronize(stream_);
-    throw_if_failed();
+    const DeviceScope scope(device_);
+    auto* dev = static_cast<unsigned long long*>(config_dev_);
+    auto* host = static_cast<unsigned long long*>(config_host_);
+    // Nothing of this rank may still be in flight on the stream the words travel on.
+    backend_.synchronize();
+    host[size_] = config_hash(config);
+    NCCLCOMM_CUDA(cudaMemcpyAsync(dev + size_, host + size_, sizeof(*host), cudaMemcpyHostToDevice,
+                                  stream()));
+    call("configuration check",
+         [&](cudaStream_t s) { return ncclAllGather(dev + size_, dev, 1, ncclUint64, comm_, s); });
+    NCCLCOMM_CUDA(cudaMemcpyAsync(host, dev, sizeof(*host) * static_cast<std::size_t>(size_),
+                                  cudaMemcpyDeviceToHost, stream()));
+    const cudaError_t err = cudaStreamSynchronize(stream());  // the monitor aborts a hang
+    monitor_->throw_if_failed();
     NCCLCOMM_CUDA(err);
-    require_same_config(all, config);
+    require_same_config(std::vector<unsigned long long>(host, host + size_), config);
   }
 
  private:
-  struct Pending {
-    cudaEvent_t event;
-    Clock::time_point issued;
-    std::string what;
-  };
+  static std::string text(ncclResult_t rc) {
+    if (rc == ncclSuccess) return {};
+    const char* last = ncclGetLastError(nullptr);
+    return std::string(ncclGetErrorString(rc)) +
+           (last && *last ? std::string(" (") + last + ")" : "");
+  }
 
   static void require_contiguous(const MatRef& m, const char* what) {
     if (m.rows > 1 && m.ld != m.cols) {
@@ -204,126 +268,80 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
-  void throw_if_failed() {
-    std::lock_guard lock(mu_);
-    if (!failure_.empty()) throw std::runtime_error(failure_);
-  }
+  // The current lane's stream of the backend (a plan's communication lane, docs/tp.md).
+  cudaStream_t stream() const { return static_cast<cudaStream_t>(backend_.stream()); }
 
-  // Issues the call, checks it, then hands an event after it to the monitor. The issue and the
-  // polling run under mu_ and only when the monitor has not aborted comm_: the monitor aborts
-  // (frees) comm_ from its own thread, and an NCCL call on it afterwards or meanwhile would be a
-  // use after free. A timeout here marks the communicator aborted so neither the monitor nor the
-  // destructor touch comm_ again.
   template <class Issue>
-  void call(Issue&& issue, const char* what) {
-    {
-      std::lock_guard lock(mu_);
-      if (!failure_.empty()) throw std::runtime_error(failure_);
-      const ncclResult_t rc = issue();
-      if (rc == ncclInProgress) {
-        try {
-          wait_ready(comm_, timeout_, what);
-        } catch (const std::exception& e) {
-          failure_ = e.what();
-          aborted_ = true;  // wait_ready aborted comm_
-          for (auto& p : pending_) free_events_.push_back(p.event);
-          pending_.clear();
-          throw;
-        }
-      } else if (rc != ncclSuccess) {
-        throw std::runtime_error(std::string("NCCL ") + what + ": " + ncclGetErrorString(rc));
-      }
-    }
-    cudaEvent_t ev{};
-    {
-      std::lock_guard lock(mu_);
-      if (!free_events_.empty()) {
-        ev = free_events_.back();
-        free_events_.pop_back();
-      }
-    }
-    if (ev == nullptr) NCCLCOMM_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    NCCLCOMM_CUDA(cudaEventRecord(ev, stream_));
-    std::lock_guard lock(mu_);
-    pending_.push_back({ev, Clock::now(), what});
-    cv_.notify_all();
+  void call(const char* what, Issue&& issue) {
+    const cudaStream_t s = stream();
+    issuing_stream_ = s;
+    monitor_->call(what, [&] { return text(issue(s)); });
   }
 
+  comm::CollectiveMonitor::Hooks hooks() {
+    comm::CollectiveMonitor::Hooks h;
+    h.mark = [this]() -> void* {
+      cudaEvent_t ev = nullptr;
+      {
+        std::lock_guard lock(events_mu_);
+        if (!free_events_.empty()) {
+          ev = free_events_.back();
+          free_events_.pop_back();
+        }
+      }
+      if (ev == nullptr) NCCLCOMM_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+      NCCLCOMM_CUDA(cudaEventRecord(ev, issuing_stream_));
+      return ev;
+    };
+    h.query = [](void* marker, std::string* error) {
+      const cudaError_t q = cudaEventQuery(static_cast<cudaEvent_t>(marker));
+      if (q == cudaSuccess) return comm::Completion::done;
+      if (q == cudaErrorNotReady) return comm::Completion::pending;
+      *error = cudaGetErrorString(q);
+      return comm::Completion::failed;
+    };
+    h.release = [this](void* marker) {
+      std::lock_guard lock(events_mu_);
+      free_events_.push_back(static_cast<cudaEvent_t>(marker));
+    };
+    h.async_error = [this]() -> std::string {
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess)
+        return "ncclCommGetAsyncError failed";
+      return state == ncclSuccess || state == ncclInProgress ? std::string()
+                                                             : ncclGetErrorString(state);
+    };
+    h.abort = [this] { ncclCommAbort(comm_); };  // makes the stuck kernels and calls return
+    h.on_thread_start = [this] { cudaSetDevice(device_); };
+    return h;
+  }
+
+  // Grows only (freeing would synchronise the device); reserve() sizes it before the runs.
   void* scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
+      const DeviceScope scope(device_);
       if (scratch_) cudaFree(scratch_);
       scratch_ = nullptr;
+      scratch_bytes_ = 0;
       NCCLCOMM_CUDA(cudaMalloc(&scratch_, bytes));
       scratch_bytes_ = bytes;
     }
     return scratch_;
   }
 
-  // Retires completed collectives; aborts the communicator when the oldest one is overdue or
-  // NCCL reports an asynchronous error (a kernel stuck waiting for a dead peer would otherwise
-  // hang the next stream synchronisation forever).
-  void monitor() {
-    cudaSetDevice(device_);
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      if (pending_.empty()) {
-        cv_.wait(lock);
-        continue;
-      }
-      Pending& p = pending_.front();
-      const cudaError_t q = cudaEventQuery(p.event);
-      if (q == cudaSuccess) {
-        free_events_.push_back(p.event);
-        pending_.pop_front();
-        continue;
-      }
-      ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
-      const bool overdue = Clock::now() - p.issued > std::chrono::duration<double>(timeout_);
-      if (q != cudaErrorNotReady || (state != ncclSuccess && state != ncclInProgress) || overdue) {
-        failure_ = "NCCL " + p.what + " on rank " + std::to_string(rank_) + ": " +
-                   (overdue ? "not complete after " + std::to_string(timeout_) +
-                                  " s (FUSEBENCH_COMM_TIMEOUT)"
-                            : std::string(state != ncclSuccess ? ncclGetErrorString(state)
-                                                               : cudaGetErrorString(q))) +
-                   "; communicator aborted";
-        std::cerr << "fusebench: " << failure_ << std::endl;
-        aborted_ = true;
-        ncclCommAbort(comm_);  // makes the stuck kernels return
-        for (auto& e : pending_) free_events_.push_back(e.event);
-        pending_.clear();
-        continue;
-      }
-      cv_.wait_for(lock, std::chrono::milliseconds(2));
-    }
-  }
-
   ncclComm_t comm_;
   int rank_, size_, device_;
-  cudaStream_t stream_;
+  Backend& backend_;
   double timeout_;
+  cudaStream_t issuing_stream_ = nullptr;  // the stream of the call being issued (mark hook)
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Pending> pending_;
+  void* config_dev_ = nullptr;
+  void* config_host_ = nullptr;
+  std::mutex events_mu_;
   std::vector<cudaEvent_t> free_events_;
-  std::string failure_;
-  std::atomic<bool> aborted_{false};
-  bool stop_ = false;
-  std::thread monitor_;  // last: starts after the members it reads
+  std::unique_ptr<comm::CollectiveMonitor> monitor_;  // last: its thread uses the members above
 };
-
-ncclConfig_t nonblocking_config() {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  return config;
-}
-
-void check_nccl(ncclResult_t rc, const char* call) {
-  if (rc != ncclSuccess && rc != ncclInProgress)
-    throw std::runtime_error(std::string(call) + ": " + ncclGetErrorString(rc));
-}
 
 }  // namespace
 
@@ -335,44 +353,48 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_local_group(
   if (n < 1 || backends.size() != devices.size())
     throw std::invalid_argument("NCCL local group: one backend per device");
   int caller_device = 0;
-  NCCLCOMM_CUDA(cudaGetDevice(&caller_device));  // restored below: init switches devices
+  NCCLCOMM_CUDA(cudaGetDevice(&caller_device));
+  const DeviceScope restore(caller_device);  // init switches devices
   ncclUniqueId id;
   check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
-  ncclConfig_t config = nonblocking_config();
-  check_nccl(ncclGroupStart(), "ncclGroupStart");
-  for (int i = 0; i < n; ++i) {
-    NCCLCOMM_CUDA(cudaSetDevice(devices[static_cast<std::size_t>(i)]));
-    check_nccl(ncclCommInitRankConfig(&comms[static_cast<std::size_t>(i)], n, id, i, &config),
-               "ncclCommInitRankConfig");
-  }
-  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-  NCCLCOMM_CUDA(cudaSetDevice(caller_device));
-  for (int i = 0; i < n; ++i) {
-    try {
-      wait_ready(comms[static_cast<std::size_t>(i)], timeout_s,
-                 "init of rank " + std::to_string(i));
-    } catch (...) {
-      // wait_ready aborted rank i; abort the others too, or their init/proxy threads stay
-      // behind waiting for it.
-      for (int j = 0; j < n; ++j) {
-        if (j != i) ncclCommAbort(comms[static_cast<std::size_t>(j)]);
-      }
-      throw;
+  std::vector<ncclComm_t> comms(static_cast<std::size_t>(n), nullptr);
+  ncclConfig_t config = blocking_config();
+  comm::Watchdog dog = init_watchdog(timeout_s);
+  // Armed before the group opens: the guard's ncclGroupEnd on an error path runs the inits
+  // queued so far, which then wait for the ranks that were never queued.
+  dog.arm("NCCL init of " + std::to_string(n) + " ranks in this process");
+  try {
+    GroupGuard group;  // one group: the ranks' inits wait for each other inside ncclGroupEnd
+    for (int i = 0; i < n; ++i) {
+      NCCLCOMM_CUDA(cudaSetDevice(devices[static_cast<std::size_t>(i)]));
+      check_nccl(ncclCommInitRankConfig(&comms[static_cast<std::size_t>(i)], n, id, i, &config),
+                 "ncclCommInitRankConfig");
     }
+    const ncclResult_t rc = group.end();
+    dog.disarm();
+    check_nccl(rc, "ncclGroupEnd (init)");
+  } catch (...) {
+    dog.disarm();
+    // NCCL clears the handles of inits it gave up on; the rest are aborted (not destroyed: a
+    // rank whose peers failed would wait for them in ncclCommDestroy).
+    for (ncclComm_t c : comms) {
+      if (c != nullptr) ncclCommAbort(c);
+    }
+    throw;
   }
   std::vector<std::unique_ptr<Communicator>> out;
   for (int i = 0; i < n; ++i) {
     out.push_back(std::make_unique<NcclCommunicator>(
         comms[static_cast<std::size_t>(i)], i, n, devices[static_cast<std::size_t>(i)],
-        backends[static_cast<std::size_t>(i)]->stream(), timeout_s));
+        *backends[static_cast<std::size_t>(i)], timeout_s));
   }
   return out;
 }
 
-std::unique_ptr<Communicator> make_nccl_mpi_communicator(Backend& backend, int device,
-                                                         double timeout_s) {
+std::unique_ptr<Communicator> make_nccl_mpi_communicator(Backend& backend, double timeout_s) {
   const int rank = mpi_world_rank(), size = mpi_world_size();
+  const int device = backend.device();
+  if (device < 0) throw std::invalid_argument("NCCL communicator: the backend has no CUDA device");
   std::vector<char> id_bytes(sizeof(ncclUniqueId));
   ncclUniqueId id;
   if (rank == 0) {
@@ -382,11 +404,17 @@ std::unique_ptr<Communicator> make_nccl_mpi_communicator(Backend& backend, int d
   mpi_broadcast(id_bytes);  // MPI only bootstraps: the collectives are NCCL's
   std::memcpy(&id, id_bytes.data(), sizeof(id));
   NCCLCOMM_CUDA(cudaSetDevice(device));
-  ncclComm_t comm{};
-  ncclConfig_t config = nonblocking_config();
-  check_nccl(ncclCommInitRankConfig(&comm, size, id, rank, &config), "ncclCommInitRankConfig");
-  wait_ready(comm, timeout_s, "init of rank " + std::to_string(rank));
-  return std::make_unique<NcclCommunicator>(comm, rank, size, device, backend.stream(), timeout_s);
+  ncclComm_t comm = nullptr;
+  ncclConfig_t config = blocking_config();
+  comm::Watchdog dog = init_watchdog(timeout_s);
+  dog.arm("NCCL init of rank " + std::to_string(rank) + " of " + std::to_string(size));
+  const ncclResult_t rc = ncclCommInitRankConfig(&comm, size, id, rank, &config);
+  dog.disarm();
+  if (rc != ncclSuccess) {
+    if (comm != nullptr) ncclCommAbort(comm);
+    check_nccl(rc, "ncclCommInitRankConfig");
+  }
+  return std::make_unique<NcclCommunicator>(comm, rank, size, device, backend, timeout_s);
 }
 
 }  // namespace fusebench

@@ -9,10 +9,13 @@
 #include <map>
 #include <stdexcept>
 
+#include "comm/start_line.hpp"
 #include "fusebench/cost_model.hpp"
+#include "fusebench/local_device.hpp"
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/overlap.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
 
@@ -24,8 +27,20 @@ namespace fusebench {
 namespace {
 
 // Leader -> follower commands of a multi-process run: group(n) then n x member(sweep index)
-// opens a group; run(k) runs its member k once; end closes it; quit ends the sweep.
-enum class Command : std::int32_t { group = 1, member = 2, run = 3, end = 4, quit = 5 };
+// opens a group; run(k) runs its member k once; compute(k), compute_reps(n),
+// compute_block_ms(t) run member k's compute pass (n runs with collectives skipped, after a
+// barrier, behind a blocking kernel of t ms when t > 0) and gather every rank's time; end closes
+// the group; quit ends the sweep.
+enum class Command : std::int32_t {
+  group = 1,
+  member = 2,
+  run = 3,
+  end = 4,
+  quit = 5,
+  compute = 6,
+  compute_reps = 7,
+  compute_block_ms = 8,
+};
 
 void send(Command c, std::int32_t arg = 0) {
   std::vector<char> msg(8);
@@ -65,6 +80,13 @@ class TimedCollectives final : public Communicator {
   void all_gather(const MatRef& s, const MatRef& d) override {
     timed(CollectiveKind::all_gather, [&] { inner_.all_gather(s, d); });
   }
+  void reduce_scatter(const MatRef& s, const MatRef& d) override {
+    timed(CollectiveKind::reduce_scatter, [&] { inner_.reduce_scatter(s, d); });
+  }
+  void all_gather_rows(const MatRef& s, const MatRef& d) override {
+    timed(CollectiveKind::all_gather, [&] { inner_.all_gather_rows(s, d); });
+  }
+  void reserve(std::size_t bytes) override { inner_.reserve(bytes); }
   void check_same_config(const std::string& c) override { inner_.check_same_config(c); }
   std::map<CollectiveKind, double> seconds;
 
@@ -123,6 +145,31 @@ double seconds_per_run(F&& once, Backend& backend, int reps, int launches,
   return total / reps;
 }
 
+// One rank's compute pass: `reps` runs of its workspace with the collectives skipped, seconds
+// per run (behind `dev`'s blocking kernel when given).
+double compute_pass(Workspace& ws, int rank, int tp, int reps, measure::DeviceTiming* dev,
+                    double block_timeout_s, bool* host_gaps) {
+  SkipCollectives skip(rank, tp);
+  Backend& backend = ws.backend();
+  const double s = seconds_per_run([&] { ws.run(&skip); }, backend, reps,
+                                   cost_of(ws.plan()).launches, dev, block_timeout_s, host_gaps);
+  backend.synchronize();
+  return s;
+}
+
+// A rank's blocking-kernel timing for its compute passes, made on first use (GPU ranks whose
+// rank 0 times behind one); null where the backend has none.
+measure::DeviceTiming* device_timing_for(Backend& backend,
+                                         std::unique_ptr<measure::DeviceTiming>& cache,
+                                         bool wanted) {
+  if (!wanted) return nullptr;
+  if (!cache) {
+    std::string why;
+    cache = measure::make_device_timing(backend, &why);
+  }
+  return cache.get();
+}
+
 }  // namespace
 
 nlohmann::json tp_context(const CommSettings& s, int processes) {
@@ -147,13 +194,46 @@ nlohmann::json tp_counter_definitions() {
       {"comm_bytes",
        "payload bytes handed to collectives per iteration (all-reduce: M*hidden*dtype; "
        "all-gather: the total gathered size)"},
+      {"comm_wire_bytes",
+       "bytes one rank sends on a ring per iteration: comm_bytes * bus factor (all-reduce "
+       "2(n-1)/n, all-gather and reduce-scatter (n-1)/n)"},
+      {"padded_tokens",
+       "rows sp/overlap compute beyond the tokens: M padded to a multiple of tp (0 otherwise)"},
       {"comm_modelled",
        "1 when the communication figures come from the link model, 0 when measured"},
-      {"compute_seconds", "rank 0's pipeline with collectives skipped, measured"},
+      {"compute_seconds",
+       "the pipeline with collectives skipped, run on every rank at once after a barrier (so the "
+       "ranks compete for the machine as in the timed pipeline), seconds per run of the slowest "
+       "rank; comm:modelled: the one rank's"},
+      {"compute_ranks", "ranks that ran the compute pass at once (1 for comm:modelled)"},
+      {"compute_seconds_fastest_rank", "the fastest rank's compute pass, seconds per run"},
       {"comm_seconds",
        "collectives per iteration: measured one by one on rank 0 (including waiting "
        "for peers), or modelled (comm_modelled=1)"},
       {"total_seconds", "compute_seconds + comm_seconds (real_time is the timed pipeline itself)"},
+      {"comm_by_difference_seconds",
+       "real_time (median) - compute_seconds, unclamped, on every entry with collectives: what "
+       "the pipeline costs beyond its compute. On one-lane variants (naive, paired, sp) it is "
+       "the communication measured a second way, a cross-check of comm_seconds (the one-by-one "
+       "collectives include waiting for peers; a negative value is noise)"},
+      {"comm_exposed_seconds",
+       "variants with a communication lane (overlap): communication the compute does not cover, "
+       "comm_by_difference_seconds clamped to [0, comm_seconds] (comm:modelled: the stand-in "
+       "delays the timed pipeline ran)"},
+      {"comm_hidden_seconds",
+       "variants with a communication lane (overlap): comm_seconds - comm_exposed_seconds, the "
+       "communication under compute"},
+      {"comm_hidden_fraction", "comm_hidden_seconds / comm_seconds (overlap)"},
+      {"modelled_pipeline_seconds",
+       "comm:modelled entries: the plan's steps scheduled on their lanes with compute_seconds "
+       "shared among the compute steps by their roofline time and every collective priced by "
+       "the link model (overlap: per chunk the larger of compute and communication, plus the "
+       "pipeline fill); modelled"},
+      {"modelled_comm_exposed_seconds",
+       "comm:modelled entries: modelled_pipeline_seconds - the compute steps' sum, clamped to "
+       "[0, comm_seconds]; modelled"},
+      {"modelled_comm_hidden_seconds", "comm_seconds - modelled_comm_exposed_seconds; modelled"},
+      {"modelled_comm_hidden_fraction", "modelled_comm_hidden_seconds / comm_seconds; modelled"},
       {"all_reduce_seconds", "all-reduce time per iteration (measured or modelled)"},
       {"all_reduce_busbw", "all-reduce bus bandwidth, bytes/s: bytes/time * 2(n-1)/n"},
       {"all_gather_busbw", "all-gather bus bandwidth, bytes/s: total bytes/time * (n-1)/n"},
@@ -210,17 +290,24 @@ std::string resolve_comm(const CommSettings& s, const Backend& backend, const st
 }
 
 // A rank of a single-process run on its own thread, with its own backend and one workspace per
-// member; it runs the members rank 0 posts, one run per post, in order with rank 0.
+// member; it runs the jobs rank 0 posts (a member once, or a member's compute pass), in order
+// with rank 0.
 struct TpRun::LocalRank {
   int rank = 0;
+  int tp = 1;
+  comm::StartLine* start_line = nullptr;
+  double timeout_s = 120;
   std::unique_ptr<Backend> backend;
-  std::vector<std::unique_ptr<Workspace>> ws;  // one per member
+  std::unique_ptr<measure::DeviceTiming> device;  // made on the first compute pass that wants it
+  std::vector<std::unique_ptr<Workspace>> ws;     // one per member
   std::unique_ptr<Communicator> comm;
   std::mutex mu;
   std::condition_variable cv;
   bool ready = false, stop = false, has_comm = false;
-  std::deque<std::size_t> posted;    // members to run, oldest first; popped once run
+  std::deque<Job> posted;            // oldest first; popped once done
   std::vector<std::string> configs;  // one per member, checked in member order
+  double compute_s = 0;              // the last compute pass: seconds per run
+  bool host_gaps = false;            // ... and whether its blocking kernel timed out
   std::exception_ptr error;
   std::thread thread;
 
@@ -245,15 +332,28 @@ struct TpRun::LocalRank {
         }
         for (const auto& config : configs) comm->check_same_config(config);
         while (true) {
-          std::size_t member = 0;
+          Job job;
           {
             std::unique_lock lock(mu);
             cv.wait(lock, [&] { return !posted.empty() || stop; });
             if (posted.empty()) return;  // stop, nothing left to run
-            member = posted.front();
+            job = posted.front();
           }
-          ws.at(member)->run(comm.get());
+          Workspace& w = *ws.at(job.member);
+          double seconds = 0;
+          bool gaps = false;
+          if (job.compute_reps > 0) {
+            measure::DeviceTiming* dev = device_timing_for(*backend, device, job.device);
+            start_line->arrive_and_wait(timeout_s);
+            seconds = compute_pass(w, rank, tp, job.compute_reps, dev, job.block_timeout_s, &gaps);
+          } else {
+            w.run(comm.get());
+          }
           std::lock_guard lock(mu);
+          if (job.compute_reps > 0) {
+            compute_s = seconds;
+            host_gaps = gaps;
+          }
           posted.pop_front();
           cv.notify_all();
         }
@@ -303,9 +403,13 @@ TpRun::TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, 
   }
   // Single process: ranks 1..tp-1 on threads.
   const bool cuda = kind_ == "nccl";
+  start_line_ = std::make_unique<comm::StartLine>(tp);
   for (int r = 1; r < tp; ++r) {
     auto lr = std::make_unique<LocalRank>();
     lr->rank = r;
+    lr->tp = tp;
+    lr->start_line = start_line_.get();
+    lr->timeout_s = s.timeout_s;
     for (const TpMember& m : members_) lr->configs.push_back(config_of(m, seed));
     lr->start(members_, seed, cuda);
     local_.push_back(std::move(lr));
@@ -368,13 +472,43 @@ TpRun::~TpRun() {
   local_.clear();  // their workspaces and backends go before the communicators they used
 }
 
-void TpRun::post_to_local_ranks(std::size_t member) {
+void TpRun::post_to_local_ranks(std::size_t member) { post_job(Job{member}); }
+
+void TpRun::post_job(const Job& job) {
   for (auto& lr : local_) {
     std::lock_guard lock(lr->mu);
     if (lr->error) std::rethrow_exception(lr->error);
-    lr->posted.push_back(member);
+    lr->posted.push_back(job);
     lr->cv.notify_all();
   }
+}
+
+std::vector<double> TpRun::compute_on_every_rank(std::size_t member, int reps,
+                                                 measure::DeviceTiming* device,
+                                                 double block_timeout_s, bool* host_gaps) {
+  Workspace& ws = *ws_.at(member);
+  const int tp = members_.at(member).shard.tp;
+  const int rank = comm_ != nullptr ? comm_->rank() : 0;
+  if (leader_) {  // the followers run theirs (TpRun::follow)
+    send(Command::compute, static_cast<std::int32_t>(member));
+    send(Command::compute_reps, reps);
+    send(Command::compute_block_ms,
+         device != nullptr ? std::max(1, static_cast<int>(block_timeout_s * 1e3)) : 0);
+    mpi_barrier();
+    const double mine = compute_pass(ws, rank, tp, reps, device, block_timeout_s, host_gaps);
+    return mpi_allgather_doubles(mine);
+  }
+  if (local_.empty()) return {compute_pass(ws, rank, tp, reps, device, block_timeout_s, host_gaps)};
+  post_job(Job{member, reps, device != nullptr, block_timeout_s});
+  start_line_->arrive_and_wait(settings_.timeout_s);
+  std::vector<double> out{compute_pass(ws, rank, tp, reps, device, block_timeout_s, host_gaps)};
+  wait_local_ranks();
+  for (auto& lr : local_) {
+    std::lock_guard lock(lr->mu);
+    out.push_back(lr->compute_s);
+    *host_gaps = *host_gaps || lr->host_gaps;
+  }
+  return out;
 }
 
 void TpRun::wait_local_ranks() {
@@ -406,7 +540,8 @@ void TpRun::region(std::size_t member) {
   ws.run(comm_);
 }
 
-TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double block_timeout_s) {
+TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ceilings,
+                       measure::DeviceTiming* device, double block_timeout_s) {
   TpReport out;
   nlohmann::json& fields = out.fields;
   auto& counters = out.counters;
@@ -434,13 +569,16 @@ TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double
         "modelled comm";
   }
 
-  // This rank's compute alone.
+  // The compute alone, on every rank at once (the repetitions sized on this rank).
   SkipCollectives skip(comm_ ? comm_->rank() : 0, tp);
-  const auto compute_once = [&] { ws.run(&skip); };
-  const int reps = repetitions_for(compute_once, backend);
+  const int reps = repetitions_for([&] { ws.run(&skip); }, backend);
   bool host_gaps = false;
-  const double compute_s = seconds_per_run(compute_once, backend, reps, cost_of(plan).launches,
-                                           device, block_timeout_s, &host_gaps);
+  const std::vector<double> per_rank =
+      compute_on_every_rank(member, reps, device, block_timeout_s, &host_gaps);
+  const double compute_s = *std::max_element(per_rank.begin(), per_rank.end());
+  // Counters, not a field: every repetition of an entry has its own.
+  counters["compute_ranks"] = static_cast<double>(per_rank.size());
+  counters["compute_seconds_fastest_rank"] = *std::min_element(per_rank.begin(), per_rank.end());
   if (host_gaps) {
     fields["compute_seconds_note"] =
         "the blocking kernel timed out before a chunk of runs was enqueued: includes host gaps";
@@ -448,19 +586,12 @@ TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double
 
   // Communication per run, by kind.
   std::map<CollectiveKind, double> comm_s, comm_bytes;
-  const double elem = static_cast<double>(dtype_size(plan.dtype));
-  for (const Step& step : plan.steps) {
-    if (const auto* a = std::get_if<AllReduceStep>(&step)) {
-      comm_bytes[CollectiveKind::all_reduce] +=
-          static_cast<double>(a->data.rows * a->data.cols) * elem;
-    } else if (const auto* g = std::get_if<AllGatherStep>(&step)) {
-      comm_bytes[CollectiveKind::all_gather] +=
-          static_cast<double>(g->dst.rows * g->dst.cols) * elem;
-    }
-  }
+  for (const auto& [kind, traffic] : collective_traffic(plan)) comm_bytes[kind] = traffic.bytes;
   if (modelled) {
-    for (const auto& [kind, bytes] : comm_bytes)
-      comm_s[kind] = modelled_seconds(settings_.link, kind, bytes, tp);
+    // Call by call, as the stand-in delays ran: overlap's chunks each pay the link's latency.
+    for (const Step& step : plan.steps)
+      if (const auto call = collective_call(step, plan.dtype))
+        comm_s[call->kind] += modelled_seconds(settings_.link, call->kind, call->bytes, tp);
   } else if (comm_ != nullptr) {
     TimedCollectives timed(*comm_, backend);
     const int comm_reps = std::min(reps, 50);
@@ -476,6 +607,8 @@ TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double
   double comm_total = 0;
   for (const auto& [kind, s] : comm_s) comm_total += s;
   counters["comm_bytes"] = cost.comm_bytes;
+  counters["comm_wire_bytes"] = cost.comm_wire_bytes;
+  counters["padded_tokens"] = static_cast<double>(plan.padded_tokens);
   counters["comm_modelled"] = modelled ? 1 : 0;
   counters["compute_seconds"] = compute_s;
   counters["comm_seconds"] = comm_total;
@@ -487,6 +620,36 @@ TpReport TpRun::report(std::size_t member, measure::DeviceTiming* device, double
     counters[k + "_seconds"] = s;
     counters[k + "_algbw"] = algbw(bytes, s);
     counters[k + "_busbw"] = busbw(kind, bytes, s, tp);
+  }
+
+  // Exposed versus hidden communication (docs/tp.md): what the timed pipeline spent beyond its
+  // compute, and, for modelled entries, what the plan's lanes predict.
+  if (comm_total > 0) {
+    // Only a plan with a second lane can hide communication; on one lane the difference is the
+    // communication's cost measured another way (a cross-check of comm_seconds, noise included).
+    counters["comm_by_difference_seconds"] = pipeline_s - compute_s;
+    const bool has_lanes = std::any_of(plan.order.begin(), plan.order.end(),
+                                       [](const auto& o) { return o.lane != 0; });
+    if (has_lanes) {
+      const CommSplit measured = split_communication(pipeline_s, compute_s, comm_total);
+      counters["comm_exposed_seconds"] = measured.exposed_s;
+      counters["comm_hidden_seconds"] = measured.hidden_s;
+      counters["comm_hidden_fraction"] = measured.hidden_fraction;
+    }
+    if (modelled) {
+      const PlanTimeline t = plan_timeline(
+          plan, modelled_step_seconds(plan, compute_s, ceilings ? *ceilings : Ceilings{},
+                                      settings_.link));
+      counters["modelled_pipeline_seconds"] = t.makespan_s;
+      counters["modelled_comm_exposed_seconds"] = t.split.exposed_s;
+      counters["modelled_comm_hidden_seconds"] = t.split.hidden_s;
+      counters["modelled_comm_hidden_fraction"] = t.split.hidden_fraction;
+      fields["modelled_pipeline_source"] =
+          ceilings ? "compute_seconds shared among the compute steps by their roofline time at "
+                     "the measured ceilings; collectives priced by the link model"
+                   : "compute_seconds shared equally among the compute steps (no ceilings "
+                     "measured); collectives priced by the link model";
+    }
   }
   return out;
 }
@@ -541,6 +704,7 @@ LinkProfile measure_link_profile(Backend& backend, const CommSettings& settings)
 void TpRun::follow(const std::vector<TpMember>& sweep, Backend& backend, std::uint64_t seed,
                    const CommSettings& settings) {
   Communicator& comm = *settings.world;
+  std::unique_ptr<measure::DeviceTiming> device;  // made on the first compute pass that wants it
   try {
     while (true) {
       const auto [cmd, count] = receive();
@@ -567,6 +731,17 @@ void TpRun::follow(const std::vector<TpMember>& sweep, Backend& backend, std::ui
         const auto [c, member] = receive();
         if (c == Command::run && member >= 0 && member < count) {
           ws[static_cast<std::size_t>(member)]->run(&comm);
+        } else if (c == Command::compute && member >= 0 && member < count) {
+          const auto [c_reps, reps] = receive();
+          const auto [c_block, block_ms] = receive();
+          if (c_reps != Command::compute_reps || c_block != Command::compute_block_ms || reps < 1)
+            throw std::runtime_error("unexpected command from rank 0 in a compute pass");
+          measure::DeviceTiming* dev = device_timing_for(backend, device, block_ms > 0);
+          mpi_barrier();
+          bool gaps = false;
+          const TpMember& f = *members[static_cast<std::size_t>(member)];
+          mpi_allgather_doubles(compute_pass(*ws[static_cast<std::size_t>(member)], comm.rank(),
+                                             f.shard.tp, reps, dev, block_ms * 1e-3, &gaps));
         } else if (c == Command::end) {
           break;
         } else {

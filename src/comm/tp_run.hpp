@@ -23,11 +23,15 @@
 #include <vector>
 
 #include "fusebench/communicator.hpp"
+#include "fusebench/cost_model.hpp"
 #include "fusebench/link_model.hpp"
 #include "fusebench/workspace.hpp"
 #include "measure/timing_device.hpp"
 
 namespace fusebench {
+namespace comm {
+class StartLine;
+}
 
 struct CommSettings {
   std::string requested = "auto";  // --comm: auto | nccl | modelled | inprocess | mpi
@@ -87,12 +91,16 @@ class TpRun {
   // One run of member `member`'s pipeline on every rank (posts it to the other ranks, runs this
   // one).
   void region(std::size_t member = 0);
-  // Passes after timing: this rank's compute alone (collectives skipped) and the collectives
-  // timed one by one (measured) or priced (modelled). With a `device` (GPU), the compute runs
-  // are enqueued behind its blocking kernel, so at decode sizes compute_seconds is device time,
-  // not the host's launch rate.
-  TpReport report(std::size_t member, measure::DeviceTiming* device = nullptr,
-                  double block_timeout_s = 0.5);
+  // Passes after timing: the compute alone (collectives skipped) on every rank at once after a
+  // barrier, the slowest rank's time kept, and the collectives timed one by one on rank 0
+  // (measured) or priced (modelled); then the split of the communication into exposed and
+  // hidden: from `pipeline_s` (the timed pipeline, seconds per run) for every entry with
+  // collectives, and from the plan's lanes priced by the link model for modelled entries
+  // (`ceilings` share the compute among the steps; null: equal shares). With a `device` (GPU),
+  // the compute runs are enqueued behind a blocking kernel on every rank, so at decode sizes
+  // compute_seconds is device time, not the host's launch rate.
+  TpReport report(std::size_t member, double pipeline_s, const Ceilings* ceilings = nullptr,
+                  measure::DeviceTiming* device = nullptr, double block_timeout_s = 0.5);
 
   // Multi-process followers (ranks > 0): obey rank 0 until it says the sweep is over. `sweep`
   // holds every fixture of the run by index (TpMember::index).
@@ -103,8 +111,20 @@ class TpRun {
 
  private:
   struct LocalRank;
+  // What a local rank runs: member `member` once, or (compute_reps > 0) its compute pass.
+  struct Job {
+    std::size_t member = 0;
+    int compute_reps = 0;
+    bool device = false;  // compute pass: behind a blocking kernel of the rank's own device
+    double block_timeout_s = 0.5;
+  };
   void post_to_local_ranks(std::size_t member);
+  void post_job(const Job& job);
   void wait_local_ranks();
+  // The compute pass of `member` on every rank at once; per rank seconds per run.
+  std::vector<double> compute_on_every_rank(std::size_t member, int reps,
+                                            measure::DeviceTiming* device, double block_timeout_s,
+                                            bool* host_gaps);
 
   std::vector<Workspace*> ws_;
   std::vector<TpMember> members_;
@@ -113,6 +133,7 @@ class TpRun {
   std::unique_ptr<Communicator> own_comm_;  // modelled, or rank 0 of a local group
   Communicator* comm_ = nullptr;
   std::vector<std::unique_ptr<LocalRank>> local_;  // ranks 1..tp-1 of a single-process run
+  std::unique_ptr<comm::StartLine> start_line_;    // their barrier before a compute pass
   bool leader_ = false;                            // rank 0 of a multi-process run
 };
 

@@ -45,10 +45,11 @@ void for_each_step_cost(const Plan& plan, F&& f) {
             for (const auto& m : s.members)
               bytes += static_cast<double>(2 * m.y.rows * m.y.cols + m.bias.rows) * elem;
             f(StepCost{0, bytes, 0}, 0, 1, 0);
-          } else if constexpr (std::is_same_v<T, AllReduceStep>) {
-            f(StepCost{0, 0, static_cast<double>(s.data.rows * s.data.cols) * elem}, 0, 0, 1);
-          } else if constexpr (std::is_same_v<T, AllGatherStep>) {
-            f(StepCost{0, 0, static_cast<double>(s.dst.rows * s.dst.cols) * elem}, 0, 0, 1);
+          } else if constexpr (std::is_same_v<T, RmsNormStep>) {
+            const double mn = static_cast<double>(s.out.rows * s.out.cols);
+            f(StepCost{0, (2 * mn + static_cast<double>(s.out.cols)) * elem, 0}, 0, 1, 0);
+          } else {
+            f(StepCost{0, 0, collective_call(step, plan.dtype)->bytes}, 0, 0, 1);
           }
         },
         step);
@@ -56,6 +57,24 @@ void for_each_step_cost(const Plan& plan, F&& f) {
 }
 
 }  // namespace
+
+std::optional<CollectiveCall> collective_call(const Step& step, DType dtype) {
+  const double elem = static_cast<double>(dtype_size(dtype));
+  const auto size = [&](const View& v) { return static_cast<double>(v.rows * v.cols) * elem; };
+  if (const auto* a = std::get_if<AllReduceStep>(&step))
+    return CollectiveCall{CollectiveKind::all_reduce, size(a->data)};
+  if (const auto* g = std::get_if<AllGatherStep>(&step))
+    return CollectiveCall{CollectiveKind::all_gather, size(g->dst)};
+  if (const auto* g = std::get_if<AllGatherRowsStep>(&step))
+    return CollectiveCall{CollectiveKind::all_gather, size(g->dst)};
+  if (const auto* r = std::get_if<ReduceScatterStep>(&step))
+    return CollectiveCall{CollectiveKind::reduce_scatter, size(r->src)};
+  return std::nullopt;
+}
+
+double wire_bytes(const CollectiveCall& call, int ranks) {
+  return call.bytes * bus_factor(call.kind, ranks);
+}
 
 Cost cost_of(const Plan& plan) {
   Cost cost;
@@ -68,6 +87,10 @@ Cost cost_of(const Plan& plan) {
     cost.collective_launches += collective;
   });
   cost.launches = cost.gemm_launches + cost.elementwise_launches + cost.collective_launches;
+  for (const Step& step : plan.steps) {
+    if (const auto call = collective_call(step, plan.dtype))
+      cost.comm_wire_bytes += wire_bytes(*call, plan.shard.tp);
+  }
   return cost;
 }
 

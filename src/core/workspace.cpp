@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
 
 #include "fusebench/communicator.hpp"
+#include "fusebench/cost_model.hpp"
 
 namespace fusebench {
 namespace {
@@ -153,10 +157,120 @@ LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, const Tensor
   return out;
 }
 
+// Lane 1 of a plan on the CPU: a thread that runs the lane-1 steps of every run in order, while
+// the caller runs lane 0. One mutex and condition variable carry the runs and the completions.
+struct Workspace::LaneThread {
+  explicit LaneThread(Workspace& ws) : ws_(ws), done_(ws.plan_.steps.size(), 0) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~LaneThread() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Runs lane `lane`'s steps of run `run` on the calling thread; records the first failure.
+  void run_lane(int lane, std::uint64_t run, std::span<void* const> buffers, Communicator* comm) {
+    try {
+      for (std::size_t i = 0; i < ws_.plan_.steps.size(); ++i) {
+        const StepOrder& o = ws_.plan_.order_of(i);
+        if (o.lane != lane) continue;
+        if (!wait_for(o.after, run)) return;  // the other lane failed
+        ws_.execute(ws_.plan_.steps[i], buffers, comm);
+        std::lock_guard lock(mu_);
+        done_[i] = run;
+        cv_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      if (!error_) error_ = std::current_exception();
+      cv_.notify_all();
+    }
+  }
+
+  // One run: lane 1 here, lane 0 on the caller; returns when both are done.
+  void run(std::span<void* const> buffers, Communicator* comm) {
+    std::uint64_t run = 0;
+    {
+      std::lock_guard lock(mu_);
+      run = ++posted_;
+      buffers_ = buffers;
+      comm_ = comm;
+      error_ = nullptr;
+    }
+    cv_.notify_all();
+    run_lane(0, run, buffers, comm);
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return finished_ == run; });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  // Waits until every step of `after` completed in `run`; false when a lane failed.
+  bool wait_for(const std::vector<int>& after, std::uint64_t run) {
+    std::unique_lock lock(mu_);
+    for (int j : after) {
+      cv_.wait(lock, [&] { return done_[static_cast<std::size_t>(j)] == run || error_; });
+      if (error_) return false;
+    }
+    return true;
+  }
+
+  void loop() {
+    std::uint64_t seen = 0;
+    while (true) {
+      std::span<void* const> buffers;
+      Communicator* comm = nullptr;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return posted_ != seen || stop_; });
+        if (stop_) return;
+        seen = posted_;
+        buffers = buffers_;
+        comm = comm_;
+      }
+      run_lane(1, seen, buffers, comm);
+      {
+        std::lock_guard lock(mu_);
+        finished_ = seen;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  Workspace& ws_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::uint64_t> done_;  // per step: the run that completed it
+  std::uint64_t posted_ = 0, finished_ = 0;
+  std::span<void* const> buffers_;
+  Communicator* comm_ = nullptr;
+  std::exception_ptr error_;  // the first failure of the run, on either lane
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed, const TensorSource* weights)
     : backend_(backend), plan_(std::move(plan)) {
   if (auto why = backend_.unsupported_reason(plan_.dtype); !why.empty()) {
     throw std::invalid_argument(why);
+  }
+  plan_.check_order();
+  signalled_.assign(plan_.steps.size(), 0);
+  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+    const StepOrder& o = plan_.order_of(i);
+    uses_lane1_ = uses_lane1_ || o.lane == 1;
+    for (int j : o.after) {
+      if (plan_.order_of(static_cast<std::size_t>(j)).lane != o.lane)
+        signalled_[static_cast<std::size_t>(j)] = 1;
+    }
+    if (const auto call = collective_call(plan_.steps[i], plan_.dtype)) {
+      ++collective_steps_;
+      max_message_bytes_ = std::max(max_message_bytes_, static_cast<std::size_t>(call->bytes));
+    }
   }
   const RandomTensors random(seed);
   try {
@@ -183,6 +297,10 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed, const Tens
           }
         }
         if (b.interleave_parts) interleave_rows(parts, b, plan_.dtype, bytes);
+        if (bytes.size() > plan_.buffer_bytes(i))
+          throw std::logic_error("buffer " + b.name + ": its parts exceed its rows");
+        // Rows beyond the parts are padding (a sequence-parallel rank's rows past M): zeros.
+        bytes.resize(plan_.buffer_bytes(i), std::byte{0});
       }
       backend_.upload(buffers_[static_cast<std::size_t>(i)], bytes.data(), bytes.size());
     }
@@ -193,6 +311,7 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed, const Tens
 }
 
 Workspace::~Workspace() {
+  lane_thread_.reset();  // idle between runs: joins at once
   try {
     backend_.synchronize();
   } catch (...) {
@@ -216,43 +335,96 @@ MatRef Workspace::ref_in(std::span<void* const> buffers, const View& v) const {
 
 std::int64_t Workspace::collectives_issued_on_this_thread() { return collectives_on_this_thread; }
 
-void Workspace::run_on(std::span<void* const> buffers, Communicator* comm) {
+void Workspace::execute(const Step& step, std::span<void* const> buffers, Communicator* comm) {
   const auto ref = [&](const View& v) { return ref_in(buffers, v); };
-  for (const Step& step : plan_.steps) {
-    std::visit(
-        [&](const auto& s) {
-          using T = std::decay_t<decltype(s)>;
-          const auto gemm_args = [&](const GemmStep& g) {
-            return GemmArgs{ref(g.x), ref(g.w), ref(g.y), g.has_bias() ? ref(g.bias) : MatRef{}};
-          };
-          if constexpr (std::is_same_v<T, GemmStep>) {
-            backend_.gemm(gemm_args(s));
-          } else if constexpr (std::is_same_v<T, GroupedGemmStep>) {
-            std::vector<GemmArgs> args;
-            for (const auto& g : s.gemms) args.push_back(gemm_args(g));
-            s.batched ? backend_.gemm_batched(args) : backend_.gemm_grouped(args);
-          } else if constexpr (std::is_same_v<T, ActAndMulStep>) {
-            backend_.act_and_mul(
-                {ref(s.gate), ref(s.up), ref(s.out), s.act, s.limit, s.col_stride});
-          } else if constexpr (std::is_same_v<T, BiasAddStep>) {
-            std::vector<BiasAddArgs> args;
-            for (const auto& m : s.members) args.push_back({ref(m.y), ref(m.bias)});
-            backend_.bias_add(args);
-          } else {
-            if (comm == nullptr) {
-              throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +
-                                     " has a collective step but no communicator was given");
-            }
-            ++collectives_on_this_thread;
-            if constexpr (std::is_same_v<T, AllReduceStep>) {
-              comm->all_reduce(ref(s.data));
-            } else {
-              comm->all_gather(ref(s.src), ref(s.dst));
-            }
+  const auto gemm_args = [&](const GemmStep& g) {
+    return GemmArgs{ref(g.x), ref(g.w), ref(g.y), g.has_bias() ? ref(g.bias) : MatRef{}};
+  };
+  std::visit(
+      [&](const auto& s) {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<T, GemmStep>) {
+          backend_.gemm(gemm_args(s));
+        } else if constexpr (std::is_same_v<T, GroupedGemmStep>) {
+          std::vector<GemmArgs> args;
+          for (const auto& g : s.gemms) args.push_back(gemm_args(g));
+          s.batched ? backend_.gemm_batched(args) : backend_.gemm_grouped(args);
+        } else if constexpr (std::is_same_v<T, ActAndMulStep>) {
+          backend_.act_and_mul({ref(s.gate), ref(s.up), ref(s.out), s.act, s.limit, s.col_stride});
+        } else if constexpr (std::is_same_v<T, BiasAddStep>) {
+          std::vector<BiasAddArgs> args;
+          for (const auto& m : s.members) args.push_back({ref(m.y), ref(m.bias)});
+          backend_.bias_add(args);
+        } else if constexpr (std::is_same_v<T, RmsNormStep>) {
+          backend_.rms_norm(ref(s.x), ref(s.weight), ref(s.out), s.eps);
+        } else {
+          if (comm == nullptr) {
+            throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +
+                                   " has a collective step but no communicator was given");
           }
-        },
-        step);
+          if constexpr (std::is_same_v<T, AllReduceStep>) {
+            comm->all_reduce(ref(s.data));
+          } else if constexpr (std::is_same_v<T, AllGatherStep>) {
+            comm->all_gather(ref(s.src), ref(s.dst));
+          } else if constexpr (std::is_same_v<T, ReduceScatterStep>) {
+            comm->reduce_scatter(ref(s.src), ref(s.dst));
+          } else {
+            static_assert(std::is_same_v<T, AllGatherRowsStep>);
+            comm->all_gather_rows(ref(s.src), ref(s.dst));
+          }
+        }
+      },
+      step);
+}
+
+void Workspace::run_device_lanes(std::span<void* const> buffers, Communicator* comm) {
+  // Event ids: a step's index for the steps another lane waits for; then the fork and the join.
+  const int fork = static_cast<int>(plan_.steps.size()), join = fork + 1;
+  struct BackToLane0 {
+    Backend& b;
+    ~BackToLane0() { b.set_lane(0); }
+  } back{backend_};
+  backend_.set_lane(0);
+  backend_.lane_signal(fork);
+  bool lane1_started = false;
+  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+    const StepOrder& o = plan_.order_of(i);
+    backend_.set_lane(o.lane);
+    if (o.lane == 1 && !lane1_started) {
+      backend_.lane_wait(fork);  // lane 1 starts after what lane 0 had before this run
+      lane1_started = true;
+    }
+    for (int j : o.after) {
+      if (plan_.order_of(static_cast<std::size_t>(j)).lane != o.lane) backend_.lane_wait(j);
+    }
+    execute(plan_.steps[i], buffers, comm);
+    if (signalled_[i]) backend_.lane_signal(static_cast<int>(i));
   }
+  if (lane1_started) {
+    backend_.set_lane(1);
+    backend_.lane_signal(join);
+    backend_.set_lane(0);
+    backend_.lane_wait(join);  // lane 0 ends after lane 1: the run ends on one stream
+  }
+}
+
+void Workspace::run_on(std::span<void* const> buffers, Communicator* comm) {
+  if (buffers.size() != plan_.buffers.size()) {
+    throw std::logic_error("plan " + plan_.op + "/" + plan_.variant + " has " +
+                           std::to_string(plan_.buffers.size()) + " buffers, got " +
+                           std::to_string(buffers.size()));
+  }
+  if (comm != nullptr && collective_steps_ > 0) comm->reserve(max_message_bytes_);
+  if (!uses_lane1_) {
+    for (const Step& step : plan_.steps) execute(step, buffers, comm);
+  } else if (backend_.has_device_lanes()) {
+    run_device_lanes(buffers, comm);
+  } else {
+    if (!lane_thread_) lane_thread_ = std::make_unique<LaneThread>(*this);
+    lane_thread_->run(buffers, comm);
+  }
+  // Counted for the calling thread whichever lane issued them (the CPU launch count).
+  collectives_on_this_thread += collective_steps_;
 }
 
 std::vector<float> Workspace::read(const View& v) {

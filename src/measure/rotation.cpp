@@ -6,13 +6,7 @@
 namespace fusebench::measure {
 namespace {
 
-bool has_collectives(const Plan& plan) {
-  for (const Step& s : plan.steps) {
-    if (std::holds_alternative<AllReduceStep>(s) || std::holds_alternative<AllGatherStep>(s))
-      return true;
-  }
-  return false;
-}
+bool has_collectives(const Plan& plan) { return plan.has_collectives(); }
 
 }  // namespace
 

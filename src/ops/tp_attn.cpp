@@ -8,41 +8,127 @@
 //   naive:  the column output is all-gathered (gather_output=True); the row layer takes the
 //           full gathered input and uses its own slice through a view (input_is_parallel=False);
 //           then the all-reduce.
+//   sp:     sequence parallel: x arrives as this rank's M/tp rows; all-gather (rows) -> qkv ->
+//           o_proj -> reduce-scatter (rows) -> this rank's M/tp rows.
+//   overlap: sp with the all-gather and the reduce-scatter in tp chunks on a communication
+//           lane, each chunk's collective overlapping the neighbouring chunk's GEMM (as fused
+//           all-gather-matmul and matmul-reduce-scatter do; attention would sit between the
+//           two phases, so all qkv chunks finish before o_proj's start).
+// Every variant ends with the RMSNorm of the result (paired/naive on M rows after the
+// all-reduce, sp/overlap on M/tp rows), and adds the same biases (o_proj's on rank 0 only, on
+// every chunk, before the reduction), so all compute the same thing (docs/tp.md).
 // At tp=1 there is nothing to communicate (vLLM skips the collective), so the plans have none.
 #include "tp_common.hpp"
 
 namespace fusebench::ops {
 namespace {
 
+// This rank's weights: q heads and kv heads of the unsharded q/k/v weights (and of their biases:
+// column-parallel, each rank adds its own rows), its q columns of w_o, and the o_proj bias, which
+// every rank holds and rank 0 alone adds (RowParallelLinear: bias_ = None if tp_rank > 0; the
+// all-reduce or reduce-scatter would add it tp times).
+struct AttnWeights {
+  int w_qkv = -1, w_o = -1;
+  View b_qkv{}, b_o{};  // absent (buffer -1) without the bias, and b_o on ranks other than 0
+};
+AttnWeights add_weights(Plan& p, const ShardShape& s) {
+  const tp::Full f = tp::full_sizes(s);
+  const std::int64_t h = s.hidden, q = s.q_size(), kv = s.kv_size(), r = s.rank;
+  const std::int64_t kv0 = f.kv_head0 * s.head_dim;
+  AttnWeights w;
+  w.w_qkv = tp::add_windowed(p, "w_qkv", BufferRole::weight,
+                             {{"w_q", q, {f.q, h, r * q, 0}},
+                              {"w_k", kv, {f.kv, h, kv0, 0}},
+                              {"w_v", kv, {f.kv, h, kv0, 0}}},
+                             h);
+  w.w_o = tp::add_windowed(p, "w_o", BufferRole::weight, {{"w_o", h, {h, f.q, 0, r * q}}}, q);
+  if (s.qkv_bias) {
+    w.b_qkv = whole(p, tp::add_windowed(p, "b_qkv", BufferRole::weight,
+                                        {{"b_q", q, {f.q, 1, r * q, 0}},
+                                         {"b_k", kv, {f.kv, 1, kv0, 0}},
+                                         {"b_v", kv, {f.kv, 1, kv0, 0}}},
+                                        1));
+  }
+  if (s.o_bias) {
+    const int b = tp::add_windowed(p, "b_o", BufferRole::weight, {{"b_o", h, {h, 1, 0, 0}}}, 1);
+    if (r == 0) w.b_o = whole(p, b);
+  }
+  return w;
+}
+
+// sp and overlap (see the top of the file and tp_common.hpp for the row layout). The biases are
+// those of paired: qkv's on every chunk of every rank, o_proj's on every chunk of rank 0, before
+// the reduce-scatter.
+Plan build_sequence_parallel(const ShardShape& s, std::int64_t m, DType dtype,
+                             const std::string& variant) {
+  Plan p = start_plan("tp_attn", s, m, dtype, variant);
+  const std::int64_t h = s.hidden, q = s.q_size(), qkv = s.qkv_size();
+  const tp::SpRows rows = tp::sp_rows(s, m);
+  p.padded_tokens = rows.padded - m;
+  const int x = tp::add_sp_input(p, rows, m, h);
+  const AttnWeights w = add_weights(p, s);
+  const bool comm = s.tp > 1;
+  const int xg = comm ? add_output(p, "x_gathered", rows.padded, h) : x;
+  const int y = add_output(p, "qkv", rows.padded, qkv);
+  const int z = add_output(p, "o_partial", rows.padded, h);
+  const int o = comm ? add_output(p, "o_local", rows.local, h) : z;
+  const int w_norm = tp::add_norm_weight(p, h);
+  const int out = add_output(p, "out", rows.local, h);
+  if (variant == "sp" || !comm) {
+    if (comm) p.add_step(AllGatherRowsStep{"all_gather_x", whole(p, x), whole(p, xg)});
+    p.add_step(GemmStep{"qkv_proj", whole(p, xg), whole(p, w.w_qkv), whole(p, y), w.b_qkv});
+    p.add_step(GemmStep{"o_proj", columns(p, y, 0, q), whole(p, w.w_o), whole(p, z), w.b_o});
+    if (comm) p.add_step(ReduceScatterStep{"reduce_scatter_o", whole(p, z), whole(p, o)});
+    p.add_step(RmsNormStep{"rms_norm", whole(p, o), whole(p, w_norm), whole(p, out), tp::kNormEps});
+  } else {
+    const auto chunks = tp::overlap_chunks(rows.local, s.tp);
+    const auto gathered = [&](int buffer, const tp::Chunk& c) {
+      return tp::rows_of(whole(p, buffer), s.tp * c.first, s.tp * c.rows);
+    };
+    std::vector<int> ag, rs;
+    for (const auto& c : chunks) {
+      ag.push_back(
+          p.add_step(AllGatherRowsStep{"all_gather_x_chunk",
+                                       tp::rows_of(whole(p, x), c.first, c.rows), gathered(xg, c)},
+                     1));
+    }
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      p.add_step(GemmStep{"qkv_proj_chunk", gathered(xg, chunks[i]), whole(p, w.w_qkv),
+                          gathered(y, chunks[i]), w.b_qkv},
+                 0, {ag[i]});
+    }
+    for (const auto& c : chunks) {
+      const int g = p.add_step(
+          GemmStep{"o_proj_chunk", tp::rows_of(columns(p, y, 0, q), s.tp * c.first, s.tp * c.rows),
+                   whole(p, w.w_o), gathered(z, c), w.b_o});
+      rs.push_back(p.add_step(ReduceScatterStep{"reduce_scatter_o_chunk", gathered(z, c),
+                                                tp::rows_of(whole(p, o), c.first, c.rows)},
+                              1, {g}));
+    }
+    p.add_step(RmsNormStep{"rms_norm", whole(p, o), whole(p, w_norm), whole(p, out), tp::kNormEps},
+               0, {rs.back()});
+  }
+  p.outputs["out"] = whole(p, out);
+  p.output_rows["out"] = {std::min(rows.row0, m), rows.real};
+  return p;
+}
+
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
-  if (variant != "naive" && variant != "paired") unknown_variant(tp_attn_op(), variant);
+  if (variant != "naive" && variant != "paired" && variant != "sp" && variant != "overlap")
+    unknown_variant(tp_attn_op(), variant);
   if (s.attention != LayerKind::attention)
     throw std::invalid_argument(
         "tp_attn: MLA's attention pipeline is not modelled (qkv "
         "benchmarks its fused_qkv_a_proj)");
-  const tp::Full f = tp::full_sizes(s);
+  if (variant == "sp" || variant == "overlap") return build_sequence_parallel(s, m, dtype, variant);
   Plan p = start_plan("tp_attn", s, m, dtype, variant);
-  const std::int64_t h = s.hidden, q = s.q_size(), kv = s.kv_size(), qkv = s.qkv_size();
-  const std::int64_t r = s.rank, kv0 = f.kv_head0 * s.head_dim;
+  const std::int64_t h = s.hidden, q = s.q_size(), qkv = s.qkv_size();
+  const std::int64_t r = s.rank;
   const int x = add_input(p, "x", m, h);
-  const int w_qkv = tp::add_windowed(p, "w_qkv", BufferRole::weight,
-                                     {{"w_q", q, {f.q, h, r * q, 0}},
-                                      {"w_k", kv, {f.kv, h, kv0, 0}},
-                                      {"w_v", kv, {f.kv, h, kv0, 0}}},
-                                     h);
-  const int w_o =
-      tp::add_windowed(p, "w_o", BufferRole::weight, {{"w_o", h, {h, f.q, 0, r * q}}}, q);
+  const AttnWeights w = add_weights(p, s);
   const int y = add_output(p, "qkv", m, qkv);
-  const int out = add_output(p, "out", m, h);
-  GemmStep column{"qkv_proj", whole(p, x), whole(p, w_qkv), whole(p, y)};
-  if (s.qkv_bias) {  // column-parallel: each rank adds its own rows of the bias
-    column.bias = whole(p, tp::add_windowed(p, "b_qkv", BufferRole::weight,
-                                            {{"b_q", q, {f.q, 1, r * q, 0}},
-                                             {"b_k", kv, {f.kv, 1, kv0, 0}},
-                                             {"b_v", kv, {f.kv, 1, kv0, 0}}},
-                                            1));
-  }
-  p.steps.push_back(std::move(column));
+  const int sum = add_output(p, "o_sum", m, h);
+  p.steps.push_back(GemmStep{"qkv_proj", whole(p, x), whole(p, w.w_qkv), whole(p, y), w.b_qkv});
   View o_in = columns(p, y, 0, q);
   if (variant == "naive" && s.tp > 1) {
     const int g = add_output(p, "qkv_gathered", m, qkv * s.tp);
@@ -50,26 +136,23 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     o_in = columns(p, g, r * qkv, q);  // this rank's q slice of the gathered input
     p.outputs["qkv_gathered"] = whole(p, g);
   }
-  GemmStep row{"o_proj", o_in, whole(p, w_o), whole(p, out)};
-  // RowParallelLinear: every rank holds the bias, rank 0 alone adds it (bias_ = None if
-  // tp_rank > 0), since the all-reduce would add it tp times.
-  if (s.o_bias) {
-    const int b = tp::add_windowed(p, "b_o", BufferRole::weight, {{"b_o", h, {h, 1, 0, 0}}}, 1);
-    if (r == 0) row.bias = whole(p, b);
-  }
-  p.steps.push_back(std::move(row));
-  if (s.tp > 1) p.steps.push_back(AllReduceStep{"all_reduce_o", whole(p, out)});
-  p.outputs["out"] = whole(p, out);
+  p.steps.push_back(GemmStep{"o_proj", o_in, whole(p, w.w_o), whole(p, sum), w.b_o});
+  if (s.tp > 1) p.steps.push_back(AllReduceStep{"all_reduce_o", whole(p, sum)});
+  const int w_norm = tp::add_norm_weight(p, h);
+  const int normed = add_output(p, "out", m, h);
+  p.steps.push_back(
+      RmsNormStep{"rms_norm", whole(p, sum), whole(p, w_norm), whole(p, normed), tp::kNormEps});
+  p.outputs["out"] = whole(p, normed);
   return p;
 }
 
-// The unsharded pair: out = (x w_q^T) w_o^T; and, for naive, every rank's qkv side by side.
+// The unsharded pair: out = rms_norm((x w_q^T + b_q) w_o^T + b_o) (sp/overlap: this rank's rows
+// of it over the padded rows, tp_common.hpp); and, for naive, every rank's qkv side by side.
 ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const ShardShape& s = p.shard;
   const tp::Full f = tp::full_sizes(s);
-  const std::int64_t m = p.tokens, h = s.hidden;
-  const auto& x = in.at("x");
-  const std::vector<double> xd(x.begin(), x.end());
+  const std::int64_t m = tp::padded_tokens_of(p), h = s.hidden;
+  const std::vector<double> xd = tp::reference_input(p, in.at("x"), h);
   const auto project = [&](const char* w, const char* b, std::int64_t n) {
     auto y = reference_linear(xd, in.at(w), m, n, h);
     if (s.qkv_bias) add_bias(y, m, n, in.at(b), 0);
@@ -77,8 +160,9 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   };
   ReferenceOutputs out;
   const auto q = project("w_q", "b_q", f.q);
-  out["out"] = reference_linear(q, in.at("w_o"), m, h, f.q);
-  if (s.o_bias) add_bias(out["out"], m, h, in.at("b_o"), 0);  // once, whatever tp is
+  auto o = reference_linear(q, in.at("w_o"), m, h, f.q);
+  if (s.o_bias) add_bias(o, m, h, in.at("b_o"), 0);  // once, whatever tp is
+  out["out"] = tp::rank_rows(p, tp::reference_rms_norm(o, m, h, in.at("w_norm")), h);
   if (p.outputs.count("qkv_gathered")) {
     const auto k = project("w_k", "b_k", f.kv);
     const auto v = project("w_v", "b_v", f.kv);
@@ -106,9 +190,10 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
 
 OpInfo tp_attn_op() {
   return {"tp_attn",
-          "TP attention projections: qkv column-parallel + o_proj row-parallel + all-reduce "
-          "(naive: + all-gather of the qkv output)",
-          {"naive", "paired"},
+          "TP attention projections: qkv column-parallel + o_proj row-parallel + all-reduce + "
+          "RMSNorm (naive: + all-gather of the qkv output; sp: all-gather + reduce-scatter of "
+          "rows, norm on M/tp rows; overlap: sp in tp chunks overlapped with the GEMMs)",
+          {"naive", "paired", "sp", "overlap"},
           build,
           reference};
 }

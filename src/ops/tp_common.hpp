@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the tensor-parallel pipelines (tp_attn, tp_mlp) and the collective sweep:
 // the unsharded sizes behind a ShardShape, and weights that are windows of unsharded tensors.
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "op_list.hpp"
@@ -67,6 +69,98 @@ inline std::vector<double> column_slice(const std::vector<double>& a, std::int64
       out.push_back(a[static_cast<std::size_t>(i * cols + c0 + j)]);
   }
   return out;
+}
+
+// The RMSNorm every TP pipeline ends with (on all M rows after the all-reduce, or on a rank's
+// M/tp rows after the reduce-scatter), so every variant computes the same thing. Its gain is an
+// input-role tensor: values in [-1, 1), O(1) like the outputs the tolerance is stated for.
+inline constexpr float kNormEps = 1e-6f;
+inline int add_norm_weight(Plan& plan, std::int64_t hidden) {
+  return plan.add_buffer({"w_norm", 1, hidden, BufferRole::input, {"w_norm"}, {1}});
+}
+
+// out[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * w, in float64.
+inline std::vector<double> reference_rms_norm(const std::vector<double>& x, std::int64_t m,
+                                              std::int64_t h, const std::vector<float>& w) {
+  std::vector<double> out(x.size());
+  for (std::int64_t i = 0; i < m; ++i) {
+    double sum = 0;
+    for (std::int64_t j = 0; j < h; ++j)
+      sum += x[static_cast<std::size_t>(i * h + j)] * x[static_cast<std::size_t>(i * h + j)];
+    const double inv = 1.0 / std::sqrt(sum / static_cast<double>(h) + kNormEps);
+    for (std::int64_t j = 0; j < h; ++j) {
+      const auto k = static_cast<std::size_t>(i * h + j);
+      out[k] = x[k] * inv * static_cast<double>(w[static_cast<std::size_t>(j)]);
+    }
+  }
+  return out;
+}
+
+// Sequence parallel: M padded to a multiple of tp; rank r holds rows [row0, row0 + local) of
+// the padded tensor, of which `real` lie below M (the rest are zero rows).
+struct SpRows {
+  std::int64_t padded = 0, local = 0, row0 = 0, real = 0;
+};
+inline SpRows sp_rows(const ShardShape& s, std::int64_t m) {
+  SpRows r;
+  r.local = (m + s.tp - 1) / s.tp;
+  r.padded = r.local * s.tp;
+  r.row0 = s.rank * r.local;
+  r.real = std::clamp<std::int64_t>(m - r.row0, 0, r.local);
+  return r;
+}
+
+// The overlap variant's chunks of a rank's `local` rows: min(tp, local) of near-equal size, as
+// {first row, rows}. Chunk c is all-gathered from every rank at once, so in the gathered tensor
+// it occupies rows [tp * first, tp * (first + rows)), rank j's part at [tp * first + j * rows).
+struct Chunk {
+  std::int64_t first = 0, rows = 0;
+};
+inline std::vector<Chunk> overlap_chunks(std::int64_t local, int tp) {
+  const std::int64_t k = std::max<std::int64_t>(1, std::min<std::int64_t>(tp, local));
+  std::vector<Chunk> out;
+  std::int64_t first = 0;
+  for (std::int64_t c = 0; c < k; ++c) {
+    const std::int64_t rows = local / k + (c < local % k ? 1 : 0);
+    out.push_back({first, rows});
+    first += rows;
+  }
+  return out;
+}
+
+// This rank's rows of the logical input x [m, h], zero-padded to `rows.local` rows.
+inline int add_sp_input(Plan& plan, const SpRows& rows, std::int64_t m, std::int64_t h) {
+  BufferSpec spec{"x_local", rows.local, h, BufferRole::input, {"x"}, {rows.real}};
+  spec.part_windows.push_back({m, h, std::min(rows.row0, m), 0});
+  return plan.add_buffer(std::move(spec));
+}
+
+inline View rows_of(View v, std::int64_t row0, std::int64_t rows) {
+  v.row0 += row0;
+  v.rows = rows;
+  return v;
+}
+
+// The rows a plan's reference covers: M, or (sequence parallel) M padded to a multiple of tp.
+// The padding rows are the layer applied to zero input rows, as on the device (with a bias they
+// are not zero), so a rank's padding rows are checked too.
+inline std::int64_t padded_tokens_of(const Plan& p) { return p.tokens + p.padded_tokens; }
+
+// The logical input x [M, h] in float64, with zero rows appended up to padded_tokens_of(p).
+inline std::vector<double> reference_input(const Plan& p, const std::vector<float>& x,
+                                           std::int64_t h) {
+  std::vector<double> out(x.begin(), x.end());
+  out.resize(static_cast<std::size_t>(padded_tokens_of(p) * h), 0.0);
+  return out;
+}
+
+// What a rank's "out" holds of the full result [padded_tokens_of(p), h]: all of it, or (sequence
+// parallel) its `local` rows starting at rank * local.
+inline std::vector<double> rank_rows(const Plan& p, const std::vector<double>& full,
+                                     std::int64_t h) {
+  if (p.output_rows.find("out") == p.output_rows.end()) return full;
+  const std::int64_t local = p.outputs.at("out").rows, row0 = p.shard.rank * local;
+  return {full.begin() + row0 * h, full.begin() + (row0 + local) * h};
 }
 
 }  // namespace fusebench::ops::tp

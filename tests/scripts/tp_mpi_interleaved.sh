@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The TP pipelines under mpirun -np 2, interleaved: rank 0 leads, rank 1 follows the group
-# protocol (group of naive and paired, run member k, end), every repetition a fresh group
-# measurement. Passes when every entry succeeded and each paired entry has a speedup over naive
-# with an interval.
+# protocol (group of naive, paired, sp and overlap, run member k, end), every repetition a fresh
+# group measurement. Passes when every entry succeeded, each non-naive entry has a speedup
+# over naive with an interval, and the compute pass ran on both processes (the slower kept).
 #   tp_mpi_interleaved.sh REPORT.json MPIEXEC [mpiexec flags...] FUSEBENCH [fusebench flags...]
 set -euo pipefail
 report=$1
@@ -17,8 +17,16 @@ assert rows, "no entries"
 for b in rows:
     assert not b.get("error_occurred"), b["name"] + ": " + str(b.get("error_message"))
     assert "/comm:mpi/" in b["name"], b["name"]
-    assert b["interleaved_with"] == ["naive", "paired"], b["interleaved_with"]
-    if b["variant"] == "paired":
+    assert b["interleaved_with"] == ["naive", "paired", "sp", "overlap"], b["interleaved_with"]
+    # The compute pass ran on both processes at once; the slower one is reported.
+    assert b["compute_ranks"] == 2, b["name"]
+    assert 0 < b["compute_seconds_fastest_rank"] <= b["compute_seconds"], b["name"]
+    assert "comm_by_difference_seconds" in b, b["name"]
+    if b["variant"] == "overlap":
+        assert abs(b["comm_exposed_seconds"] + b["comm_hidden_seconds"] - b["comm_seconds"]) <= 1e-9 * b["comm_seconds"] + 1e-12, b["name"]
+    else:
+        assert "comm_hidden_fraction" not in b, b["name"]
+    if b["variant"] != "naive":
         for k in ("speedup", "speedup_ci_low", "speedup_ci_high", "speedup_pairs"):
             assert k in b, b["name"] + " lacks " + k
         assert b["speedup_ci_low"] <= b["speedup"] <= b["speedup_ci_high"], b["name"]
@@ -26,5 +34,5 @@ for b in rows:
         assert "paired" in b["speedup_over"], b["name"]
 paired = sum(1 for b in rows if b["variant"] == "paired")
 assert paired == 4, f"{paired} paired entries (2 ops x 2 repetitions expected)"
-print(f"tp_mpi_interleaved: {len(rows)} entries, every paired one with a speedup interval")
+print(f"tp_mpi_interleaved: {len(rows)} entries, every non-naive one with a speedup interval")
 PY
