@@ -315,14 +315,14 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
               std::to_string(mm.block_timeouts) + " blocking-kernel timeouts";
     if (mm.block_timeouts > 0 && mm.runs_per_sample == 1) {
       r.error +=
-          " (even one run could not be enqueued behind the blocking kernel: something in "
-          "the region waits for the stream, e.g. a synchronous copy inside the library; "
-          "time it with --timing=eager or graph)";
+          " (even one run could not be enqueued behind the blocking kernel: either something "
+          "in the region waits for the stream, e.g. a synchronous copy inside the library, or "
+          "the host-mapped release flag does not reach the GPU, in which case every batch and "
+          "cold member fails so; time it with --timing=eager or graph)";
     }
     if (mm.gave_up) {
-      r.error += "; its sampling stopped after " + std::to_string(measure::kMaxTimeoutsAtOneRun) +
-                 " consecutive timeouts at one run per sample, so the rest of its group was "
-                 "measured without waiting for it";
+      r.error += "; its sampling stopped: " + mm.gave_up_reason +
+                 ", so the rest of its group was measured without waiting for it";
     }
     return r;
   }

@@ -11,7 +11,9 @@
 //   eager  R runs issued back to back from the host, one synchronise, host wall time / R
 //   graph  R replays of the member's captured graphs (one per rotation set), host wall time / R
 // Before sampling, every member runs each of its rotation sets once, untimed (algorithm choice,
-// pointer arrays, lazy loading never land in a sample), then graphs are captured (graph regime).
+// pointer arrays, lazy loading never land in a sample), then graphs are captured (graph regime);
+// in batch and cold one run is enqueued behind a short hold, and a member whose run does not get
+// enqueued in time is retired before round 0 (its region waits for the held stream).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -55,14 +57,20 @@ struct MemberMeasurement {
   std::optional<Estimate> median;  // time_median with its interval; none without a valid sample
   std::int64_t runs_per_sample = 1;
   std::size_t block_timeouts = 0;  // batch/cold samples dropped: the blocking kernel gave up
-  // Sampling of this member stopped: kMaxTimeoutsAtOneRun consecutive blocking-kernel timeouts
-  // with one run per sample (something in its region waits for the stream).
+  // Sampling of this member stopped (batch/cold): its one held run in the warm-up timed out
+  // (kHoldProbeTimeoutS), or kMaxTimeoutsAtOneRun consecutive blocking-kernel timeouts with one
+  // run per sample. Either way something in its region waits for the held stream.
   bool gave_up = false;
+  std::string gave_up_reason;  // which of the two, in words; empty unless gave_up
 };
 
 // Consecutive blocking-kernel timeouts at one run per sample after which a member is no longer
 // sampled (each costs the block timeout, and its group's other members would wait).
 inline constexpr std::size_t kMaxTimeoutsAtOneRun = 3;
+// Batch/cold warm-up: one run is enqueued behind a blocking kernel with this timeout; a member
+// whose run is not enqueued by then is retired before round 0 (enqueuing one run takes
+// microseconds; a region that waits for the held stream never finishes).
+inline constexpr double kHoldProbeTimeoutS = 0.1;
 
 struct GroupMeasurement {
   Regime regime = Regime::eager;
