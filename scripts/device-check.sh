@@ -10,7 +10,7 @@
 # Every step runs under a share of one deadline (BUDGET_S, default 460 s) and the summary runs
 # on exit whatever happened, so a slow step costs the steps after it, never the results before.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT="${OUT:-/tmp/fusebench-device-out}"
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -23,6 +23,16 @@ cap() {
   if [ "$left" -lt "$1" ]; then echo $((left > 5 ? left : 5)); else echo "$1"; fi
 }
 left() { echo $((DEADLINE - RESERVE - $(date +%s))); }
+# One line per step of this check (name, PASS|FAIL|SKIP, detail) for the summary's table; the GPU
+# tests' own results are read from their Google Test output in build-and-test.log.
+WORK=/tmp/fusebench-device-work
+rm -rf "$WORK" && mkdir -p "$WORK"
+CHECKS="$WORK/checks.txt"
+check() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >> "$CHECKS"; }
+# pass_fail NAME RC [what 124 means]: PASS on 0, FAIL with the exit code otherwise.
+pass_fail() {
+  if [ "$2" -eq 0 ]; then check "$1" PASS; elif [ "$2" -eq 124 ]; then check "$1" FAIL "exit 124: ${3:-cut by the deadline}"; else check "$1" FAIL "exit $2"; fi
+}
 
 summary() {
   step "summary"
@@ -34,8 +44,10 @@ summary() {
     # host-array question), how the interleaved measurement stopped, speedup [95% CI]; the
     # throttle reference clock; the stride-0 strided-batched gate_up check and its GPU tests.
     [ -s "$OUT/report.json" ] &&
-      python3 scripts/timing_summary.py "$OUT/report.json" --build-log "$OUT/build-and-test.log"
+      python3 scripts/timing_summary.py "$OUT/report.json"
     [ -s "$OUT/report-tp.json" ] && python3 scripts/timing_summary.py "$OUT/report-tp.json"
+    # Last, so the device tool's output tail shows it: PASS/FAIL/SKIP per step and per GPU test.
+    python3 scripts/timing_summary.py --checks "$CHECKS" --build-log "$OUT/build-and-test.log"
   } 2>&1 | tee "$OUT/summary.txt"
   step "done"
 }
@@ -71,21 +83,46 @@ step "configure + build"
   timeout "$(cap 170)" bash -c '
     cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DFUSEBENCH_WITH_MPI=OFF "$@" && cmake --build build-device -j16' _ "${NCCL_ARGS[@]}"
-} > "$OUT/build-and-test.log" 2>&1 || { tail -40 "$OUT/build-and-test.log"; echo "BUILD FAILED"; exit 1; }
+} > "$OUT/build-and-test.log" 2>&1 || {
+  rc=$?
+  tail -40 "$OUT/build-and-test.log"
+  echo "BUILD FAILED"
+  pass_fail build "$rc" "cut by its 170 s cap"
+  exit 1
+}
+check build PASS
 grep "fusebench: CUDA=" "$OUT/build-and-test.log"
-ldd build-device/bin/fusebench | grep "not found" && echo "MISSING LIBRARIES (add their .debs to scripts/fetch-device-deps.sh)"
+if ldd build-device/bin/fusebench | grep "not found"; then
+  echo "MISSING LIBRARIES (add their .debs to scripts/fetch-device-deps.sh)"
+  check libraries FAIL "ldd: a library is not found (see build-and-test.log)"
+fi
 
-step "GPU tests (ctest -R Gpu, one at a time: the DRAM test reads device-wide counters)"
-timeout "$(cap 90)" ctest --test-dir build-device -R Gpu -j1 --timeout 60 --output-on-failure \
-  >> "$OUT/build-and-test.log" 2>&1
-grep -E "tests passed|tests failed|Failed|\*\*\*Failed|Skipped" "$OUT/build-and-test.log" | tail -25
+# One process per test binary (5 CUDA context starts, not one per test), newest tests first, so a
+# cut by the deadline costs the oldest; one binary at a time: the DRAM test reads device-wide
+# counters. '*Gpu*' selects what ctest -R Gpu selects.
+step "GPU tests (--gtest_filter='*Gpu*', one binary at a time, newest first)"
+for t in test_timing test_families test_timing_engine test_counters test_correctness; do
+  if [ "$(left)" -le 10 ]; then
+    echo "GPU tests: no time left for $t" >> "$OUT/build-and-test.log"
+    check "$t (process)" SKIP "no time left before the deadline"
+    continue
+  fi
+  {
+    echo "=== $t --gtest_filter='*Gpu*'"
+    timeout "$(cap 60)" "build-device/bin/$t" --gtest_filter='*Gpu*' --gtest_color=no 2>&1
+    echo "$t exit: $?"
+  } >> "$OUT/build-and-test.log"
+done
+grep -E "^\[ +(FAILED|SKIPPED) +\] [^ ]+ \(|exit: " "$OUT/build-and-test.log" | tail -25
 
 step "verify + counters + timed sweep (qkv, gate_up; all four regimes)"
 SWEEP_ARGS=${SWEEP_ARGS:---models=qwen3-0.6b,llama3-8b --ops=qkv,gate_up --tokens=1,16,256,1024,4096,16384 --timing=cold,batch,eager,graph --timing-max-time=0.3}
 # shellcheck disable=SC2086
 timeout "$(cap 200)" build-device/bin/fusebench --verify --report="$OUT/report.json" $SWEEP_ARGS \
   > "$OUT/bench-console.txt" 2>&1
-echo "fusebench exit: $? (124: stopped by the deadline; the report holds every entry finished)"
+rc=$?
+echo "fusebench exit: $rc (124: stopped by the deadline; the report holds every entry finished)"
+pass_fail "sweep: verify + counters + timing" "$rc" "cut by the deadline; report.json holds every entry finished"
 grep -E "^fusebench|verif|error|FAIL|unavailable" "$OUT/bench-console.txt" | head -12
 
 if [ "$(left)" -gt 30 ]; then
@@ -93,7 +130,11 @@ if [ "$(left)" -gt 30 ]; then
   timeout "$(cap 45)" build-device/bin/fusebench --ops=tp_attn,tp_mlp --tp=1,2,4,8 --models=llama3-8b \
     --tokens=1,64,1024,8192 --timing=batch --collective-sweep --timing-max-time=0.3 \
     --report="$OUT/report-tp.json" >> "$OUT/bench-console.txt" 2>&1
-  echo "fusebench (tp) exit: $?"
+  rc=$?
+  echo "fusebench (tp) exit: $rc"
+  pass_fail "TP pipelines" "$rc"
+else
+  check "TP pipelines" SKIP "no time left before the deadline"
 fi
 
 if [ "$(left)" -gt 40 ] && command -v ncu >/dev/null; then
@@ -101,19 +142,29 @@ if [ "$(left)" -gt 40 ] && command -v ncu >/dev/null; then
   : > "$OUT/ncu.csv"
   for spec in qkv/split/1 qkv/fused/1 gate_up/split/4096 gate_up/fused/4096; do
     IFS=/ read -r op variant tokens <<< "$spec"
-    [ "$(left)" -gt 15 ] || break
+    if [ "$(left)" -le 15 ]; then
+      check "ncu $spec" SKIP "no time left before the deadline"
+      continue
+    fi
     echo "# $op/$variant/model:llama3-8b/tokens:$tokens" >> "$OUT/ncu.csv"
     timeout "$(cap 25)" ncu --clock-control none --csv --nvtx --nvtx-include "fusebench@region/" \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum \
       build-device/bin/fusebench-region --op="$op" --variant="$variant" --model=llama3-8b \
       --tokens="$tokens" --iterations=1 >> "$OUT/ncu.csv" 2>&1
+    pass_fail "ncu $spec" $?
   done
 else
   echo "ncu skipped (not found, or no time left)" > "$OUT/ncu.csv"
+  check ncu SKIP "ncu not found, or no time left"
 fi
 
 if [ "$(left)" -gt 20 ]; then
   step "PyTorch F.linear baseline"
   timeout "$(cap 40)" python3 scripts/torch_linear_baseline.py --out "$OUT/torch.json" --tokens 1,16,256,1024,4096,16384 \
-    --samples 100 > /dev/null 2>&1 || echo "torch baseline failed or cut"
+    --samples 100 > /dev/null 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || echo "torch baseline failed or cut"
+  pass_fail "PyTorch F.linear baseline" "$rc"
+else
+  check "PyTorch F.linear baseline" SKIP "no time left before the deadline"
 fi

@@ -42,21 +42,57 @@ REPORT = {
 }
 
 
+# Google Test output of two binaries as device-check.sh writes it: a pass, a skip with its reason,
+# a failure, a parameterised failure, then a test cut by the timeout.
+GTEST_LOG = """=== test_timing --gtest_filter='*Gpu*'
+[ RUN      ] TimingGpu.ClockProbeAndGraphReplay
+[       OK ] TimingGpu.ClockProbeAndGraphReplay (12 ms)
+[ RUN      ] TimingGpu.OneLaunchVariantsEqualSplit
+../tests/test_timing.cpp:233: Skipped
+needs a CUDA device: no NVIDIA GPU
+
+[  SKIPPED ] TimingGpu.OneLaunchVariantsEqualSplit (0 ms)
+[ RUN      ] TimingGpu.GraphReplayOfGroupedAndBatchedVariantsRewritesOutputs
+../tests/test_timing.cpp:210: Failure
+Expected equality of these values:
+[  FAILED  ] TimingGpu.GraphReplayOfGroupedAndBatchedVariantsRewritesOutputs (40 ms)
+[ RUN      ] Ops/GpuCorrectness.FusedEqualsSplitAndFloat64Reference/qkv_bf16_m1
+../tests/test_correctness_gpu.cpp:25: Failure
+Value of: r.ok
+[  FAILED  ] Ops/GpuCorrectness.FusedEqualsSplitAndFloat64Reference/qkv_bf16_m1, where GetParam() = 4-byte object <00-00 00-00> (3 ms)
+[  FAILED  ] 2 tests, listed below:
+[  FAILED  ] TimingGpu.GraphReplayOfGroupedAndBatchedVariantsRewritesOutputs
+test_timing exit: 1
+=== test_counters --gtest_filter='*Gpu*'
+[ RUN      ] GpuCounterPasses.DramBytesCoverTheWeights
+test_counters exit: 124
+=== test_families --gtest_filter='*Gpu*'
+test_families exit: 127
+"""
+
+
+def run_main(argv):
+    out = io.StringIO()
+    old = sys.argv
+    sys.argv = ["timing_summary.py"] + argv
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = timing_summary.main()
+    finally:
+        sys.argv = old
+    return rc, out.getvalue()
+
+
 class TimingSummaryTest(unittest.TestCase):
     def run_summary(self, report):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(report, f)
-        out = io.StringIO()
-        old = sys.argv
-        sys.argv = ["timing_summary.py", f.name]
         try:
-            with contextlib.redirect_stdout(out):
-                rc = timing_summary.main()
+            rc, text = run_main([f.name])
         finally:
-            sys.argv = old
             os.unlink(f.name)
         self.assertEqual(rc, 0)
-        return out.getvalue()
+        return text
 
     def test_prints_drops_stop_and_intervals_per_fixture(self):
         text = self.run_summary(REPORT)
@@ -79,6 +115,53 @@ class TimingSummaryTest(unittest.TestCase):
         self.assertIn("n/a", line)
         self.assertIn("throttle rule: none", text)
         self.assertIn("not in the verification", text)
+
+
+class CheckTableTest(unittest.TestCase):
+    def test_gtest_results_per_test(self):
+        rows = timing_summary.gtest_checks(GTEST_LOG)
+        status = {name: st for name, st, _ in rows}
+        detail = {name: d for name, _, d in rows}
+        self.assertEqual(status["TimingGpu.ClockProbeAndGraphReplay"], "PASS")
+        self.assertEqual(status["TimingGpu.OneLaunchVariantsEqualSplit"], "SKIP")
+        self.assertIn("needs a CUDA device: no NVIDIA GPU", detail["TimingGpu.OneLaunchVariantsEqualSplit"])
+        self.assertIn("test_timing.cpp:233", detail["TimingGpu.OneLaunchVariantsEqualSplit"])
+        name = "TimingGpu.GraphReplayOfGroupedAndBatchedVariantsRewritesOutputs"
+        self.assertEqual(status[name], "FAIL")
+        self.assertIn("test_timing.cpp:210: Expected equality", detail[name])
+        param = "Ops/GpuCorrectness.FusedEqualsSplitAndFloat64Reference/qkv_bf16_m1"
+        self.assertEqual(status[param], "FAIL")
+        self.assertEqual(status["GpuCounterPasses.DramBytesCoverTheWeights"], "FAIL")
+        self.assertIn("cut by the timeout, exit 124", detail["GpuCounterPasses.DramBytesCoverTheWeights"])
+        # A binary that printed no test at all still fails; one whose tests failed is not doubled.
+        self.assertEqual(status["test_families (process)"], "FAIL")
+        self.assertNotIn("test_timing (process)", status)
+        self.assertNotIn("test_counters (process)", status)
+        # The "listed below" repeats are not extra rows.
+        self.assertEqual(sum(1 for r in rows if r[0] == name), 1)
+
+    def test_table_with_the_steps(self):
+        with tempfile.TemporaryDirectory() as d:
+            log, checks = os.path.join(d, "build.log"), os.path.join(d, "checks.txt")
+            with open(log, "w") as f:
+                f.write(GTEST_LOG)
+            with open(checks, "w") as f:
+                f.write("build\tPASS\t\nsweep: verify + counters + timing\tFAIL\texit 124: cut\n"
+                        "ncu\tSKIP\tncu not found\n")
+            rc, text = run_main(["--checks", checks, "--build-log", log])
+        self.assertEqual(rc, 0)
+        lines = text.splitlines()
+        self.assertRegex(lines[0], r"^check +result +detail$")
+        self.assertRegex(lines[1], r"^build +PASS")
+        self.assertRegex(next(l for l in lines if l.startswith("sweep")), r"FAIL +exit 124: cut")
+        self.assertRegex(next(l for l in lines if l.startswith("ncu")), r"SKIP +ncu not found")
+        self.assertEqual(lines[-1], "checks: 2 PASS, 5 FAIL, 2 SKIP")
+
+    def test_missing_files_are_failures(self):
+        rc, text = run_main(["--checks", "/nonexistent/checks.txt"])
+        self.assertEqual(rc, 0)
+        self.assertIn("FAIL", text)
+        self.assertIn("cannot read", text)
 
 
 if __name__ == "__main__":
