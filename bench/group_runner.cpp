@@ -196,7 +196,6 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     std::vector<std::size_t> timed;  // member positions the engine measures
     std::vector<measure::TimedMember> members;
     std::optional<std::size_t> baseline;
-    std::optional<std::size_t> thrower;  // member position whose region threw
     for (std::size_t i = 0; i < a.members.size(); ++i) {
       Member& m = a.members[i];
       if (!m.error.empty()) continue;
@@ -236,16 +235,11 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
       measure::TimedMember t;
       t.label = f.variant;
       t.sets = m.rotation ? m.rotation->sets() : 1;
-      t.run_set = [&m, region, i, &thrower](std::size_t set) {
-        try {
-          if (m.rotation) {
-            m.rotation->run(set, region);
-          } else {
-            region();
-          }
-        } catch (...) {
-          thrower = i;
-          throw;
+      t.run_set = [&m, region](std::size_t set) {
+        if (m.rotation) {
+          m.rotation->run(set, region);
+        } else {
+          region();
         }
       };
       t.launches_per_run = cost_of(m.ws->plan()).launches;
@@ -256,14 +250,16 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     std::optional<measure::GroupMeasurement> gm;
     try {
       gm = measure::measure_group(regime, backend_, members, baseline, settings_.engine);
-    } catch (const std::exception& e) {
-      if (!thrower || a.tp) throw;
+    } catch (const measure::MemberFailure& e) {
+      // The engine names the member whose region, capture or warm-up failed (a capture broken
+      // by a library call shows up only at cudaStreamEndCapture, outside the region).
+      if (a.tp) throw;
       try {
         backend_.synchronize();
       } catch (...) {
         // The error may surface here too; the member is failed either way.
       }
-      fail_member(a.members[*thrower],
+      fail_member(a.members[timed[e.member]],
                   std::string(e.what()) + " (the rest of its group was measured without it)");
       continue;
     }

@@ -400,6 +400,69 @@ TEST(TimingEngine, TimeoutBetweenRunsGoesStraightToOneRunPerSample) {
   EXPECT_EQ(g.members[1].block_timeouts, 0u);
 }
 
+namespace {
+
+class NoopGraph : public GraphReplay {
+ public:
+  void launch() override {}
+};
+
+// Graph capture as cudaStreamEndCapture sees it: a region that breaks the capture without an
+// error of its own (a library's synchronous copy) fails at the end of the capture, outside it.
+class FakeCaptureDevice : public FakeHoldDevice {
+ public:
+  std::unique_ptr<GraphReplay> capture(const std::function<void()>& region) override {
+    capturing = true;
+    broken = false;
+    region();
+    capturing = false;
+    if (broken) throw std::runtime_error("cudaStreamEndCapture: capture invalidated");
+    return std::make_unique<NoopGraph>();
+  }
+  bool capturing = false;
+  bool broken = false;
+};
+
+}  // namespace
+
+// A failure of one member (its warm-up, its graph capture, a later sample) is thrown as that
+// member's MemberFailure, so the caller can measure the group again without it.
+TEST(TimingEngine, AMembersFailureNamesTheMember) {
+  auto backend = make_cpu_backend();
+  FakeCaptureDevice dev;
+  enum class Fails { in_warm_up, in_sample, at_end_of_capture };
+  for (Fails when : {Fails::in_warm_up, Fails::in_sample, Fails::at_end_of_capture}) {
+    std::vector<TimedMember> members(3);
+    int runs_of_1 = 0;
+    for (std::size_t m = 0; m < 3; ++m) {
+      members[m].run_set = [&, m](std::size_t) {
+        spin(1000);
+        if (m != 1) return;
+        ++runs_of_1;
+        if (when == Fails::in_warm_up) throw std::runtime_error("region of v1 failed");
+        if (when == Fails::in_sample && runs_of_1 > 2) throw std::runtime_error("late failure");
+        if (when == Fails::at_end_of_capture && dev.capturing) dev.broken = true;
+      };
+    }
+    EngineSettings st;
+    st.device = &dev;
+    st.rule = quick_rule(1e-9);
+    st.rule.max_samples = 50;
+    const Regime regime = when == Fails::at_end_of_capture ? Regime::graph : Regime::eager;
+    try {
+      measure_group(regime, *backend, members, 0, st);
+      FAIL() << "no failure, case " << static_cast<int>(when);
+    } catch (const MemberFailure& e) {
+      EXPECT_EQ(e.member, 1u) << static_cast<int>(when);
+      EXPECT_NE(std::string(e.what()).find(when == Fails::at_end_of_capture ? "EndCapture"
+                                           : when == Fails::in_warm_up      ? "region of v1"
+                                                                            : "late failure"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // On a GPU: split and fused qkv measured interleaved in each of the four regimes give a speedup
 // with an interval that contains it, from paired rounds, with the clock read per sample.
 TEST(TimingEngineGpu, InterleavedGroupsGiveSpeedupsWithIntervalsInEveryRegime) {

@@ -175,6 +175,19 @@ class Sampler {
 // after every round while there are few, then after every ~1% more rounds.
 bool assess_now(std::size_t rounds) { return rounds < 256 || rounds % (rounds / 100) == 0; }
 
+// Runs `f` for member `m`; what it throws becomes m's MemberFailure. Work of m alone (its warm-up,
+// capture, sample) ends with a synchronise, so an asynchronous error of m surfaces inside.
+template <class F>
+auto as_member(std::size_t m, F&& f) {
+  try {
+    return f();
+  } catch (const MemberFailure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw MemberFailure(m, e.what());
+  }
+}
+
 }  // namespace
 
 GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<TimedMember>& members,
@@ -191,7 +204,7 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
   for (std::size_t m = 0; m < k; ++m) {
     state[m].member = &members[m];
     if (members[m].sets == 0) members[m].sets = 1;
-    sampler.prepare(state[m]);
+    as_member(m, [&] { sampler.prepare(state[m]); });
   }
 
   GroupSamples samples(k, settings.rule);
@@ -216,7 +229,7 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
     for (std::size_t m : round_order(k, round)) {
       if (state[m].gave_up) continue;
       if (settings.on_sample) settings.on_sample(m, round);
-      samples.add(m, sampler.sample(state[m]));
+      samples.add(m, as_member(m, [&] { return sampler.sample(state[m]); }));
       if (state[m].gave_up) samples.retire(m);
     }
     const double wall = since(start);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -88,9 +89,18 @@ struct GroupMeasurement {
   std::size_t widest_member = 0;
 };
 
+// A member's own failure (its region, its graph capture, its warm-up, an error that surfaced at
+// the synchronise after its work): the group can be measured again without member `member`.
+struct MemberFailure : std::runtime_error {
+  MemberFailure(std::size_t failed_member, const std::string& what)
+      : std::runtime_error(what), member(failed_member) {}
+  std::size_t member;  // index into measure_group's `members`
+};
+
 // Measures `members` (all on `backend`) in `regime` under settings.rule. `baseline`: the index
 // of the op's baseline variant when it is a member. Throws std::runtime_error when the regime
-// needs a GPU and settings.device is null, and whatever a member's region throws.
+// needs a GPU and settings.device is null, and MemberFailure (with the error's text) when a
+// member's warm-up, capture or sample throws.
 GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<TimedMember>& members,
                                std::optional<std::size_t> baseline, const EngineSettings& settings);
 
