@@ -4,9 +4,11 @@
 #   then:  device run: command="bash scripts/device-check.sh", carry=[".deps"], timeout_s=540
 # It builds (the GPU box has nvcc/cmake/ninja but none of our libraries: they come from .deps),
 # runs the GPU tests, verifies every variant, counts launches and DRAM bytes, times a
-# representative sweep, cross-checks with ncu and PyTorch, and writes everything under $OUT
-# (at most 8 files come back: gpu.txt, build-and-test.log, report.json, report-tp.json,
-# bench-console.txt, ncu.csv, torch.json, summary.txt).
+# representative sweep (with bias, GeLU-tanh/swigluoai and an MoE expert layer), cross-checks
+# with ncu and PyTorch. At most 8 files come back from $OUT; it holds 7: gpu.txt,
+# build-and-test.log, bench-console.txt, report.json, report-tp.json (written as they go, so a
+# hard kill keeps them), summary.txt, and logs.tar.gz (made on exit: every other file, ncu.csv,
+# torch.json and the step table among them, plus copies of the logs).
 # Every step runs under a share of one deadline (BUDGET_S, default 460 s) and the summary runs
 # on exit whatever happened, so a slow step costs the steps after it, never the results before.
 set -uo pipefail
@@ -38,7 +40,7 @@ summary() {
   step "summary"
   {
     [ -s "$OUT/report.json" ] &&
-      python3 scripts/summarize_report.py "$OUT/report.json" --torch "$OUT/torch.json" --ncu "$OUT/ncu.csv"
+      python3 scripts/summarize_report.py "$OUT/report.json" --torch "$WORK/torch.json" --ncu "$WORK/ncu.csv"
     [ -s "$OUT/report-tp.json" ] && python3 scripts/summarize_report.py "$OUT/report-tp.json"
     # Per fixture: samples dropped (throttled, blocking-kernel timeouts: the grouped-GEMM
     # host-array question), how the interleaved measurement stopped, speedup [95% CI]; the
@@ -46,10 +48,22 @@ summary() {
     [ -s "$OUT/report.json" ] &&
       python3 scripts/timing_summary.py "$OUT/report.json"
     [ -s "$OUT/report-tp.json" ] && python3 scripts/timing_summary.py "$OUT/report-tp.json"
+    # How the interleaved groups stopped (met the target, timed out, widest interval).
+    grep -h "fusebench: timing:" "$OUT/bench-console.txt" 2>/dev/null
     # Last, so the device tool's output tail shows it: PASS/FAIL/SKIP per step and per GPU test.
     python3 scripts/timing_summary.py --checks "$CHECKS" --build-log "$OUT/build-and-test.log"
   } 2>&1 | tee "$OUT/summary.txt"
+  bundle
   step "done"
+}
+# Everything else in one file: the device tool returns at most 8 files from $OUT.
+bundle() {
+  cp "$OUT"/*.txt "$OUT"/*.log "$WORK"/ 2>/dev/null
+  tar -czf "$OUT/logs.tar.gz" -C "$(dirname "$WORK")" "$(basename "$WORK")" ||
+    echo "bundle: tar failed; logs.tar.gz may be incomplete"
+  local n
+  n=$(find "$OUT" -type f | wc -l)
+  [ "$n" -le 8 ] || echo "WARNING: $n files under \$OUT, the device tool returns 8: $(ls "$OUT")"
 }
 trap summary EXIT
 
@@ -115,13 +129,22 @@ for t in test_timing test_families test_timing_engine test_counters test_correct
 done
 grep -E "^\[ +(FAILED|SKIPPED) +\] [^ ]+ \(|exit: " "$OUT/build-and-test.log" | tail -25
 
-step "verify + counters + timed sweep (qkv, gate_up; all four regimes)"
-SWEEP_ARGS=${SWEEP_ARGS:---models=qwen3-0.6b,llama3-8b --ops=qkv,gate_up --tokens=1,16,256,1024,4096,16384 --timing=cold,batch,eager,graph --timing-max-time=0.3}
+# qwen2.5-7b brings the q/k/v bias (cuBLASLt's bias epilogue, fused_bias_kernel, grouped GEMM +
+# bias_add); gpt-oss-20b brings qkv and gate_up bias, swigluoai on interleaved w13 and the MoE
+# expert gate_up. 4 models x 2 ops x 4 token counts x 4 regimes = 128 groups, about 430 entries:
+# at 0.2 s per entry about what 288 x 0.3 s cost, with a cheaper verification (no 16384).
+GPT_OSS_CONFIG=tests/configs/gpt-oss-20b.json
+step "verify + counters + timed sweep (qkv, gate_up; all four regimes; bias and MoE models)"
+SWEEP_ARGS=${SWEEP_ARGS:---models=qwen3-0.6b,llama3-8b,qwen2.5-7b --model-config=$GPT_OSS_CONFIG --ops=qkv,gate_up --tokens=1,16,256,4096 --timing=cold,batch,eager,graph --timing-max-time=0.2}
 # shellcheck disable=SC2086
 timeout "$(cap 200)" build-device/bin/fusebench --verify --report="$OUT/report.json" $SWEEP_ARGS \
   > "$OUT/bench-console.txt" 2>&1
 rc=$?
 echo "fusebench exit: $rc (124: stopped by the deadline; the report holds every entry finished)"
+# The clocks right after the sweep (light-load clocks decide whether eager decode samples count as
+# throttled: R1 finding 9).
+nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks_throttle_reasons.active,power.draw,temperature.gpu \
+  --format=csv > "$WORK/gpu-after-sweep.txt" 2>&1
 pass_fail "sweep: verify + counters + timing" "$rc" "cut by the deadline; report.json holds every entry finished"
 grep -E "^fusebench|verif|error|FAIL|unavailable" "$OUT/bench-console.txt" | head -12
 
@@ -139,28 +162,28 @@ fi
 
 if [ "$(left)" -gt 40 ] && command -v ncu >/dev/null; then
   step "ncu cross-check (launches and DRAM bytes of one region each)"
-  : > "$OUT/ncu.csv"
+  : > "$WORK/ncu.csv"
   for spec in qkv/split/1 qkv/fused/1 gate_up/split/4096 gate_up/fused/4096; do
     IFS=/ read -r op variant tokens <<< "$spec"
     if [ "$(left)" -le 15 ]; then
       check "ncu $spec" SKIP "no time left before the deadline"
       continue
     fi
-    echo "# $op/$variant/model:llama3-8b/tokens:$tokens" >> "$OUT/ncu.csv"
+    echo "# $op/$variant/model:llama3-8b/tokens:$tokens" >> "$WORK/ncu.csv"
     timeout "$(cap 25)" ncu --clock-control none --csv --nvtx --nvtx-include "fusebench@region/" \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum \
       build-device/bin/fusebench-region --op="$op" --variant="$variant" --model=llama3-8b \
-      --tokens="$tokens" --iterations=1 >> "$OUT/ncu.csv" 2>&1
+      --tokens="$tokens" --iterations=1 >> "$WORK/ncu.csv" 2>&1
     pass_fail "ncu $spec" $?
   done
 else
-  echo "ncu skipped (not found, or no time left)" > "$OUT/ncu.csv"
+  echo "ncu skipped (not found, or no time left)" > "$WORK/ncu.csv"
   check ncu SKIP "ncu not found, or no time left"
 fi
 
 if [ "$(left)" -gt 20 ]; then
   step "PyTorch F.linear baseline"
-  timeout "$(cap 40)" python3 scripts/torch_linear_baseline.py --out "$OUT/torch.json" --tokens 1,16,256,1024,4096,16384 \
+  timeout "$(cap 40)" python3 scripts/torch_linear_baseline.py --out "$WORK/torch.json" --tokens 1,16,256,1024,4096,16384 \
     --samples 100 > /dev/null 2>&1
   rc=$?
   [ "$rc" -eq 0 ] || echo "torch baseline failed or cut"
