@@ -2,7 +2,8 @@
 # The GPU check, in ONE call of the device tool (under 8 minutes on an H200):
 #   here:  scripts/fetch-device-deps.sh          (downloads the .debs into .deps/)
 #   then:  device run: command="bash scripts/device-check.sh", carry=[".deps"], timeout_s=540
-# It builds (the GPU box has nvcc/cmake/ninja but none of our libraries: they come from .deps),
+# It builds (the GPU box has nvcc/cmake/ninja but none of our libraries: they come from .deps;
+# without oneDNN, which only the CPU backend would use, and it runs nothing here),
 # runs the GPU tests, verifies every variant, counts launches and DRAM bytes, times a
 # representative sweep (with bias, GeLU-tanh/swigluoai and an MoE expert layer), cross-checks
 # with ncu and PyTorch. At most 8 files come back from $OUT; it holds 7: gpu.txt,
@@ -27,7 +28,7 @@ cap() {
 left() { echo $((DEADLINE - RESERVE - $(date +%s))); }
 # One line per step of this check (name, PASS|FAIL|SKIP, detail) for the summary's table; the GPU
 # tests' own results are read from their Google Test output in build-and-test.log.
-WORK=/tmp/fusebench-device-work
+WORK=${DEVICE_CHECK_WORK:-/tmp/fusebench-device-work}
 rm -rf "$WORK" && mkdir -p "$WORK"
 CHECKS="$WORK/checks.txt"
 check() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >> "$CHECKS"; }
@@ -51,7 +52,9 @@ summary() {
     # How the interleaved groups stopped (met the target, timed out, widest interval).
     grep -h "fusebench: timing:" "$OUT/bench-console.txt" 2>/dev/null
     # Last, so the device tool's output tail shows it: PASS/FAIL/SKIP per step and per GPU test.
-    python3 scripts/timing_summary.py --checks "$CHECKS" --build-log "$OUT/build-and-test.log"
+    local build_log=()
+    [ -f "$OUT/build-and-test.log" ] && build_log=(--build-log "$OUT/build-and-test.log")
+    python3 scripts/timing_summary.py --checks "$CHECKS" "${build_log[@]}"
   } 2>&1 | tee "$OUT/summary.txt"
   bundle
   step "done"
@@ -68,6 +71,12 @@ bundle() {
 trap summary EXIT
 
 step "dependencies from .deps"
+if ! ls .deps/*.deb > /dev/null 2>&1; then
+  echo "NO .deps/*.deb here: run scripts/fetch-device-deps.sh on the development machine first, and"
+  echo "name .deps in the device tool's carry (nothing can be installed on the GPU machine)"
+  check dependencies FAIL "no .deps/*.deb: run scripts/fetch-device-deps.sh and carry .deps"
+  exit 1
+fi
 DEPS=/tmp/fusebench-deps
 mkdir -p "$DEPS"
 for f in .deps/*.deb; do dpkg -x "$f" "$DEPS"; done
@@ -96,7 +105,8 @@ step "configure + build"
 {
   timeout "$(cap 170)" bash -c '
     cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DFUSEBENCH_WITH_MPI=OFF "$@" && cmake --build build-device -j16' _ "${NCCL_ARGS[@]}"
+      -DFUSEBENCH_WITH_MPI=OFF -DFUSEBENCH_WITH_DNNL=OFF "$@" && cmake --build build-device -j16' \
+    _ "${NCCL_ARGS[@]}"
 } > "$OUT/build-and-test.log" 2>&1 || {
   rc=$?
   tail -40 "$OUT/build-and-test.log"
