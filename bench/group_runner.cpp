@@ -309,6 +309,13 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   if (s.samples == 0) {
     r.error = "no valid sample: " + std::to_string(s.dropped_throttled) + " throttled, " +
               std::to_string(mm.block_timeouts) + " blocking-kernel timeouts";
+    if (s.dropped_throttled > 0 && s.all_clock_mhz_min) {
+      r.error += " (sample clocks " + std::to_string(std::lround(*s.all_clock_mhz_min)) + "-" +
+                 std::to_string(std::lround(*s.all_clock_mhz_max)) + " MHz; below " +
+                 std::to_string(std::lround(settings_.engine.rule.throttle_fraction *
+                                            settings_.engine.rule.reference_clock_mhz)) +
+                 " MHz counts as throttled)";
+    }
     if (mm.block_timeouts > 0 && mm.runs_per_sample == 1) {
       r.error +=
           " (even one run could not be enqueued behind the blocking kernel: either something "
@@ -391,7 +398,12 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     c["sm_clock_mhz"] = *s.clock_mhz_mean;
     c["sm_clock_min_mhz"] = *s.clock_mhz_min;
     c["sm_clock_max_mhz"] = *s.clock_mhz_max;
-  } else {
+  }
+  if (s.all_clock_mhz_min) {
+    c["sm_clock_all_min_mhz"] = *s.all_clock_mhz_min;
+    c["sm_clock_all_max_mhz"] = *s.all_clock_mhz_max;
+  }
+  if (!s.clock_mhz_mean) {
     fields["sm_clock_unavailable"] = settings_.engine.device == nullptr
                                          ? "no GPU: the CPU clock is not read; no sample is dropped"
                                          : "the clock probe returned no reading";

@@ -38,9 +38,11 @@ def speedup_text(b):
 
 def clock_text(b):
     lo, hi = b.get("sm_clock_min_mhz"), b.get("sm_clock_max_mhz")
-    if lo is None:
-        return "n/a"
-    return f"{lo:.0f}-{fmt(hi, '.0f')}"
+    text = "n/a" if lo is None else f"{lo:.0f}-{fmt(hi, '.0f')}"
+    all_lo, all_hi = b.get("sm_clock_all_min_mhz"), b.get("sm_clock_all_max_mhz")
+    if all_lo is not None and (all_lo, all_hi) != (lo, hi):  # throttled samples widened it
+        text += f" (all {all_lo:.0f}-{fmt(all_hi, '.0f')})"
+    return text
 
 
 def print_entries(report):

@@ -33,6 +33,8 @@ REPORT = {
         {"name": "qkv/grouped/model:llama3-8b/tokens:16/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time",
          "run_type": "iteration", "variant": "grouped", "speedup_baseline": "split", "samples": 118.0,
          "samples_dropped_throttled": 2.0, "samples_dropped_block_timeout": 37.0,
+         "sm_clock_min_mhz": 1500.0, "sm_clock_max_mhz": 1980.0, "sm_clock_all_min_mhz": 900.0,
+         "sm_clock_all_max_mhz": 1980.0,
          "timing_stop": "timed_out", "speedup": 1.512, "speedup_ci_low": 1.48,
          "speedup_ci_high": 1.55, "speedup_pairs": 117.0},
         {"name": "qkv/fused/model:llama3-8b/tokens:16/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time",
@@ -100,6 +102,8 @@ class TimingSummaryTest(unittest.TestCase):
         self.assertRegex(grouped, r"118\s+2\s+37 timed_out 1\.512 \[1\.480, 1\.550\] n=117")
         split = next(l for l in text.splitlines() if "qkv/split" in l)
         self.assertIn("1590-1980", split)
+        self.assertNotIn("(all", split)  # no throttled sample: one range
+        self.assertIn("1500-1980 (all 900-1980)", grouped)
         self.assertIn("FAILED: no valid sample: 0 throttled, 40 blocking-kernel timeouts", text)
         self.assertIn("reference clock under load, measured with the ceilings = 1605 MHz", text)
         self.assertIn("samples below 1204 MHz dropped", text)
