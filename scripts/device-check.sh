@@ -87,10 +87,14 @@ export PKG_CONFIG_PATH="$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfi
 for d in /usr/local/cuda*/lib64 /usr/local/cuda*/extras/CUPTI/lib64; do [ -d "$d" ] && echo "cuda libs: $d"; done
 # NCCL from the image's pip wheel (lib/libnccl.so.2 only, no libnccl.so link): name it exactly.
 NCCL_ARGS=()
-NCCL_HINT=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null || true)
+# __path__, not __file__: nvidia.nccl may be a namespace package, whose __file__ is None.
+NCCL_HINT=$(python3 -c "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])" 2>/dev/null || true)
 if [ -n "$NCCL_HINT" ] && [ -f "$NCCL_HINT/lib/libnccl.so.2" ] && [ -f "$NCCL_HINT/include/nccl.h" ]; then
   NCCL_ARGS=(-DNCCL_INCLUDE_DIR="$NCCL_HINT/include" -DNCCL_LIBRARY="$NCCL_HINT/lib/libnccl.so.2")
   export LD_LIBRARY_PATH="$NCCL_HINT/lib:$LD_LIBRARY_PATH"
+  check "NCCL (pip wheel)" PASS "$NCCL_HINT"
+else
+  check "NCCL (pip wheel)" SKIP "no nvidia.nccl with lib/libnccl.so.2 and include/nccl.h: TP collectives modelled"
 fi
 
 {

@@ -47,8 +47,8 @@ def clock_text(b):
 
 def print_entries(report):
     rows = [b for b in report.get("benchmarks", []) if b.get("run_type", "iteration") == "iteration"]
-    print(f"{'fixture':<66} {'n':>5} {'thr':>4} {'blk':>4} {'stop':<9} {'speedup [95% CI] pairs':<30} "
-          f"{'clock MHz':>10}")
+    print(f"{'fixture':<66} {'n':>5} {'thr':>4} {'blk':>4} {'R':>4} {'rnds':>5} {'stop':<9} "
+          f"{'speedup [95% CI] pairs':<30} {'clock MHz':>10}")
     for b in rows:
         if b.get("error_occurred"):
             print(f"{short_name(b):<66} FAILED: {b.get('error_message', '')[:120]}")
@@ -56,12 +56,14 @@ def print_entries(report):
         print(f"{short_name(b):<66} {fmt(b.get('samples'), '5.0f')} "
               f"{fmt(b.get('samples_dropped_throttled'), '4.0f')} "
               f"{fmt(b.get('samples_dropped_block_timeout'), '4.0f')} "
+              f"{fmt(b.get('runs_per_sample'), '4.0f')} {fmt(b.get('timing_rounds'), '5.0f')} "
               f"{str(b.get('timing_stop', 'n/a')):<9} {speedup_text(b):<30} {clock_text(b):>10}")
         for note in ("speedup_unavailable", "speedup_ci_note"):
             if note in b:
                 print(f"{'':<66}   {note}: {b[note]}")
     print("n: valid samples; thr: dropped as throttled; blk: dropped, blocking kernel timed out "
-          "(batch/cold); speedup over the baseline (split, naive)")
+          "(batch/cold); R: runs per sample; rnds: rounds of the group; speedup over the baseline "
+          "(split, naive)")
 
 
 def print_clock(report):
@@ -88,7 +90,8 @@ def print_one_launch(report):
     if not checks:
         print("one-launch variants: not in the verification of this report (run with --verify)")
     for v in checks:
-        worst = max((c.get("max_abs_error", 0) for c in v.get("comparisons", [])), default=None)
+        errors = [c["max_abs_error"] for c in v.get("comparisons", []) if c.get("max_abs_error") is not None]
+        worst = max(errors, default=None)  # a missing error is n/a, never 0
         print(f"verify {v['op']}/{v['variant']} {v.get('model')} tokens={v.get('tokens')} "
               f"{v.get('dtype')}: {'OK' if v.get('ok') else 'FAILED'} "
               f"({len(v.get('comparisons', []))} comparisons, max abs error {fmt(worst)})"

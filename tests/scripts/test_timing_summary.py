@@ -24,7 +24,9 @@ REPORT = {
             {"op": "gate_up", "variant": "batched", "model": "llama3-8b", "tokens": 37,
              "dtype": "bf16", "ok": True,
              "comparisons": [{"output": "out", "against": "split", "max_abs_error": 0.0078}]},
-            {"op": "qkv", "variant": "fused", "model": "llama3-8b", "tokens": 37, "ok": True}]},
+            {"op": "qkv", "variant": "fused", "model": "llama3-8b", "tokens": 37, "ok": True},
+            {"op": "qkv", "variant": "grouped", "model": "llama3-8b", "tokens": 37, "dtype": "bf16",
+             "ok": True, "comparisons": [{"output": "q", "against": "split"}]}]},
     "benchmarks": [
         {"name": "qkv/split/model:llama3-8b/tokens:16/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time",
          "run_type": "iteration", "variant": "split", "speedup_baseline": "split", "samples": 120.0,
@@ -35,6 +37,7 @@ REPORT = {
          "samples_dropped_throttled": 2.0, "samples_dropped_block_timeout": 37.0,
          "sm_clock_min_mhz": 1500.0, "sm_clock_max_mhz": 1980.0, "sm_clock_all_min_mhz": 900.0,
          "sm_clock_all_max_mhz": 1980.0,
+         "runs_per_sample": 1.0, "timing_rounds": 160.0,
          "timing_stop": "timed_out", "speedup": 1.512, "speedup_ci_low": 1.48,
          "speedup_ci_high": 1.55, "speedup_pairs": 117.0},
         {"name": "qkv/fused/model:llama3-8b/tokens:16/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time",
@@ -99,7 +102,7 @@ class TimingSummaryTest(unittest.TestCase):
     def test_prints_drops_stop_and_intervals_per_fixture(self):
         text = self.run_summary(REPORT)
         grouped = next(l for l in text.splitlines() if "qkv/grouped" in l)
-        self.assertRegex(grouped, r"118\s+2\s+37 timed_out 1\.512 \[1\.480, 1\.550\] n=117")
+        self.assertRegex(grouped, r"118\s+2\s+37\s+1\s+160 timed_out 1\.512 \[1\.480, 1\.550\] n=117")
         split = next(l for l in text.splitlines() if "qkv/split" in l)
         self.assertIn("1590-1980", split)
         self.assertNotIn("(all", split)  # no throttled sample: one range
@@ -110,6 +113,8 @@ class TimingSummaryTest(unittest.TestCase):
         self.assertIn("verify gate_up/batched llama3-8b tokens=37 bf16: OK", text)
         self.assertIn("stride-0 strided-batched GEMM", text)
         self.assertNotIn("qkv/fused llama3-8b", text)  # only the one-launch variants
+        # A comparison without its error reads n/a, never 0.
+        self.assertIn("verify qkv/grouped llama3-8b tokens=37 bf16: OK (1 comparisons, max abs error n/a)", text)
 
     def test_missing_values_are_na_not_zero(self):
         report = {"benchmarks": [{"name": "qkv/fused/x/timing:eager", "variant": "fused",
