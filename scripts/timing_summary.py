@@ -76,6 +76,10 @@ def print_clock(report):
     print(f"throttle rule: reference {clock.get('reference', 'n/a')} = "
           f"{fmt(clock.get('reference_mhz'), '.0f')} MHz (default {fmt(clock.get('default_mhz'), '.0f')} MHz), "
           f"samples below {fmt(clock.get('throttle_below_mhz'), '.0f')} MHz dropped")
+    if "probe_window_ns" in clock:
+        print(f"  clock probe window: {clock['probe_window_ns']:.0f} ns of %globaltimer (10000 asked)")
+    elif "probe_window_unavailable" in clock:
+        print(f"  clock probe window: n/a ({clock['probe_window_unavailable']})")
     if isinstance(load, dict):
         print(f"  clock under load (with the ceilings): median {fmt(load.get('median_mhz'), '.0f')}, "
               f"min {fmt(load.get('min_mhz'), '.0f')}, max {fmt(load.get('max_mhz'), '.0f')} MHz "

@@ -63,6 +63,10 @@ class CudaTiming final : public DeviceTiming {
     }
     return static_cast<double>(c[0]) / static_cast<double>(c[1]) * 1e3;  // cycles/ns -> MHz
   }
+  double probed_window_ns() override {
+    const volatile unsigned long long* c = host_->clock;
+    return c[1] == 0 ? -1 : static_cast<double>(c[1]);
+  }
   double default_clock_mhz() const override { return default_mhz_; }
 
   std::unique_ptr<GraphReplay> capture(const std::function<void()>& region) override {

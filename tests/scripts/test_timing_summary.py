@@ -17,7 +17,7 @@ REPORT = {
     "context": {
         "timing": {"sm_clock": {"reference": "clock under load, measured with the ceilings",
                                 "reference_mhz": 1605.0, "default_mhz": 1980.0,
-                                "throttle_below_mhz": 1203.75}},
+                                "throttle_below_mhz": 1203.75, "probe_window_ns": 10016.0}},
         "ceilings": {"sm_clock_under_load": {"median_mhz": 1605.0, "min_mhz": 1410.0,
                                              "max_mhz": 1980.0, "probes": 180}},
         "verification": [
@@ -110,6 +110,7 @@ class TimingSummaryTest(unittest.TestCase):
         self.assertIn("FAILED: no valid sample: 0 throttled, 40 blocking-kernel timeouts", text)
         self.assertIn("reference clock under load, measured with the ceilings = 1605 MHz", text)
         self.assertIn("samples below 1204 MHz dropped", text)
+        self.assertIn("clock probe window: 10016 ns", text)
         self.assertIn("verify gate_up/batched llama3-8b tokens=37 bf16: OK", text)
         self.assertIn("stride-0 strided-batched GEMM", text)
         self.assertNotIn("qkv/fused llama3-8b", text)  # only the one-launch variants
