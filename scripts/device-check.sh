@@ -32,10 +32,16 @@ WORK=${DEVICE_CHECK_WORK:-/tmp/fusebench-device-work}
 rm -rf "$WORK" && mkdir -p "$WORK"
 CHECKS="$WORK/checks.txt"
 check() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >> "$CHECKS"; }
-# pass_fail NAME RC [what 124 means]: PASS on 0, FAIL with the exit code otherwise.
+# pass_fail NAME RC [what 124 means] [what 1 means]: PASS on 0, FAIL with the exit code otherwise.
 pass_fail() {
-  if [ "$2" -eq 0 ]; then check "$1" PASS; elif [ "$2" -eq 124 ]; then check "$1" FAIL "exit 124: ${3:-cut by the deadline}"; else check "$1" FAIL "exit $2"; fi
+  case "$2" in
+    0) check "$1" PASS ;;
+    124) check "$1" FAIL "exit 124: ${3:-cut by the deadline}" ;;
+    1) check "$1" FAIL "exit 1${4:+: $4}" ;;
+    *) check "$1" FAIL "exit $2" ;;
+  esac
 }
+FUSEBENCH_EXIT1="an entry failed or a verification mismatched (error_message in the report)"
 
 summary() {
   step "summary"
@@ -147,9 +153,10 @@ grep -E "^\[ +(FAILED|SKIPPED) +\] [^ ]+ \(|exit: " "$OUT/build-and-test.log" | 
 # bias_add); gpt-oss-20b brings qkv and gate_up bias, swigluoai on interleaved w13 and the MoE
 # expert gate_up. 4 models x 2 ops x 4 token counts x 4 regimes = 128 groups, about 430 entries:
 # at 0.2 s per entry about what 288 x 0.3 s cost, with a cheaper verification (no 16384).
-GPT_OSS_CONFIG=tests/configs/gpt-oss-20b.json
+FAMILY_CONFIG=tests/configs/gpt-oss-20b.json
+[ -f "$FAMILY_CONFIG" ] || FAMILY_CONFIG=tests/configs/qwen3-30b-a3b.json # MoE, no bias
 step "verify + counters + timed sweep (qkv, gate_up; all four regimes; bias and MoE models)"
-SWEEP_ARGS=${SWEEP_ARGS:---models=qwen3-0.6b,llama3-8b,qwen2.5-7b --model-config=$GPT_OSS_CONFIG --ops=qkv,gate_up --tokens=1,16,256,4096 --timing=cold,batch,eager,graph --timing-max-time=0.2}
+SWEEP_ARGS=${SWEEP_ARGS:---models=qwen3-0.6b,llama3-8b,qwen2.5-7b --model-config=$FAMILY_CONFIG --ops=qkv,gate_up --tokens=1,16,256,4096 --timing=cold,batch,eager,graph --timing-max-time=0.2}
 # shellcheck disable=SC2086
 timeout "$(cap 200)" build-device/bin/fusebench --verify --report="$OUT/report.json" $SWEEP_ARGS \
   > "$OUT/bench-console.txt" 2>&1
@@ -159,7 +166,8 @@ echo "fusebench exit: $rc (124: stopped by the deadline; the report holds every 
 # throttled: R1 finding 9).
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks_throttle_reasons.active,power.draw,temperature.gpu \
   --format=csv > "$WORK/gpu-after-sweep.txt" 2>&1
-pass_fail "sweep: verify + counters + timing" "$rc" "cut by the deadline; report.json holds every entry finished"
+pass_fail "sweep: verify + counters + timing" "$rc" \
+  "cut by the deadline; report.json holds every entry finished" "$FUSEBENCH_EXIT1"
 grep -E "^fusebench|verif|error|FAIL|unavailable" "$OUT/bench-console.txt" | head -12
 
 if [ "$(left)" -gt 30 ]; then
@@ -169,7 +177,7 @@ if [ "$(left)" -gt 30 ]; then
     --report="$OUT/report-tp.json" >> "$OUT/bench-console.txt" 2>&1
   rc=$?
   echo "fusebench (tp) exit: $rc"
-  pass_fail "TP pipelines" "$rc"
+  pass_fail "TP pipelines" "$rc" "" "$FUSEBENCH_EXIT1"
 else
   check "TP pipelines" SKIP "no time left before the deadline"
 fi
