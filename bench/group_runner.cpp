@@ -198,7 +198,6 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     std::vector<std::size_t> timed;  // member positions the engine measures
     std::vector<measure::TimedMember> members;
     std::optional<std::size_t> baseline;
-    std::optional<std::size_t> thrower;  // member position whose region threw
     for (std::size_t i = 0; i < a.members.size(); ++i) {
       Member& m = a.members[i];
       if (!m.error.empty()) continue;
@@ -238,16 +237,11 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
       measure::TimedMember t;
       t.label = f.variant;
       t.sets = m.rotation ? m.rotation->sets() : 1;
-      t.run_set = [&m, region, i, &thrower](std::size_t set) {
-        try {
-          if (m.rotation) {
-            m.rotation->run(set, region);
-          } else {
-            region();
-          }
-        } catch (...) {
-          thrower = i;
-          throw;
+      t.run_set = [&m, region](std::size_t set) {
+        if (m.rotation) {
+          m.rotation->run(set, region);
+        } else {
+          region();
         }
       };
       t.launches_per_run = cost_of(m.ws->plan()).launches;
@@ -258,14 +252,16 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     std::optional<measure::GroupMeasurement> gm;
     try {
       gm = measure::measure_group(regime, backend_, members, baseline, settings_.engine);
-    } catch (const std::exception& e) {
-      if (!thrower || a.tp) throw;
+    } catch (const measure::MemberFailure& e) {
+      // The engine names the member whose region, capture or warm-up failed (a capture broken
+      // by a library call shows up only at cudaStreamEndCapture, outside the region).
+      if (a.tp) throw;
       try {
         backend_.synchronize();
       } catch (...) {
         // The error may surface here too; the member is failed either way.
       }
-      fail_member(a.members[*thrower],
+      fail_member(a.members[timed[e.member]],
                   std::string(e.what()) + " (the rest of its group was measured without it)");
       continue;
     }
@@ -315,16 +311,23 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   if (s.samples == 0) {
     r.error = "no valid sample: " + std::to_string(s.dropped_throttled) + " throttled, " +
               std::to_string(mm.block_timeouts) + " blocking-kernel timeouts";
+    if (s.dropped_throttled > 0 && s.all_clock_mhz_min) {
+      r.error += " (sample clocks " + std::to_string(std::lround(*s.all_clock_mhz_min)) + "-" +
+                 std::to_string(std::lround(*s.all_clock_mhz_max)) + " MHz; below " +
+                 std::to_string(std::lround(settings_.engine.rule.throttle_fraction *
+                                            settings_.engine.rule.reference_clock_mhz)) +
+                 " MHz counts as throttled)";
+    }
     if (mm.block_timeouts > 0 && mm.runs_per_sample == 1) {
       r.error +=
-          " (even one run could not be enqueued behind the blocking kernel: something in "
-          "the region waits for the stream, e.g. a synchronous copy inside the library; "
-          "time it with --timing=eager or graph)";
+          " (even one run could not be enqueued behind the blocking kernel: either something "
+          "in the region waits for the stream, e.g. a synchronous copy inside the library, or "
+          "the host-mapped release flag does not reach the GPU, in which case every batch and "
+          "cold member fails so; time it with --timing=eager or graph)";
     }
     if (mm.gave_up) {
-      r.error += "; its sampling stopped after " + std::to_string(measure::kMaxTimeoutsAtOneRun) +
-                 " consecutive timeouts at one run per sample, so the rest of its group was "
-                 "measured without waiting for it";
+      r.error += "; its sampling stopped: " + mm.gave_up_reason +
+                 ", so the rest of its group was measured without waiting for it";
     }
     return r;
   }
@@ -397,7 +400,12 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     c["sm_clock_mhz"] = *s.clock_mhz_mean;
     c["sm_clock_min_mhz"] = *s.clock_mhz_min;
     c["sm_clock_max_mhz"] = *s.clock_mhz_max;
-  } else {
+  }
+  if (s.all_clock_mhz_min) {
+    c["sm_clock_all_min_mhz"] = *s.all_clock_mhz_min;
+    c["sm_clock_all_max_mhz"] = *s.all_clock_mhz_max;
+  }
+  if (!s.clock_mhz_mean) {
     fields["sm_clock_unavailable"] = settings_.engine.device == nullptr
                                          ? "no GPU: the CPU clock is not read; no sample is dropped"
                                          : "the clock probe returned no reading";

@@ -57,6 +57,15 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
              {"throttle_fraction", rule.throttle_fraction},
              {"throttle_below_mhz", rule.throttle_fraction * rule.reference_clock_mhz}};
     if (loaded) clock["under_load_mhz"] = *loaded;
+    // The window one probe really measured over: a timer ticking coarser than the 10 us asked
+    // for makes it one tick, and every sample then pays two of them.
+    t.device->probe_clock();
+    backend.synchronize();
+    if (const double window = t.device->probed_window_ns(); window > 0) {
+      clock["probe_window_ns"] = window;
+    } else {
+      clock["probe_window_unavailable"] = "the clock probe returned no reading";
+    }
   } else {
     clock = {{"source", "unavailable: " + why + "; no sample is dropped for throttling"}};
   }

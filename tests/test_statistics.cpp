@@ -44,6 +44,10 @@ TEST(Statistics, DropsThrottledSamples) {
   EXPECT_DOUBLE_EQ(*s.clock_mhz_mean, (1900 + 1485) / 2.0);
   EXPECT_DOUBLE_EQ(*s.clock_mhz_min, 1485);
   EXPECT_DOUBLE_EQ(*s.clock_mhz_max, 1900);  // the spread of the kept samples' clocks
+  ASSERT_TRUE(s.all_clock_mhz_min.has_value());
+  EXPECT_DOUBLE_EQ(*s.all_clock_mhz_min, 1000);  // the throttled one counts here
+  EXPECT_DOUBLE_EQ(*s.all_clock_mhz_max, 1900);
+  EXPECT_FALSE(summarize({at(1, -1)}, rule).all_clock_mhz_min.has_value());  // absent, not 0
 }
 
 // The rule's reference is the clock under load (measured with the ceilings): a sustained GEMM at

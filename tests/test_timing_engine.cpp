@@ -1,13 +1,16 @@
 // The timing engine: interleaving order, the group stopping rule on synthetic samples
 // (converges, times out, max samples, groups without their baseline), the engine on the CPU with
-// synthetic regions (order, rotation sets, speedups of every pair), and on the GPU in every
+// synthetic regions (order, rotation sets, speedups of every pair; a member that waits for the
+// held stream, on a fake device, is retired without costing its group), and on the GPU in every
 // regime (skipped without a device). No assertion depends on how fast anything ran.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "fusebench/backend.hpp"
 #include "fusebench/ops.hpp"
@@ -279,6 +282,183 @@ TEST(TimingEngine, GpuRegimesNeedADevice) {
       FAIL() << to_string(r);
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find("needs a GPU"), std::string::npos);
+    }
+  }
+}
+
+namespace {
+
+// A DeviceTiming for the CPU backend: block() only marks the stream held. A region that "waits
+// for the held stream" (what a library's synchronous copy does behind a real blocking kernel)
+// waits out the timeout on the host and then finds the block timed out, as on a GPU.
+class FakeHoldDevice : public DeviceTiming {
+ public:
+  void block(double timeout_s) override {
+    holding_ = true;
+    timed_out_ = false;
+    timeout_s_ = timeout_s;
+    runs_in_hold_ = 0;
+  }
+  void release() override { holding_ = false; }
+  bool block_timed_out() override { return timed_out_; }
+  void probe_clock() override {}
+  double probed_clock_mhz() override { return 1800; }
+  double default_clock_mhz() const override { return 1980; }
+  std::unique_ptr<GraphReplay> capture(const std::function<void()>&) override { return nullptr; }
+  double copy_bandwidth(std::size_t, int) override { return 1; }
+
+  // Called from a region: waits for the held stream when `from_run` runs in this hold (1: the
+  // first) have been enqueued.
+  void wait_for_stream_after(int from_run) {
+    if (!holding_ || ++runs_in_hold_ < from_run) return;
+    std::this_thread::sleep_for(std::chrono::duration<double>(timeout_s_));
+    timed_out_ = true;
+    holding_ = false;
+  }
+
+ private:
+  bool holding_ = false;
+  bool timed_out_ = false;
+  double timeout_s_ = 0;
+  int runs_in_hold_ = 0;
+};
+
+// split, fused, grouped; grouped's region waits for the held stream from its `from_run`-th run in
+// a hold on.
+std::vector<TimedMember> members_with_a_waiting_one(FakeHoldDevice& dev, int from_run) {
+  std::vector<TimedMember> members(3);
+  const char* names[3] = {"split", "fused", "grouped"};
+  for (int i = 0; i < 3; ++i) {
+    members[i].label = names[i];
+    members[i].launches_per_run = i == 0 ? 3 : 1;
+    members[i].run_set = [&dev, i, from_run](std::size_t) {
+      spin(i == 0 ? 3000 : 2000);
+      if (i == 2) dev.wait_for_stream_after(from_run);
+    };
+  }
+  return members;
+}
+
+EngineSettings held_settings(FakeHoldDevice& dev) {
+  EngineSettings st;
+  st.device = &dev;
+  st.rule = quick_rule(0.5);
+  st.rule.max_time_s = 0.3;  // the device check's budget: 0.9 s for the group of 3
+  st.rule.reference_clock_mhz = 1980;
+  return st;
+}
+
+}  // namespace
+
+// A member whose every held run waits for the stream (cost: one block timeout per sample) is
+// retired by the warm-up's hold probe, before round 0, so the group's budget goes to the others.
+// Before the probe, its 8-10 timeouts used the whole budget: 2 rounds, no 95% interval.
+TEST(TimingEngine, MemberWaitingForTheHeldStreamIsRetiredBeforeTheRounds) {
+  auto backend = make_cpu_backend();
+  for (Regime regime : {Regime::batch, Regime::cold}) {
+    FakeHoldDevice dev;
+    std::vector<TimedMember> members = members_with_a_waiting_one(dev, 1);
+    EngineSettings st = held_settings(dev);
+    std::size_t grouped_samples = 0;
+    st.on_sample = [&grouped_samples](std::size_t m, std::size_t) { grouped_samples += m == 2; };
+    const GroupMeasurement g = measure_group(regime, *backend, members, 0, st);
+    const char* r = to_string(regime);
+    EXPECT_EQ(grouped_samples, 0u) << r;
+    EXPECT_TRUE(g.members[2].gave_up) << r;
+    EXPECT_EQ(g.members[2].block_timeouts, 1u) << r;  // the probe's, nothing in the rounds
+    EXPECT_EQ(g.members[2].summary.samples, 0u) << r;
+    EXPECT_NE(g.members[2].gave_up_reason.find("hold probe"), std::string::npos)
+        << r << ": " << g.members[2].gave_up_reason;
+    EXPECT_FALSE(g.members[0].gave_up) << r;
+    EXPECT_FALSE(g.members[1].gave_up) << r;
+    EXPECT_TRUE(g.members[1].gave_up_reason.empty()) << r;
+    const auto& fused = g.speedup[1][0];
+    ASSERT_TRUE(fused.has_value()) << r;
+    EXPECT_GE(fused->n, 6u) << r;
+    EXPECT_TRUE(fused->reaches_confidence) << r;
+    EXPECT_FALSE(g.speedup[2][0].has_value()) << r;
+    EXPECT_TRUE(g.targets_speedup) << r;  // split is still there: fused's speedup is targeted
+  }
+}
+
+// A region that waits for the held stream only between runs (its 2nd run in one hold) passes the
+// probe; its first batch of R > 1 runs times out, and the next samples take one run each at once
+// (a queue of at most 128 launches never fills, so halving R would only cost more timeouts).
+TEST(TimingEngine, TimeoutBetweenRunsGoesStraightToOneRunPerSample) {
+  auto backend = make_cpu_backend();
+  FakeHoldDevice dev;
+  std::vector<TimedMember> members = members_with_a_waiting_one(dev, 2);
+  EngineSettings st = held_settings(dev);
+  st.block_timeout_s = 0.05;
+  st.target_sample_s = 10;  // R = the cap behind the block (64 for one launch), however fast
+  const GroupMeasurement g = measure_group(Regime::batch, *backend, members, 0, st);
+  EXPECT_FALSE(g.members[2].gave_up);
+  EXPECT_EQ(g.members[2].block_timeouts, 1u);
+  EXPECT_EQ(g.members[2].runs_per_sample, 1);
+  EXPECT_GT(g.members[2].summary.samples, 0u);
+  EXPECT_EQ(g.members[1].runs_per_sample, max_runs_behind_block(1));
+  EXPECT_EQ(g.members[1].block_timeouts, 0u);
+}
+
+namespace {
+
+class NoopGraph : public GraphReplay {
+ public:
+  void launch() override {}
+};
+
+// Graph capture as cudaStreamEndCapture sees it: a region that breaks the capture without an
+// error of its own (a library's synchronous copy) fails at the end of the capture, outside it.
+class FakeCaptureDevice : public FakeHoldDevice {
+ public:
+  std::unique_ptr<GraphReplay> capture(const std::function<void()>& region) override {
+    capturing = true;
+    broken = false;
+    region();
+    capturing = false;
+    if (broken) throw std::runtime_error("cudaStreamEndCapture: capture invalidated");
+    return std::make_unique<NoopGraph>();
+  }
+  bool capturing = false;
+  bool broken = false;
+};
+
+}  // namespace
+
+// A failure of one member (its warm-up, its graph capture, a later sample) is thrown as that
+// member's MemberFailure, so the caller can measure the group again without it.
+TEST(TimingEngine, AMembersFailureNamesTheMember) {
+  auto backend = make_cpu_backend();
+  FakeCaptureDevice dev;
+  enum class Fails { in_warm_up, in_sample, at_end_of_capture };
+  for (Fails when : {Fails::in_warm_up, Fails::in_sample, Fails::at_end_of_capture}) {
+    std::vector<TimedMember> members(3);
+    int runs_of_1 = 0;
+    for (std::size_t m = 0; m < 3; ++m) {
+      members[m].run_set = [&, m](std::size_t) {
+        spin(1000);
+        if (m != 1) return;
+        ++runs_of_1;
+        if (when == Fails::in_warm_up) throw std::runtime_error("region of v1 failed");
+        if (when == Fails::in_sample && runs_of_1 > 2) throw std::runtime_error("late failure");
+        if (when == Fails::at_end_of_capture && dev.capturing) dev.broken = true;
+      };
+    }
+    EngineSettings st;
+    st.device = &dev;
+    st.rule = quick_rule(1e-9);
+    st.rule.max_samples = 50;
+    const Regime regime = when == Fails::at_end_of_capture ? Regime::graph : Regime::eager;
+    try {
+      measure_group(regime, *backend, members, 0, st);
+      FAIL() << "no failure, case " << static_cast<int>(when);
+    } catch (const MemberFailure& e) {
+      EXPECT_EQ(e.member, 1u) << static_cast<int>(when);
+      EXPECT_NE(std::string(e.what()).find(when == Fails::at_end_of_capture ? "EndCapture"
+                                           : when == Fails::in_warm_up      ? "region of v1"
+                                                                            : "late failure"),
+                std::string::npos)
+          << e.what();
     }
   }
 }

@@ -222,33 +222,44 @@ class CudaBackend final : public Backend {
       if (g.bias.data != nullptr)  // the plans add a grouped GEMM's biases in a BiasAddStep
         throw std::invalid_argument("cublasGemmGroupedBatchedEx has no bias epilogue");
     }
-    const int n = static_cast<int>(gemms.size());
-    std::vector<cublasOperation_t> ta(n, CUBLAS_OP_T), tb(n, CUBLAS_OP_N);
-    std::vector<int> m(n), nn(n), k(n), lda(n), ldb(n), ldc(n), group_size(n, 1);
-    std::vector<float> alpha(n, 1.0f), beta(n, 0.0f);
-    std::vector<const void*> ptrs;
-    for (int i = 0; i < n; ++i) {
-      const GemmArgs& g = gemms[static_cast<std::size_t>(i)];
+    const auto n = gemms.size();
+    // The host arrays live in the backend and are refilled in place: after the first call no
+    // allocation is left on this path, which the eager regime times.
+    GroupedScratch& a = grouped_;
+    a.ta.assign(n, CUBLAS_OP_T);
+    a.tb.assign(n, CUBLAS_OP_N);
+    a.alpha.assign(n, 1.0f);
+    a.beta.assign(n, 0.0f);
+    a.group_size.assign(n, 1);
+    a.m.resize(n);
+    a.n.resize(n);
+    a.k.resize(n);
+    a.lda.resize(n);
+    a.ldb.resize(n);
+    a.ldc.resize(n);
+    a.ptrs.resize(3 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const GemmArgs& g = gemms[i];
       if (g.x.dtype != gemms[0].x.dtype)
         throw std::runtime_error("grouped GEMM members differ in dtype");
-      m[i] = static_cast<int>(g.y.cols);  // column-major y^T = w x^T, as in gemm()
-      nn[i] = static_cast<int>(g.y.rows);
-      k[i] = static_cast<int>(g.x.cols);
-      lda[i] = static_cast<int>(g.w.ld);
-      ldb[i] = static_cast<int>(g.x.ld);
-      ldc[i] = static_cast<int>(g.y.ld);
+      a.m[i] = static_cast<int>(g.y.cols);  // column-major y^T = w x^T, as in gemm()
+      a.n[i] = static_cast<int>(g.y.rows);
+      a.k[i] = static_cast<int>(g.x.cols);
+      a.lda[i] = static_cast<int>(g.w.ld);
+      a.ldb[i] = static_cast<int>(g.x.ld);
+      a.ldc[i] = static_cast<int>(g.y.ld);
+      a.ptrs[i] = g.w.data;
+      a.ptrs[n + i] = g.x.data;
+      a.ptrs[2 * n + i] = g.y.data;
     }
-    for (const auto& g : gemms) ptrs.push_back(g.w.data);
-    for (const auto& g : gemms) ptrs.push_back(g.x.data);
-    for (const auto& g : gemms) ptrs.push_back(g.y.data);
-    void** dev = pointer_array(ptrs);
+    void** dev = pointer_array(a.ptrs);
     const cudaDataType_t type = cuda_type(gemms[0].x.dtype);
     FUSEBENCH_CUBLAS(cublasSetStream(blas_, lane()));
     FUSEBENCH_CUBLAS(cublasGemmGroupedBatchedEx(
-        blas_, ta.data(), tb.data(), m.data(), nn.data(), k.data(), alpha.data(),
-        const_cast<const void* const*>(dev), type, lda.data(),
-        const_cast<const void* const*>(dev + n), type, ldb.data(), beta.data(), dev + 2 * n, type,
-        ldc.data(), n, group_size.data(), CUBLAS_COMPUTE_32F));
+        blas_, a.ta.data(), a.tb.data(), a.m.data(), a.n.data(), a.k.data(), a.alpha.data(),
+        const_cast<const void* const*>(dev), type, a.lda.data(),
+        const_cast<const void* const*>(dev + n), type, a.ldb.data(), a.beta.data(), dev + 2 * n,
+        type, a.ldc.data(), static_cast<int>(n), a.group_size.data(), CUBLAS_COMPUTE_32F));
     if (algorithm_log_.size() < kMaxLoggedAlgorithms) {
       log_algorithm("cublasGemmGroupedBatchedEx groups=" + std::to_string(n) +
                     " (cuBLAS chooses the kernel; not timed)");
@@ -688,6 +699,13 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_{};
   void* blas_workspace_ = nullptr;
   std::map<std::vector<const void*>, void**> pointer_arrays_;
+  // gemm_grouped's host arguments, reused from call to call (see there).
+  struct GroupedScratch {
+    std::vector<cublasOperation_t> ta, tb;
+    std::vector<int> m, n, k, lda, ldb, ldc, group_size;
+    std::vector<float> alpha, beta;
+    std::vector<const void*> ptrs;  // w..., x..., y...: the key of pointer_arrays_
+  } grouped_;
   bool timed_ = true;
   std::vector<std::string> algorithm_log_;
 };

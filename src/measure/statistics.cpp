@@ -32,6 +32,12 @@ Summary summarize(const std::vector<Sample>& samples, const StoppingRule& rule) 
   double clock_sum = 0;
   std::size_t clock_n = 0;
   for (const Sample& s : samples) {
+    if (s.sm_clock_mhz >= 0) {
+      out.all_clock_mhz_min =
+          std::min(out.all_clock_mhz_min.value_or(s.sm_clock_mhz), s.sm_clock_mhz);
+      out.all_clock_mhz_max =
+          std::max(out.all_clock_mhz_max.value_or(s.sm_clock_mhz), s.sm_clock_mhz);
+    }
     if (is_throttled(s, rule)) {
       ++out.dropped_throttled;
       continue;

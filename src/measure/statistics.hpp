@@ -44,6 +44,10 @@ struct Summary {
   std::optional<double> clock_mhz_mean;  // over valid samples with a known clock
   std::optional<double> clock_mhz_min;
   std::optional<double> clock_mhz_max;
+  // Over every sample with a known clock, throttled ones included: whether the light-load clock
+  // of small regions is what the throttle rule dropped.
+  std::optional<double> all_clock_mhz_min;
+  std::optional<double> all_clock_mhz_max;
 };
 
 // Statistics of the valid samples (throttled ones counted and left out).

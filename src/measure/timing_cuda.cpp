@@ -51,13 +51,21 @@ class CudaTiming final : public DeviceTiming {
   bool block_timed_out() override { return reinterpret_cast<volatile int&>(host_->timed_out) != 0; }
 
   void probe_clock() override {
+    if (timer_stuck_) return;  // each probe would spin ~2 s for nothing
     host_->clock[0] = host_->clock[1] = 0;
     FUSEBENCH_CUDA(cuda::launch_clock_probe(dev_->clock, kClockWindowNs, stream_));
   }
   double probed_clock_mhz() override {
     const volatile unsigned long long* c = host_->clock;
-    if (c[1] == 0) return -1;
+    if (c[1] == 0) {
+      if (c[0] != 0) timer_stuck_ = true;  // cycles spun, no tick of %globaltimer
+      return -1;
+    }
     return static_cast<double>(c[0]) / static_cast<double>(c[1]) * 1e3;  // cycles/ns -> MHz
+  }
+  double probed_window_ns() override {
+    const volatile unsigned long long* c = host_->clock;
+    return c[1] == 0 ? -1 : static_cast<double>(c[1]);
   }
   double default_clock_mhz() const override { return default_mhz_; }
 
@@ -129,6 +137,7 @@ class CudaTiming final : public DeviceTiming {
   Shared* host_ = nullptr;
   Shared* dev_ = nullptr;
   double default_mhz_ = 0;
+  bool timer_stuck_ = false;  // a probe saw %globaltimer not advance: no more probes
 };
 
 }  // namespace

@@ -32,6 +32,9 @@ class DeviceTiming {
   virtual void probe_clock() = 0;
   // After the stream synchronised: the last probe's clock in MHz, < 0 when unreadable.
   virtual double probed_clock_mhz() = 0;
+  // After the stream synchronised: the globaltimer window the last probe measured over, ns (one
+  // tick when the timer ticks coarser than the 10 us asked for); < 0 when unknown.
+  virtual double probed_window_ns() { return -1; }
   // The clock the throttling rule compares against (cudaDevAttrClockRate), MHz; <= 0 unknown.
   virtual double default_clock_mhz() const = 0;
   // Captures `region` (stream capture on the backend's stream) into an instantiated graph.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 
 namespace fusebench::measure {
 namespace {
@@ -24,6 +25,7 @@ struct MemberState {
   std::size_t block_timeouts = 0;
   std::size_t timeouts_at_one_run = 0;  // consecutive
   bool gave_up = false;
+  std::string gave_up_reason;
 
   void run_next() { member->run_set(next++ % member->sets); }
   void replay_next() { (*graphs)[next++ % graphs->size()]->launch(); }
@@ -51,6 +53,10 @@ class Sampler {
         }
       }
     }
+    if (regime_ == Regime::batch || regime_ == Regime::cold) {
+      probe_hold(m);
+      if (m.gave_up) return;  // never sampled: no timer, no estimate
+    }
     m.timer = backend_.make_timer();
     // One untimed run estimates the per-run time that sizes the samples.
     const auto t0 = Clock::now();
@@ -68,7 +74,7 @@ class Sampler {
   }
 
   // One sample of `m`, exactly as a single region is sampled in this regime; nullopt when the
-  // blocking kernel gave up before the sample was enqueued (then fewer runs are tried next).
+  // blocking kernel gave up before the sample was enqueued (then one run per sample is tried).
   std::optional<Sample> sample(MemberState& m) {
     Sample s;
     const double clock_before = read_clock();
@@ -109,11 +115,19 @@ class Sampler {
     s.sm_clock_mhz = sample_clock(clock_before);
     if ((regime_ == Regime::batch || regime_ == Regime::cold) && dev_->block_timed_out()) {
       // The host could not enqueue the sample before the blocking kernel gave up: the sample
-      // includes host gaps. Not a sample of this regime; a smaller batch may fit.
+      // includes host gaps. Not a sample of this regime.
       ++m.block_timeouts;
       m.timeouts_at_one_run = m.runs == 1 ? m.timeouts_at_one_run + 1 : 0;
-      if (m.timeouts_at_one_run >= kMaxTimeoutsAtOneRun) m.gave_up = true;
-      m.runs = std::max<std::int64_t>(1, m.runs / 2);
+      if (m.timeouts_at_one_run >= kMaxTimeoutsAtOneRun) {
+        m.gave_up = true;
+        m.gave_up_reason = std::to_string(kMaxTimeoutsAtOneRun) +
+                           " consecutive blocking-kernel timeouts at one run per sample";
+      }
+      // The queue behind the block never fills (max_runs_behind_block), so a timeout means the
+      // region waits for the held stream between runs (e.g. a library waiting for its previous
+      // call): one run per sample is the only batch that may fit. Halving would cost a block
+      // timeout per step.
+      m.runs = 1;
       return std::nullopt;
     }
     m.timeouts_at_one_run = 0;
@@ -121,6 +135,22 @@ class Sampler {
   }
 
  private:
+  // A region that waits for the held stream (a synchronous copy inside a library) cannot be
+  // sampled in batch or cold. One held run with a short timeout finds that out before round 0,
+  // so such a member is retired at once instead of costing its group a block timeout per round.
+  void probe_hold(MemberState& m) {
+    enqueue_held(*dev_, kHoldProbeTimeoutS, [&] { m.run_next(); });
+    backend_.synchronize();
+    m.next = 0;
+    if (dev_->block_timed_out()) {
+      ++m.block_timeouts;
+      m.gave_up = true;
+      m.gave_up_reason =
+          "its one held run in the warm-up did not finish enqueuing within the "
+          "0.1 s hold probe";
+    }
+  }
+
   double read_clock() {
     if (dev_ == nullptr) return -1;
     dev_->probe_clock();
@@ -145,6 +175,19 @@ class Sampler {
 // after every round while there are few, then after every ~1% more rounds.
 bool assess_now(std::size_t rounds) { return rounds < 256 || rounds % (rounds / 100) == 0; }
 
+// Runs `f` for member `m`; what it throws becomes m's MemberFailure. Work of m alone (its warm-up,
+// capture, sample) ends with a synchronise, so an asynchronous error of m surfaces inside.
+template <class F>
+auto as_member(std::size_t m, F&& f) {
+  try {
+    return f();
+  } catch (const MemberFailure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw MemberFailure(m, e.what());
+  }
+}
+
 }  // namespace
 
 GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<TimedMember>& members,
@@ -161,10 +204,13 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
   for (std::size_t m = 0; m < k; ++m) {
     state[m].member = &members[m];
     if (members[m].sets == 0) members[m].sets = 1;
-    sampler.prepare(state[m]);
+    as_member(m, [&] { sampler.prepare(state[m]); });
   }
 
   GroupSamples samples(k, settings.rule);
+  for (std::size_t m = 0; m < k; ++m) {
+    if (state[m].gave_up) samples.retire(m);  // its held run timed out in prepare()
+  }
   GroupMeasurement out;
   out.regime = regime;
   out.baseline = baseline;
@@ -174,17 +220,17 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
   const auto start = Clock::now();
   const double budget = settings.rule.max_time_s * static_cast<double>(k);
   for (;;) {
+    if (std::all_of(state.begin(), state.end(), [](const MemberState& m) { return m.gave_up; })) {
+      out.stop = StopReason::timed_out;  // every member timed out behind the blocking kernel
+      break;
+    }
     const std::size_t round = samples.rounds();
     samples.begin_round();
     for (std::size_t m : round_order(k, round)) {
       if (state[m].gave_up) continue;
       if (settings.on_sample) settings.on_sample(m, round);
-      samples.add(m, sampler.sample(state[m]));
+      samples.add(m, as_member(m, [&] { return sampler.sample(state[m]); }));
       if (state[m].gave_up) samples.retire(m);
-    }
-    if (std::all_of(state.begin(), state.end(), [](const MemberState& m) { return m.gave_up; })) {
-      out.stop = StopReason::timed_out;  // every member timed out behind the blocking kernel
-      break;
     }
     const double wall = since(start);
     const std::size_t rounds = samples.rounds();
@@ -209,6 +255,7 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
     r.runs_per_sample = state[m].runs;
     r.block_timeouts = state[m].block_timeouts;
     r.gave_up = state[m].gave_up;
+    r.gave_up_reason = state[m].gave_up_reason;
     for (std::size_t j = 0; j < k; ++j) {
       if (j != m) out.speedup[m][j] = speedup_estimate(samples, m, j);
     }

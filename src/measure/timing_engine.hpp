@@ -11,12 +11,15 @@
 //   eager  R runs issued back to back from the host, one synchronise, host wall time / R
 //   graph  R replays of the member's captured graphs (one per rotation set), host wall time / R
 // Before sampling, every member runs each of its rotation sets once, untimed (algorithm choice,
-// pointer arrays, lazy loading never land in a sample), then graphs are captured (graph regime).
+// pointer arrays, lazy loading never land in a sample), then graphs are captured (graph regime);
+// in batch and cold one run is enqueued behind a short hold, and a member whose run does not get
+// enqueued in time is retired before round 0 (its region waits for the held stream).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,14 +58,20 @@ struct MemberMeasurement {
   std::optional<Estimate> median;  // time_median with its interval; none without a valid sample
   std::int64_t runs_per_sample = 1;
   std::size_t block_timeouts = 0;  // batch/cold samples dropped: the blocking kernel gave up
-  // Sampling of this member stopped: kMaxTimeoutsAtOneRun consecutive blocking-kernel timeouts
-  // with one run per sample (something in its region waits for the stream).
+  // Sampling of this member stopped (batch/cold): its one held run in the warm-up timed out
+  // (kHoldProbeTimeoutS), or kMaxTimeoutsAtOneRun consecutive blocking-kernel timeouts with one
+  // run per sample. Either way something in its region waits for the held stream.
   bool gave_up = false;
+  std::string gave_up_reason;  // which of the two, in words; empty unless gave_up
 };
 
 // Consecutive blocking-kernel timeouts at one run per sample after which a member is no longer
 // sampled (each costs the block timeout, and its group's other members would wait).
 inline constexpr std::size_t kMaxTimeoutsAtOneRun = 3;
+// Batch/cold warm-up: one run is enqueued behind a blocking kernel with this timeout; a member
+// whose run is not enqueued by then is retired before round 0 (enqueuing one run takes
+// microseconds; a region that waits for the held stream never finishes).
+inline constexpr double kHoldProbeTimeoutS = 0.1;
 
 struct GroupMeasurement {
   Regime regime = Regime::eager;
@@ -80,9 +89,18 @@ struct GroupMeasurement {
   std::size_t widest_member = 0;
 };
 
+// A member's own failure (its region, its graph capture, its warm-up, an error that surfaced at
+// the synchronise after its work): the group can be measured again without member `member`.
+struct MemberFailure : std::runtime_error {
+  MemberFailure(std::size_t failed_member, const std::string& what)
+      : std::runtime_error(what), member(failed_member) {}
+  std::size_t member;  // index into measure_group's `members`
+};
+
 // Measures `members` (all on `backend`) in `regime` under settings.rule. `baseline`: the index
 // of the op's baseline variant when it is a member. Throws std::runtime_error when the regime
-// needs a GPU and settings.device is null, and whatever a member's region throws.
+// needs a GPU and settings.device is null, and MemberFailure (with the error's text) when a
+// member's warm-up, capture or sample throws.
 GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<TimedMember>& members,
                                std::optional<std::size_t> baseline, const EngineSettings& settings);
 
