@@ -171,9 +171,11 @@ pass_fail "sweep: verify + counters + timing" "$rc" \
 grep -E "^fusebench|verif|error|FAIL|unavailable" "$OUT/bench-console.txt" | head -12
 
 if [ "$(left)" -gt 30 ]; then
-  step "TP pipelines: tp=1 real, tp>1 modelled (one GPU)"
-  timeout "$(cap 45)" build-device/bin/fusebench --ops=tp_attn,tp_mlp --tp=1,2,4,8 --models=llama3-8b \
-    --tokens=1,64,1024,8192 --timing=batch --collective-sweep --timing-max-time=0.3 \
+  # naive, paired, sp and overlap interleaved: 2 ops x 3 tp x 3 token counts = 18 groups of 4 at
+  # 0.2 s per member, about 15 s, plus the compute passes and the collective sweep.
+  step "TP pipelines (naive, paired, sp, overlap): tp=1 real, tp>1 modelled (one GPU)"
+  timeout "$(cap 45)" build-device/bin/fusebench --ops=tp_attn,tp_mlp --tp=1,2,8 --models=llama3-8b \
+    --tokens=1,1024,8192 --dtypes=bf16 --timing=batch --collective-sweep --timing-max-time=0.2 \
     --report="$OUT/report-tp.json" >> "$OUT/bench-console.txt" 2>&1
   rc=$?
   echo "fusebench (tp) exit: $rc"
