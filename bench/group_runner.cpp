@@ -129,7 +129,8 @@ void GroupRunner::prepare(std::size_t group) {
     m.fixture = f;
     try {
       m.ws = std::make_unique<Workspace>(
-          backend_, build_plan(fx.op, fx.variant, fx.shard, fx.tokens, fx.dtype), seed_);
+          backend_, build_plan(fx.op, fx.variant, fx.shard, fx.tokens, fx.dtype), seed_,
+          fx.weight_source());
     } catch (const OutOfMemory& e) {
       m.error = "out of memory preparing the interleaved group (" + join(variants) +
                 "), which holds every member at once: " + e.what() +

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <random>
 
+#include "checkpoint_weights.hpp"
 #include "comm/local_gpu.hpp"
 #include "comm/tp_run.hpp"
 #include "display.hpp"
@@ -101,6 +102,8 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    // Checkpoint values that a narrower run dtype cannot hold: refused before anything runs.
+    bench::check_checkpoint_values(selected);
     measuring = true;  // from here on a failure can be this rank's own (its memory, its GPU)
     bench::check_fits_in_memory(selected, backend);
     std::uint64_t seed = options.seed != 0 ? options.seed : std::random_device{}() | 1ull;
@@ -124,7 +127,13 @@ int main(int argc, char** argv) {
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
     // How each model was read: family, vLLM class, layers, what a fixture stands for, refusals.
-    for (const auto& m : sweep.models) context["models"].push_back(model_context(m));
+    for (std::size_t i = 0; i < sweep.models.size(); ++i) {
+      nlohmann::json m = model_context(sweep.models[i]);
+      m["weights"] = sweep.checkpoints[i] ? "checkpoint" : "random";
+      context["models"].push_back(std::move(m));
+    }
+    // Where the weights come from: random, or each checkpoint's layer (docs/checkpoints.md).
+    context["weights"] = bench::weights_context(sweep);
     for (const auto& r : sweep.refused)
       context["refused"].push_back({{"model", r.model}, {"op", r.op}, {"reason", r.reason}});
     // Regimes, stopping rule, measured ceilings (docs/timing.md); sets context["timing"].
@@ -195,6 +204,11 @@ int main(int argc, char** argv) {
                       {"dtype", to_string(f.dtype)},
                       {"backend", backend.name()}};
       if (!f.comm.empty()) fields[name]["comm"] = f.comm;
+      fields[name]["weights"] = f.weights.empty() ? "none" : f.weights;
+      if (f.checkpoint) {
+        fields[name]["weights_conversion"] = bench::conversion_text(*f.checkpoint, f.dtype);
+        fields[name]["weights_conversion_exact"] = bench::conversion_exact(*f.checkpoint, f.dtype);
+      }
       auto* b = benchmark::RegisterBenchmark(
           name.c_str(), [&runner, f, i](benchmark::State& st) { runner.run(st, f, i); });
       // One iteration = one complete measurement under the stopping rule (fixture_runner.hpp).

@@ -129,6 +129,31 @@ void validate(const CLI::App& app, const Options& o) {
         "--collective-sweep adds nothing at tp=1 (there is nothing to exchange): add a tp >= 2, "
         "e.g. --tp=1,2");
   }
+  reject_duplicates("--weights", o.weights);
+  if (o.weights.empty() && (app.count("--layer") > 0 || app.count("--expert") > 0)) {
+    throw std::invalid_argument(
+        std::string(app.count("--layer") > 0 ? "--layer" : "--expert") +
+        " picks a decoder layer (expert) of a checkpoint: give the checkpoint with --weights=DIR "
+        "(random weights have no layers to pick)");
+  }
+  if (app.count("--layer") > 0 && o.layer < 0) {
+    throw std::invalid_argument("--layer: " + std::to_string(o.layer) +
+                                " is invalid (a decoder layer index >= 0)");
+  }
+  if (app.count("--expert") > 0 && o.expert < 0) {
+    throw std::invalid_argument("--expert: " + std::to_string(o.expert) +
+                                " is invalid (a routed expert index >= 0)");
+  }
+  for (const auto& dir : o.weights) {
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec))
+      throw std::invalid_argument("--weights: " + dir + " does not exist");
+    if (!std::filesystem::is_directory(dir, ec)) {
+      throw std::invalid_argument("--weights: " + dir +
+                                  " is not a directory (give the Hugging Face model directory: "
+                                  "config.json and *.safetensors)");
+    }
+  }
   for (const auto& path : o.model_configs) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
@@ -158,6 +183,14 @@ int parse_options(int argc, char** argv, Options& o) {
                  "HF config.json of a model, read as vLLM builds its model_type (docs/models.md); "
                  "named by its file name (repeatable)")
       ->delimiter(',');
+  app.add_option("--weights", o.weights,
+                 "Hugging Face model directory (config.json, *.safetensors): its model runs on "
+                 "the real weights of one decoder layer, in the checkpoint's dtype unless "
+                 "--dtypes is given (docs/checkpoints.md); beside --models/--model-config, which "
+                 "keep random weights (repeatable)");
+  app.add_option("--layer", o.layer, "decoder layer of --weights (default 0)");
+  app.add_option("--expert", o.expert,
+                 "routed expert of an MoE layer of --weights (layer:expert fixtures; default 0)");
   app.add_option("--ops", o.ops,
                  "ops: qkv,gate_up (default); tp_attn,tp_mlp (TP pipelines); allreduce,allgather")
       ->delimiter(',');

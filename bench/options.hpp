@@ -12,9 +12,14 @@ struct Options {
   std::string backend = "auto";
   std::vector<std::string> models;         // empty: backend default
   std::vector<std::string> model_configs;  // HF config.json paths
-  std::vector<std::string> ops;            // empty: all
-  std::vector<std::string> variants;       // empty: all of each op
-  std::vector<std::int64_t> tokens;        // empty: backend default
+  // Real weights (docs/checkpoints.md): Hugging Face model directories; their config.json gives
+  // the model, their layer `layer` (expert `expert` of an MoE layer) its weights.
+  std::vector<std::string> weights;
+  int layer = -1;                     // -1: not given (layer 0)
+  std::int64_t expert = -1;           // -1: not given (expert 0)
+  std::vector<std::string> ops;       // empty: all
+  std::vector<std::string> variants;  // empty: all of each op
+  std::vector<std::int64_t> tokens;   // empty: backend default
   std::vector<int> tp = {1};
   std::vector<std::string> dtypes;  // empty: backend default
   std::string report;               // JSON report path; empty: none

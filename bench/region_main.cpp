@@ -64,6 +64,15 @@ int main(int argc, char** argv) {
                  "model preset: qwen3-0.6b, llama3-8b, qwen3-32b, llama3-70b")
       ->capture_default_str();
   app.add_option("--model-config", config, "HF config.json instead of --model");
+  std::string weights;
+  int weights_layer = -1;
+  std::int64_t expert = -1;
+  app.add_option("--weights", weights,
+                 "Hugging Face model directory instead of --model: its config.json and the real "
+                 "weights of one decoder layer, as fusebench --weights");
+  app.add_option("--weights-layer", weights_layer,
+                 "decoder layer of --weights (fusebench's --layer; default 0)");
+  app.add_option("--expert", expert, "routed expert of an MoE --weights layer (default 0)");
   app.add_option("--layer", layer,
                  "the op's layer (the name's layer: segment): attention|mla for qkv/tp_attn, "
                  "dense|expert|shared_expert for gate_up/tp_mlp (default: the model's first, as "
@@ -73,7 +82,9 @@ int main(int argc, char** argv) {
                  "tensor-parallel size: qkv/gate_up run one rank's shard; tp_attn/tp_mlp and the "
                  "collectives (tp >= 2) run every rank")
       ->capture_default_str();
-  app.add_option("--dtype", dtype_name, "bf16, fp16 (GPU), fp32")->capture_default_str();
+  auto* dtype_option = app.add_option(
+      "--dtype", dtype_name, "bf16, fp16 (GPU), fp32 (--weights: default the checkpoint's own)");
+  dtype_option->capture_default_str();
   app.add_option("--backend", backend_name, "auto | cuda | cpu")->capture_default_str();
   app.add_option(
          "--comm", comm,
@@ -93,6 +104,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  const bool dtype_given = dtype_option->count() > 0;
   try {
     if (iterations < 1)
       throw std::invalid_argument("--iterations: " + std::to_string(iterations) +
@@ -115,7 +127,17 @@ int main(int argc, char** argv) {
     // The fixture exactly as the benchmark builds it, communicator included.
     bench::Options options;
     options.backend = backend_name;
-    if (config.empty()) {
+    if (!weights.empty()) {
+      if (!config.empty())
+        throw std::invalid_argument("--weights and --model-config both name the model: give one");
+      options.weights = {weights};
+      options.layer = weights_layer;
+      options.expert = expert;
+    } else if (weights_layer >= 0 || expert >= 0) {
+      throw std::invalid_argument(
+          std::string(weights_layer >= 0 ? "--weights-layer" : "--expert") +
+          " picks a decoder layer (expert) of a checkpoint: give it with --weights=DIR");
+    } else if (config.empty()) {
       options.models = {model_name};
     } else {
       options.model_configs = {config};
@@ -124,7 +146,7 @@ int main(int argc, char** argv) {
     options.variants = {variant};
     options.tokens = {tokens};
     options.tp = {tp};
-    options.dtypes = {dtype_name};
+    if (weights.empty() || dtype_given) options.dtypes = {dtype_name};
     options.comm = comm;
     const bench::Sweep sweep = bench::build_sweep(options, *backend, &settings);
     const auto chosen =
@@ -136,14 +158,17 @@ int main(int argc, char** argv) {
         if (valid.find(f.layer) == std::string::npos)
           valid += (valid.empty() ? "" : ", ") + (f.layer.empty() ? "(none)" : f.layer);
       }
+      std::string left_out;
+      for (const auto& r : sweep.refused) left_out += "; " + r.op + " left out: " + r.reason;
       throw std::invalid_argument("--layer: " + op + " on " + sweep.models.front().name +
-                                  " has no layer '" + layer + "' (valid: " + valid + ")");
+                                  " has no layer '" + layer + "' (valid: " + valid + ")" +
+                                  left_out);
     }
     const bench::Fixture& f = *chosen;
 
     const Plan plan = build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype);
     const Cost cost = cost_of(plan);
-    Workspace ws(*backend, plan, seed);
+    Workspace ws(*backend, plan, seed, f.weight_source());
     std::unique_ptr<TpRun> ranks;  // the other ranks and the communicator (member 0: this one)
     if (is_tp_op(f.op))
       ranks =

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "checkpoint_weights.hpp"
 #include "comm/tp_run.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
@@ -18,7 +19,8 @@ std::string Fixture::name() const {
 std::string Fixture::data_name() const {
   return op + "/" + variant + "/model:" + model.name + (layer.empty() ? "" : "/layer:" + layer) +
          "/tokens:" + std::to_string(tokens) + "/tp:" + std::to_string(shard.tp) +
-         "/dtype:" + std::string(to_string(dtype)) + (comm.empty() ? "" : "/comm:" + comm);
+         "/dtype:" + std::string(to_string(dtype)) +
+         (weights.empty() ? "" : "/weights:" + weights) + (comm.empty() ? "" : "/comm:" + comm);
 }
 
 std::vector<ShardShape> op_shards(const ModelShape& model, int tp, const std::string& op) {
@@ -52,7 +54,14 @@ std::string Fixture::group_data_key() const {
 std::string Fixture::baseline_variant() const { return find_op(op).variants.front(); }
 
 TpMember tp_member(const Fixture& f, std::size_t index) {
-  return {f.op, f.variant, f.shard, f.tokens, f.dtype, f.comm, static_cast<std::int32_t>(index)};
+  return {f.op,
+          f.variant,
+          f.shard,
+          f.tokens,
+          f.dtype,
+          f.comm,
+          static_cast<std::int32_t>(index),
+          f.weight_source()};
 }
 
 Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
@@ -61,7 +70,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // Defaults: the GPU sweep covers decode to long prefill on every preset; the CPU sweep is
   // sized to finish in about a minute on two cores.
   std::vector<std::string> model_names = o.models;
-  if (model_names.empty() && o.model_configs.empty()) {
+  if (model_names.empty() && o.model_configs.empty() && o.weights.empty()) {
     model_names =
         gpu ? std::vector<std::string>{"qwen3-0.6b", "llama3-8b", "qwen3-32b", "llama3-70b"}
             : std::vector<std::string>{"qwen3-0.6b"};
@@ -82,6 +91,23 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
                                   "one file");
     }
     s.models.push_back(std::move(m));
+  }
+  s.checkpoints.assign(s.models.size(), nullptr);
+  s.checkpoint_dirs.assign(s.models.size(), "");
+  // Checkpoints (--weights): the model from the directory's config.json, the weights from its
+  // layer; a random-weights model of the same name may run beside it (weights:random).
+  for (const auto& dir : o.weights) {
+    CheckpointModel c = open_checkpoint_model(dir, o.layer, o.expert);
+    for (std::size_t i = 0; i < s.models.size(); ++i) {
+      if (s.models[i].name == c.model.name && s.checkpoints[i])
+        throw std::invalid_argument("--weights: " + dir + " and " + s.checkpoint_dirs[i] +
+                                    " both give the model name '" + c.model.name +
+                                    "' (from config.json's _name_or_path, else the directory): "
+                                    "rename one directory");
+    }
+    s.models.push_back(std::move(c.model));
+    s.checkpoints.push_back(std::move(c.layer));
+    s.checkpoint_dirs.push_back(dir);
   }
 
   s.ops = o.ops;
@@ -111,12 +137,24 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   std::vector<std::string> dtype_names = o.dtypes;
   if (dtype_names.empty())
     dtype_names = gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
+  std::vector<DType> default_dtypes;
   for (const auto& d : dtype_names) {
     const DType dtype = parse_dtype(d);
     if (auto why = backend.unsupported_reason(dtype); !why.empty()) {
       throw std::invalid_argument("--dtypes: " + d + " is not supported here: " + why);
     }
-    s.dtypes.push_back(dtype);
+    default_dtypes.push_back(dtype);
+  }
+  // Per model: --dtypes, else the backend's default, or a checkpoint's own dtype (exact).
+  std::vector<std::vector<DType>> model_dtypes;
+  for (std::size_t i = 0; i < s.models.size(); ++i) {
+    model_dtypes.push_back(s.checkpoints[i] && o.dtypes.empty()
+                               ? std::vector<DType>{checkpoint_run_dtype(
+                                     *s.checkpoints[i], s.checkpoint_dirs[i], backend)}
+                               : default_dtypes);
+    for (DType d : model_dtypes.back()) {
+      if (std::find(s.dtypes.begin(), s.dtypes.end(), d) == s.dtypes.end()) s.dtypes.push_back(d);
+    }
   }
   // Timing regimes (docs/timing.md). GPU default batch,eager: the two the decomposition needs,
   // sized so the default sweep fits a device check of a few minutes; cold and graph on request.
@@ -131,7 +169,10 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   }
 
   const bool ops_asked = !o.ops.empty();
-  for (const auto& model : s.models) {
+  for (std::size_t model_index = 0; model_index < s.models.size(); ++model_index) {
+    const ModelShape& model = s.models[model_index];
+    const auto& checkpoint = s.checkpoints[model_index];
+    const std::vector<DType>& dtypes = model_dtypes[model_index];
     for (const auto& op_name : s.ops) {
       if (const std::string why = model.refusal(op_name); !why.empty()) {
         // Asked for by name: an error, like any bad input; else the op is left out, said once.
@@ -146,6 +187,17 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
       for (const auto& [op_name, shard_shape] : op_layer_shards(model, tp, s.ops)) {
         const OpInfo& op = find_op(op_name);
         if (is_collective_op(op.name) && tp == 1) continue;  // nothing to exchange
+        // A checkpoint's decoder layer holds some of the model's layers (an MoE model's dense
+        // layers hold no experts): the others are left out, once, with the reason.
+        const LayerKind kind = is_attention_op(op.name) ? shard_shape.attention : shard_shape.mlp;
+        if (checkpoint && !is_collective_op(op.name) && !checkpoint->serves(kind)) {
+          const std::string what = op.name + " layer:" + std::string(to_string(kind));
+          const bool said = std::any_of(s.refused.begin(), s.refused.end(), [&](const auto& r) {
+            return r.model == model.name && r.op == what;
+          });
+          if (!said) s.refused.push_back({model.name, what, checkpoint->not_served_reason(kind)});
+          continue;
+        }
         std::vector<std::string> variants;
         for (const auto& variant : variants_for(op, shard_shape)) {
           if (!o.variants.empty() &&
@@ -155,7 +207,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
           // One-launch variants (grouped/batched GEMM) where the backend cannot issue them as one
           // launch: skipped by default, refused when asked for (timing them would mislead).
           if (const auto caveat = backend.one_launch_gemm_caveat(); !caveat.empty()) {
-            const Plan probe = build_plan(op.name, variant, shard_shape, 1, s.dtypes.front());
+            const Plan probe = build_plan(op.name, variant, shard_shape, 1, dtypes.front());
             const bool one_launch = std::any_of(
                 probe.steps.begin(), probe.steps.end(),
                 [](const Step& st) { return std::holds_alternative<GroupedGemmStep>(st); });
@@ -167,11 +219,17 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
           variants.push_back(variant);
         }
         // Variant innermost: a comparison group's members are adjacent.
-        for (DType dtype : s.dtypes) {
+        for (DType dtype : dtypes) {
           for (auto m : s.tokens) {
             for (const auto& t : s.timing) {
-              for (const auto& variant : variants)
-                s.fixtures.push_back({op.name, variant, model, shard_shape, m, dtype, t});
+              for (const auto& variant : variants) {
+                Fixture f{op.name, variant, model, shard_shape, m, dtype, t};
+                if (!is_collective_op(op.name)) {  // the collectives hold no weights
+                  f.weights = checkpoint ? "checkpoint" : "random";
+                  f.checkpoint = checkpoint;
+                }
+                s.fixtures.push_back(std::move(f));
+              }
             }
           }
         }
@@ -183,10 +241,17 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   for (auto& f : s.fixtures)
     f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);
   for (auto& f : s.fixtures) f.layer = layer_name(f.op, f.shard);  // the name's layer: segment
-  if (s.fixtures.empty())
+  if (s.fixtures.empty()) {
+    std::string left_out;
+    for (const auto& r : s.refused)
+      left_out += "; " + r.op + " left out for " + r.model + ": " + r.reason;
     throw std::invalid_argument(
         "the sweep is empty: check --ops and --variants (fused_bias_kernel exists only for "
-        "models with a bias; docs/models.md)");
+        "models with a bias; docs/models.md)" +
+        left_out);
+  }
+  // Every checkpoint fixture's weights are there at the shapes its plans ask for (no data read).
+  check_checkpoint_fixtures(s.fixtures);
   return s;
 }
 

@@ -4,10 +4,12 @@
 // comparison group (the variants of one op at one shape, dtype and regime, measured interleaved)
 // are adjacent.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fusebench/backend.hpp"
+#include "fusebench/hf_layer.hpp"
 #include "fusebench/shapes.hpp"
 #include "options.hpp"
 
@@ -28,10 +30,17 @@ struct Fixture {
   std::string timing;  // regime (docs/timing.md); empty: none named
   std::string comm;    // TP ops: none|inprocess|mpi|nccl|modelled (comm/tp_run.hpp); else empty
   std::string layer;   // attention|mla|dense|expert|shared_expert (layer_name); empty: none
+  // Where the weights come from: random | checkpoint (the name's weights: segment); empty: no
+  // segment (the collectives, which hold no weights).
+  std::string weights;
+  std::shared_ptr<const HfLayerWeights> checkpoint;  // the layer of `weights:checkpoint`
 
-  // <op>/<variant>/model:<name>[/layer:<layer>]/tokens:<M>/tp:<T>/dtype:<d>[/comm:<c>]
-  // [/timing:<regime>]; the layer segment is absent only for the collectives.
+  // <op>/<variant>/model:<name>[/layer:<layer>]/tokens:<M>/tp:<T>/dtype:<d>[/weights:<w>]
+  // [/comm:<c>][/timing:<regime>]; the layer and weights segments are absent only for the
+  // collectives.
   std::string name() const;
+  // The weights' source for a Workspace: the checkpoint's layer, or null (the seeded generator).
+  const TensorSource* weight_source() const { return checkpoint.get(); }
   // name() without the timing segment: the regimes of one fixture share its buffers.
   std::string data_name() const;
   // name() with the variant segment "*": the fixtures of one comparison group share it.
@@ -47,14 +56,18 @@ TpMember tp_member(const Fixture& fixture, std::size_t index);
 
 struct Sweep {
   std::vector<ModelShape> models;
+  // One per model: the checkpoint layer its weights come from (--weights), null for random.
+  std::vector<std::shared_ptr<const HfLayerWeights>> checkpoints;
+  std::vector<std::string> checkpoint_dirs;  // one per model: --weights as given ("" for random)
   std::vector<std::string> ops;
   std::vector<std::int64_t> tokens;
   std::vector<int> tp;
-  std::vector<DType> dtypes;
+  std::vector<DType> dtypes;        // every dtype some model runs in
   std::vector<std::string> timing;  // regimes, innermost axis
   std::vector<Fixture> fixtures;
   // Default ops a model refuses (docs/models.md): {model, op, reason}; an op asked for with
-  // --ops that a model refuses is an error instead.
+  // --ops that a model refuses is an error instead. Layers a checkpoint's decoder layer does
+  // not hold (an MoE model's experts in a dense layer) are left out too: op "<op> layer:<l>".
   struct Refusal {
     std::string model, op, reason;
   };

@@ -61,6 +61,7 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
                       {"variant", r.variant},
                       {"model", f.model.name},
                       {"layer", f.layer.empty() ? "none" : f.layer},
+                      {"weights", f.weights.empty() ? "none" : f.weights},
                       {"tp", f.shard.tp},
                       {"tokens", f.tokens},
                       {"dtype", to_string(f.dtype)},
@@ -99,7 +100,8 @@ std::int64_t reference_rows(double macs_per_row, std::int64_t tokens) {
 nlohmann::json verification_policy() {
   return {{"shapes",
            "every model, tp, op, dtype and token count of the fixtures this run measures "
-           "(after --benchmark_filter); all variants of each op, on one fresh random input"},
+           "(after --benchmark_filter); all variants of each op, on one fresh random input, with "
+           "the entries' weights (random, or the checkpoint's layer for weights:checkpoint)"},
           {"float64_reference",
            "the op computed in float64 on the host over the first float64_reference_rows token "
            "rows: all rows when that costs at most " +
@@ -117,10 +119,12 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
   VerificationRun run;
   // One check per shape: the variants and regimes of a fixture share it (the layers of one op
   // are shapes of their own: an MoE model's dense, expert and shared_expert gate_up).
-  std::set<std::tuple<std::string, std::string, int, std::string, std::string, std::int64_t>> done;
+  std::set<std::tuple<std::string, std::string, std::string, int, std::string, std::string,
+                      std::int64_t>>
+      done;
   for (const auto& f : fixtures) {
-    if (!done.insert({f.model.name, f.layer, f.shard.tp, f.op, std::string(to_string(f.dtype)),
-                      f.tokens})
+    if (!done.insert({f.model.name, f.weights, f.layer, f.shard.tp, f.op,
+                      std::string(to_string(f.dtype)), f.tokens})
              .second)
       continue;
     // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator (a
@@ -130,11 +134,13 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
     if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(f.dtype).empty()) continue;
     const std::int64_t rows = reference_rows(macs_per_row(f), f.tokens);
     const std::int64_t tokens = tp_on_cpu ? rows : f.tokens;  // all host work capped
-    const auto verified =
-        tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed, true)
-                  : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true, rows);
+    const auto verified = tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed,
+                                                             true, f.weight_source())
+                                    : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true,
+                                                rows, f.weight_source());
     for (const auto& r : verified) {
       std::string where = "verify " + f.model.name + (f.layer.empty() ? "" : " layer:" + f.layer) +
+                          (f.weights.empty() ? "" : " weights:" + f.weights) +
                           " tp=" + std::to_string(f.shard.tp) +
                           " tokens=" + std::to_string(f.tokens);
       if (tokens != f.tokens) where += " (checked at " + std::to_string(tokens) + " on the CPU)";

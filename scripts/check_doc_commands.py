@@ -69,6 +69,9 @@ RULES = [
     (r"--models=llama3-8b,qwen3-32b --tokens=1,16,256,4096", "skip",
      "GPU-sized sweep (llama3-8b and qwen3-32b up to 4096 tokens): hours on the CPU backend"),
     (r"path/to/config\.json", "skip", "path/to/config.json is a placeholder"),
+    (r"--weights=path/to/", "skip",
+     "path/to/<model> is a placeholder for a downloaded checkpoint; docs/checkpoints.md's "
+     "demo-checkpoints commands and ctest's test_checkpoints_cli run --weights on generated ones"),
     (r"^cmake --preset release && cmake --build --preset release && ctest --preset release$", "skip",
      "the build and the suite this check is part of"),
     (r"^ctest -R Gpu$", "skip", "runs in a configured build folder; the suite runs these tests"),

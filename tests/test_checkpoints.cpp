@@ -588,3 +588,143 @@ TEST(Official, ReadsACheckpointTheSafetensorsPackageWrote) {
         expected().at(ref)));
   }
 }
+
+// ---------------------------------------------------------------- MoE and MLA checkpoints
+
+namespace {
+
+struct MoeLayer {
+  ModelShape shape;
+  std::unique_ptr<HfLayerWeights> weights;
+};
+
+const nlohmann::json& moe_model(const std::string& name) {
+  return expected().manifest.at("moe_models").at(name);
+}
+
+// The model as fusebench reads it: from the directory's config.json.
+MoeLayer open_moe_layer(const std::string& name, int layer, std::int64_t expert = 0) {
+  const auto& m = moe_model(name);
+  const fs::path dir = kDir / m.at("dir").get<std::string>();
+  MoeLayer l;
+  l.shape = load_hf_config((dir / "config.json").string());
+  l.weights =
+      std::make_unique<HfLayerWeights>(std::make_shared<Checkpoint>(dir.string()),
+                                       find_layer_family(l.shape.family), l.shape, layer, expert);
+  return l;
+}
+
+}  // namespace
+
+TEST(MoeCheckpoints, EveryExpertsLogicalTensorsAreTheCheckpointsTensors) {
+  for (const auto& [name, m] : expected().manifest.at("moe_models").items()) {
+    for (const auto& [layer, experts] : m.at("logical").items()) {
+      for (const auto& [expert, logical] : experts.items()) {
+        SCOPED_TRACE(name + " layer " + layer + " expert " + expert);
+        const MoeLayer l = open_moe_layer(name, std::stoi(layer), std::stoll(expert));
+        std::size_t served = 0;
+        for (const auto& [tensor, ref] : logical.items()) {
+          SCOPED_TRACE(tensor);
+          ASSERT_TRUE(l.weights->has(tensor));
+          const auto& shape = ref.at("shape");
+          const std::int64_t rows = shape[0],
+                             cols = shape.size() > 1 ? shape[1].get<std::int64_t>() : 1;
+          EXPECT_TRUE(bit_equal(l.weights->window({tensor, BufferRole::weight, rows, cols, 0, 0,
+                                                   rows, cols, DType::f32}),
+                                expected().at(ref)));
+          ++served;
+        }
+        // Exactly those: a dense layer serves no expert tensor, an MoE layer no dense one.
+        EXPECT_EQ(l.weights->sources().size(), served);
+      }
+    }
+  }
+}
+
+TEST(MoeCheckpoints, ADecoderLayerServesTheMlpLayersTheConfigPutsThere) {
+  const MoeLayer dense = open_moe_layer("deepseek_mla", 0);  // first_k_dense_replace = 1
+  EXPECT_TRUE(dense.weights->serves(LayerKind::mla));
+  EXPECT_TRUE(dense.weights->serves(LayerKind::dense));
+  EXPECT_FALSE(dense.weights->serves(LayerKind::expert));
+  EXPECT_NE(dense.weights->not_served_reason(LayerKind::expert).find("first_k_dense_replace=1"),
+            std::string::npos)
+      << dense.weights->not_served_reason(LayerKind::expert);
+  const MoeLayer moe = open_moe_layer("deepseek_mla", 1);
+  EXPECT_FALSE(moe.weights->serves(LayerKind::dense));
+  EXPECT_TRUE(moe.weights->serves(LayerKind::expert));
+  EXPECT_TRUE(moe.weights->serves(LayerKind::shared_expert));
+  EXPECT_EQ(moe.weights->sources().at("w_expert_up"),
+            "model.layers.1.mlp.experts.0.up_proj.weight");
+  EXPECT_EQ(moe.weights->sources().at("w_shared_expert_down"),
+            "model.layers.1.mlp.shared_experts.down_proj.weight");
+  EXPECT_EQ(open_moe_layer("mixtral_moe", 0, 2).weights->sources().at("w_expert_gate"),
+            "model.layers.0.block_sparse_moe.experts.2.w1.weight");
+  EXPECT_EQ(open_moe_layer("qwen2_moe_shared", 0).weights->sources().at("w_shared_expert_gate"),
+            "model.layers.0.mlp.shared_expert.gate_proj.weight");
+  // The placement rules themselves, on the family configs (vLLM's conditions).
+  const auto kinds = [](const std::string& config, std::int64_t layer) {
+    return load_hf_config(std::string(FUSEBENCH_TEST_CONFIGS) + "/" + config).mlp_kinds_at(layer);
+  };
+  using K = LayerKind;
+  EXPECT_EQ(kinds("deepseek-v2-lite.json", 0), std::vector<K>{K::dense});
+  EXPECT_EQ(kinds("deepseek-v2-lite.json", 1), (std::vector<K>{K::expert, K::shared_expert}));
+  EXPECT_EQ(kinds("qwen3-30b-a3b.json", 0), std::vector<K>{K::expert});
+  EXPECT_EQ(kinds("qwen1.5-moe-a2.7b.json", 5), (std::vector<K>{K::expert, K::shared_expert}));
+  EXPECT_EQ(kinds("mixtral-8x7b.json", 31), std::vector<K>{K::expert});
+  EXPECT_EQ(kinds("llama-3.1-8b.json", 3), std::vector<K>{K::dense});
+  // An expert the model does not have is refused naming the count.
+  try {
+    open_moe_layer("qwen3_moe", 1, 4);
+    ADD_FAILURE() << "expert 4 of 4 was accepted";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("4 routed experts: 0 to 3"), std::string::npos)
+        << e.what();
+  }
+  // gpt-oss's experts are not mapped: the reason says why.
+  const auto& gpt_oss = find_layer_family("gpt_oss");
+  ASSERT_EQ(gpt_oss.unmapped.size(), 1u);
+  EXPECT_NE(gpt_oss.unmapped.front().second.find("3-D"), std::string::npos);
+}
+
+// One routed expert's w13 and w2 on each rank, as fusebench's gate_up plan and the TP narrowing
+// of FusedMoE (intermediate split by tp) cut them, equal vLLM's FusedMoE weight loader's.
+TEST(MoeCheckpoints, ExpertRankWindowsEqualVllmsFusedMoeLoader) {
+  auto backend = make_cpu_backend();
+  for (const auto& [name, m] : expected().manifest.at("moe_models").items()) {
+    const MoeLayer l =
+        open_moe_layer(name, m.at("tp_layer").get<int>(), m.at("tp_expert").get<std::int64_t>());
+    for (const auto& [tp_text, ranks] : m.at("tp").items()) {
+      const int tp = std::stoi(tp_text);
+      for (int rank = 0; rank < tp; ++rank) {
+        SCOPED_TRACE(name + " tp " + tp_text + " rank " + std::to_string(rank));
+        ShardShape s = shard(l.shape, tp, LayerKind::expert);
+        s.rank = rank;
+        Workspace ws(*backend, build_plan("gate_up", "fused", s, 1, DType::f32), 1,
+                     l.weights.get());
+        const auto& want = ranks.at(static_cast<std::size_t>(rank));
+        EXPECT_TRUE(bit_equal(read_buffer(ws, "w_gate_up"), expected().at(want.at("w13"))));
+        // w2 (down) narrows by input columns, as RowParallelLinear does.
+        const std::int64_t inter = s.intermediate, h = s.hidden;
+        EXPECT_TRUE(bit_equal(l.weights->window({"w_expert_down", BufferRole::weight, h, inter * tp,
+                                                 0, rank * inter, h, inter, DType::f32}),
+                              expected().at(want.at("w2"))));
+      }
+    }
+  }
+}
+
+TEST(MoeCheckpoints, FusedEqualsSplitAndFloat64OnExpertAndMlaWeights) {
+  auto backend = make_cpu_backend();
+  for (const auto& [model, layer] : std::vector<std::pair<std::string, int>>{
+           {"qwen3_moe", 1}, {"qwen2_moe_shared", 0}, {"mixtral_moe", 0}, {"deepseek_mla", 1}}) {
+    const MoeLayer l = open_moe_layer(model, layer, 2);
+    std::vector<std::pair<std::string, LayerKind>> fixtures = {{"qkv", l.shape.attention}};
+    for (LayerKind k : l.shape.mlp_kinds_at(layer)) fixtures.push_back({"gate_up", k});
+    for (const auto& [op, kind] : fixtures) {
+      SCOPED_TRACE(model + " " + op + " " + std::string(to_string(kind)));
+      const ShardShape s = shard(l.shape, 1, kind);
+      for (const auto& r : verify_op(*backend, op, s, 4, DType::f32, 5, true, 0, l.weights.get()))
+        EXPECT_TRUE(r.ok() && r.checked()) << r.summary();
+    }
+  }
+}

@@ -38,9 +38,10 @@ TEST(TimingGroups, VariantIsTheInnermostAxisSoGroupsAreAdjacent) {
   }
   EXPECT_NE(s.fixtures[0].group_key(), s.fixtures[2].group_key());  // tokens 1 vs 16
   EXPECT_EQ(s.fixtures[0].group_key(),
-            "qkv/*/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32/timing:eager");
+            "qkv/*/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32/weights:random/"
+            "timing:eager");
   EXPECT_EQ(s.fixtures[0].group_data_key(),
-            "qkv/*/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32");
+            "qkv/*/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32/weights:random");
   const GroupPlan plan = plan_groups(s.fixtures, std::vector<bool>(s.fixtures.size(), true));
   ASSERT_EQ(plan.groups.size(), 4u);
   for (const auto& g : plan.groups) {
@@ -99,7 +100,8 @@ TEST(TimingGroups, TpPipelinesGroupNaiveAndPairedWithNaiveAsBaseline) {
 
 TEST(TimingGroups, FilterSelectsAsGoogleBenchmarkDoes) {
   const std::string n =
-      "qkv/fused/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32/timing:eager/"
+      "qkv/fused/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp32/weights:random/"
+      "timing:eager/"
       "iterations:1/manual_time";
   const auto filter_selects = [](const std::string& spec, const std::string& name) {
     return FixtureFilter(spec).selects_name(name);

@@ -52,6 +52,9 @@ std::string unrunnable_reason(TensorDtype stored);
 // Whether every value of `stored` is exactly representable in `run` (else encode() rounds it
 // to nearest even, and values beyond the run dtype's range are refused).
 bool converts_exactly(TensorDtype stored, DType run);
+// Whether some finite value of `stored` is beyond the range of `run` (F32 or BF16 in an fp16
+// run, F32 in a bf16 run): only then can a conversion overflow, which read_window refuses.
+bool conversion_may_overflow(TensorDtype stored, DType run);
 
 // A tensor read as a matrix: 2-D as stored, 1-D (a bias) as one column. Throws CheckpointError
 // for other ranks.

@@ -1,12 +1,15 @@
 #pragma once
 // One decoder layer of a Hugging Face checkpoint as fusebench's logical tensors: the whole,
-// unsharded weights w_q, w_k, w_v, w_o, w_gate, w_up, w_down and biases b_q, b_k, b_v, ...
+// unsharded weights w_q, w_k, w_v, w_o, w_gate, w_up, w_down, one routed expert's
+// w_expert_{gate,up,down}, the shared expert's w_shared_expert_{gate,up,down}, MLA's w_q_a and
+// w_kv_a, and biases b_q, b_k, b_v, ... (docs/models.md, "Logical tensors").
 // The mapping is vLLM's: per model family, which checkpoint tensor holds which logical tensor;
 // a tensor stored fused (Phi-3's qkv_proj, gate_up_proj) is split by output sizes, as vLLM's
-// weight_loader does with loaded_shard_id=None. Adding a family or a tensor (MoE experts, MLA)
-// is a table entry in hf_layer.cpp (docs/checkpoints.md).
+// weight_loader does with loaded_shard_id=None. Adding a family or a tensor is a table entry in
+// hf_layer.cpp (docs/checkpoints.md).
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,23 +21,42 @@
 namespace fusebench {
 
 // A size of the layer, from the model's config (named as config.json and shapes.hpp name it).
-enum class LayerExtent { hidden, q, kv, intermediate };
+enum class LayerExtent {
+  hidden,
+  q,                    // num_attention_heads * head_dim
+  kv,                   // num_key_value_heads * head_dim
+  intermediate,         // the dense MLP's intermediate_size
+  expert_intermediate,  // one routed expert's (moe_intermediate_size; Mixtral: intermediate_size)
+  shared_intermediate,  // the shared expert(s)'
+  q_lora_rank,          // MLA
+  kv_a,                 // MLA: kv_lora_rank + qk_rope_head_dim
+};
 std::string_view to_string(LayerExtent extent);  // "hidden_size", "q_size", ...
 std::int64_t extent_of(const ModelShape& model, LayerExtent extent);
+
+// When a stored tensor is in the checkpoint: always (within its group), or exactly when the
+// model's config says so (a bias flag; MLA's q_a_proj when q_lora_rank is set). A tensor the
+// config says is absent but the checkpoint has is refused: the run would silently drop it.
+enum class Presence { always, qkv_bias, o_bias, mlp_bias, q_lora_rank };
 
 // One tensor as the checkpoint stores it: the logical tensors it holds, stacked along rows in
 // order (one unless stored fused), and its columns (none: a 1-D bias).
 struct StoredTensor {
-  std::string name;  // "{layer}" stands for the layer index
+  std::string name;  // "{layer}": the decoder layer; "{expert}": the routed expert
   std::vector<std::pair<std::string, LayerExtent>> parts;
   std::optional<LayerExtent> cols;
-  bool required = true;  // false: only some checkpoints of the family have it (attention_bias)
+  // The projections it belongs to: looked for only in a decoder layer that has them (an MoE
+  // model's dense layers hold no experts).
+  LayerKind group = LayerKind::attention;
+  Presence presence = Presence::always;
 };
 
 struct LayerFamily {
   std::string name;
   std::vector<std::string> model_types;  // config.json "model_type" values
   std::vector<StoredTensor> tensors;
+  // Groups of projections the table does not map, and why (e.g. gpt-oss's 3-D expert tensors).
+  std::vector<std::pair<LayerKind, std::string>> unmapped;
 };
 
 const std::vector<LayerFamily>& layer_families();
@@ -42,12 +64,13 @@ const std::vector<LayerFamily>& layer_families();
 const LayerFamily& find_layer_family(std::string_view model_type);
 
 // Layer `layer`'s projection tensors of a checkpoint, validated against the model's shape
-// (every required tensor present, every shape [parts..., cols] as the config says, every dtype
-// runnable), served as logical tensors to a Workspace and to logical_inputs().
+// (every tensor the config implies present, none it rules out, every shape [parts..., cols] as
+// the config says, every dtype runnable), served as logical tensors to a Workspace and to
+// logical_inputs(). Routed experts: expert `expert`'s tensors.
 class HfLayerWeights : public TensorSource {
  public:
   HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint, const LayerFamily& family,
-                 const ModelShape& model, int layer);
+                 const ModelShape& model, int layer, std::int64_t expert = 0);
 
   bool has(const std::string& logical) const override;
   // Exact for a checkpoint's own dtype and for fp32 runs; rounds (encode's nearest even) where a
@@ -55,13 +78,24 @@ class HfLayerWeights : public TensorSource {
   std::vector<float> window(const WindowRequest& request) const override;
   std::string describe() const override;
 
+  // Whether the layer's tensors serve the projections of `group` (its attention kind and the MLP
+  // layers this decoder layer has, where the table maps them); why not, "" when they do.
+  bool serves(LayerKind group) const { return served_.count(group) > 0; }
+  std::string not_served_reason(LayerKind group) const;
+
   // Where each logical tensor comes from: "model.layers.3.self_attn.qkv_proj.weight rows
   // [0, 3072)" (for the report and messages).
   std::map<std::string, std::string> sources() const;
   // The dtype the layer's tensors are stored in (what a run uses by default); throws
   // CheckpointError when they differ.
   TensorDtype stored_dtype() const;
+  // Every dtype the layer's tensors are stored in; the one a logical tensor is stored in (throws
+  // CheckpointError when the layer does not provide it).
+  std::set<TensorDtype> stored_dtypes() const;
+  TensorDtype stored_dtype_of(const std::string& logical) const;
   int layer() const { return layer_; }
+  std::int64_t expert() const { return expert_; }
+  const std::string& family() const { return family_; }
   const Checkpoint& checkpoint() const { return *checkpoint_; }
 
  private:
@@ -72,7 +106,10 @@ class HfLayerWeights : public TensorSource {
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::string family_;
   int layer_ = 0;
+  std::int64_t expert_ = 0;
   std::map<std::string, Part> parts_;  // logical name -> where it is stored
+  std::set<LayerKind> served_;
+  std::map<LayerKind, std::string> not_served_;  // the model's groups this layer does not serve
 };
 
 }  // namespace fusebench

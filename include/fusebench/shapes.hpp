@@ -55,6 +55,17 @@ struct ModelShape {
   bool mlp_bias = false;                            // gate/up and down biases
   bool interleaved_gate_up = false;                 // gpt-oss: w13 rows are gate, up, gate, up, ...
   std::int64_t experts = 0, experts_per_token = 0;  // routed experts (informational)
+  // Which decoder layers are MoE (vLLM's rule; the defaults: every layer): layer i is when
+  // (i + 1) % sparse_step == 0 and i is not in dense_only (qwen2_moe/qwen3_moe:
+  // decoder_sparse_step, mlp_only_layers), and i >= first_moe and i % moe_freq == 0 (deepseek:
+  // first_k_dense_replace, moe_layer_freq).
+  struct MoePlacement {
+    std::int64_t sparse_step = 1;
+    std::vector<std::int64_t> dense_only;
+    std::int64_t first_moe = 0, moe_freq = 1;
+    std::string rule;  // the config fields it comes from ("" for every layer), for messages
+  };
+  MoePlacement moe_placement;
   // Why an op cannot be benchmarked on this model, by op name ("" or absent: it can).
   std::vector<std::pair<std::string, std::string>> refused;
 
@@ -64,6 +75,10 @@ struct ModelShape {
   std::vector<MlpLayer> mlp_layer_list() const;
   // "" when `op` runs on this model, else why not.
   std::string refusal(std::string_view op) const;
+  // The MLP layers decoder layer `layer` has (a checkpoint's layer holds their tensors): every
+  // one of mlp_layer_list() for a model without experts; else expert and shared_expert where
+  // moe_placement puts an MoE layer, dense elsewhere.
+  std::vector<LayerKind> mlp_kinds_at(std::int64_t layer) const;
 };
 
 const std::vector<ModelShape>& model_presets();

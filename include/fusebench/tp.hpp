@@ -29,14 +29,18 @@ std::string tp_config_string(const std::string& op, const std::string& variant,
 // run the same configuration) and compares every output with the float64 reference of the
 // unsharded layer pair and, for the pipelines, "out" with the unsharded pipeline (tp = 1) run
 // on the same backend. The result's variant reads "<variant>/rank:<r>".
+// `weights` (e.g. a checkpoint's layer) replaces the generator's weights on every rank, in the
+// unsharded pipeline and in the reference.
 VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::string& op,
                             const std::string& variant, ShardShape shard, std::int64_t tokens,
-                            DType dtype, std::uint64_t seed, bool with_reference);
+                            DType dtype, std::uint64_t seed, bool with_reference,
+                            const TensorSource* weights = nullptr);
 
 // The same for a plan already built for rank comm.rank() (the tests hand it a deliberately wrong
 // one, e.g. with the row-parallel bias on every rank, to show the check catches it).
 VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& plan,
-                            std::uint64_t seed, bool with_reference);
+                            std::uint64_t seed, bool with_reference,
+                            const TensorSource* weights = nullptr);
 
 // Runs `body(rank)` on `ranks` threads and rethrows the first failure (after every thread ended).
 void run_ranks(int ranks, const std::function<void(int)>& body);
@@ -45,6 +49,7 @@ void run_ranks(int ranks, const std::function<void(int)>& body);
 // in-process communicator. One result per (variant, rank).
 std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const ShardShape& shard,
                                                  std::int64_t tokens, DType dtype,
-                                                 std::uint64_t seed, bool with_reference);
+                                                 std::uint64_t seed, bool with_reference,
+                                                 const TensorSource* weights = nullptr);
 
 }  // namespace fusebench

@@ -9,6 +9,8 @@
 
 namespace fusebench {
 
+class TensorSource;
+
 // |got - want| <= atol + rtol * |want|, stated per dtype (see README "Correctness").
 struct Tolerance {
   double atol = 0;
@@ -48,10 +50,12 @@ struct VerifyResult {
 // each output with the baseline variant and, when `with_reference`, with the float64 reference.
 // `reference_rows` (0: all) limits the float64 reference to the first token rows, where it would
 // take too long on the host: each output row of these ops depends on its own input row alone, so
-// the reference of the first R tokens is the first R rows of the whole one.
+// the reference of the first R tokens is the first R rows of the whole one. `weights` (e.g. a
+// checkpoint's layer) replaces the generator's weights for every variant and the reference.
 std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
                                     const ShardShape& shard, std::int64_t tokens, DType dtype,
                                     std::uint64_t seed, bool with_reference,
-                                    std::int64_t reference_rows = 0);
+                                    std::int64_t reference_rows = 0,
+                                    const TensorSource* weights = nullptr);
 
 }  // namespace fusebench

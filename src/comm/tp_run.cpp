@@ -62,7 +62,8 @@ std::pair<Command, std::int32_t> receive() {
 bool multi_process(const CommSettings& s) { return s.world != nullptr && s.world->size() > 1; }
 
 std::string config_of(const TpMember& f, std::uint64_t seed) {
-  return tp_config_string(f.op, f.variant, f.shard, f.tokens, f.dtype, seed) + " comm=" + f.comm;
+  return tp_config_string(f.op, f.variant, f.shard, f.tokens, f.dtype, seed) + " comm=" + f.comm +
+         (f.weights ? " weights=" + f.weights->describe() : "");
 }
 
 // Times every collective of this rank on the backend's clock (CUDA events on the GPU). Each
@@ -320,7 +321,7 @@ struct TpRun::LocalRank {
           ShardShape s = f.shard;
           s.rank = rank;
           ws.push_back(std::make_unique<Workspace>(
-              *backend, build_plan(f.op, f.variant, s, f.tokens, f.dtype), seed));
+              *backend, build_plan(f.op, f.variant, s, f.tokens, f.dtype), seed, f.weights));
         }
         {
           std::unique_lock lock(mu);
@@ -723,7 +724,7 @@ void TpRun::follow(const std::vector<TpMember>& sweep, Backend& backend, std::ui
         ShardShape s = f->shard;
         s.rank = comm.rank();
         ws.push_back(std::make_unique<Workspace>(
-            backend, build_plan(f->op, f->variant, s, f->tokens, f->dtype), seed));
+            backend, build_plan(f->op, f->variant, s, f->tokens, f->dtype), seed, f->weights));
       }
       for (const TpMember* f : members) comm.check_same_config(config_of(*f, seed));
       while (true) {

@@ -50,6 +50,9 @@ struct TpMember {
   // Multi-process runs: the fixture's position in the sweep, which is how the leader names it
   // to the followers (they hold the same sweep).
   std::int32_t index = -1;
+  // Where every rank's weights come from (a checkpoint's layer, each rank reading its windows);
+  // null: the seeded generator. Outlives the run (the sweep holds it).
+  const TensorSource* weights = nullptr;
 };
 
 // The comm label of a fixture (see above); throws std::invalid_argument naming what cannot be

@@ -40,7 +40,8 @@ std::string tp_config_string(const std::string& op, const std::string& variant, 
 
 VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::string& op,
                             const std::string& variant, ShardShape shard, std::int64_t tokens,
-                            DType dtype, std::uint64_t seed, bool with_reference) {
+                            DType dtype, std::uint64_t seed, bool with_reference,
+                            const TensorSource* weights) {
   if (comm.size() != shard.tp) {
     throw std::invalid_argument("verify " + op + ": communicator has " +
                                 std::to_string(comm.size()) +
@@ -49,22 +50,22 @@ VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::str
   shard.rank = comm.rank();
   comm.check_same_config(tp_config_string(op, variant, shard, tokens, dtype, seed));
   return verify_tp_plan(backend, comm, build_plan(op, variant, shard, tokens, dtype), seed,
-                        with_reference);
+                        with_reference, weights);
 }
 
 VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& plan,
-                            std::uint64_t seed, bool with_reference) {
+                            std::uint64_t seed, bool with_reference, const TensorSource* weights) {
   const std::string& op = plan.op;
   const ShardShape& shard = plan.shard;
   const std::int64_t tokens = plan.tokens;
   const DType dtype = plan.dtype;
   const Tolerance tol = tolerance_for(dtype);
-  Workspace ws(backend, plan, seed);
+  Workspace ws(backend, plan, seed, weights);
   ws.run(&comm);
   VerifyResult result{
       op, plan.variant + "/rank:" + std::to_string(shard.rank), {}, with_reference ? tokens : 0};
   ReferenceOutputs reference;
-  if (with_reference) reference = find_op(op).reference(plan, logical_inputs(plan, seed));
+  if (with_reference) reference = find_op(op).reference(plan, logical_inputs(plan, seed, weights));
   std::map<std::string, std::vector<float>> got;
   for (const auto& [name, view] : ws.plan().outputs) {
     got[name] = ws.read(view);
@@ -73,10 +74,11 @@ VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& pl
           compare_outputs(name, "float64", got[name], reference.at(name), tol));
   }
   if (!is_collective_op(op)) {
-    // The unsharded layer pair on one device: the same op at tp = 1 (no collectives). A
-    // sequence-parallel rank holds its rows of it (its padding rows are checked against the
-    // float64 reference, zeros).
-    Workspace one(backend, build_plan(op, "paired", unsharded(shard), tokens, dtype), seed);
+    // The unsharded layer pair on one device: the same op at tp = 1 (no collectives), on the
+    // same weights. A sequence-parallel rank holds its rows of it (its padding rows are checked
+    // against the float64 reference, zeros).
+    Workspace one(backend, build_plan(op, "paired", unsharded(shard), tokens, dtype), seed,
+                  weights);
     one.run(nullptr);
     std::vector<float> want = one.read(one.plan().outputs.at("out"));
     std::vector<float> mine = got.at("out");
@@ -111,7 +113,8 @@ void run_ranks(int ranks, const std::function<void(int)>& body) {
 
 std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const ShardShape& shard,
                                                  std::int64_t tokens, DType dtype,
-                                                 std::uint64_t seed, bool with_reference) {
+                                                 std::uint64_t seed, bool with_reference,
+                                                 const TensorSource* weights) {
   std::vector<VerifyResult> results;
   for (const auto& variant : variants_for(find_op(op), shard)) {
     auto comms = make_inprocess_group(shard.tp, default_comm_timeout());
@@ -120,7 +123,7 @@ std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const Sh
       auto backend = make_cpu_backend();
       per_rank[static_cast<std::size_t>(r)] =
           verify_tp_rank(*backend, *comms[static_cast<std::size_t>(r)], op, variant, shard, tokens,
-                         dtype, seed, with_reference);
+                         dtype, seed, with_reference, weights);
     });
     for (auto& r : per_rank) results.push_back(std::move(r));
   }

@@ -50,6 +50,23 @@ std::vector<MlpLayer> ModelShape::mlp_layer_list() const {
   return {MlpLayer{LayerKind::dense, intermediate, "intermediate_size", layers > 0 ? layers : -1}};
 }
 
+std::vector<LayerKind> ModelShape::mlp_kinds_at(std::int64_t layer) const {
+  const auto list = mlp_layer_list();
+  const bool moe_model = std::any_of(list.begin(), list.end(),
+                                     [](const MlpLayer& l) { return l.kind == LayerKind::expert; });
+  const MoePlacement& p = moe_placement;
+  const bool moe =
+      (layer + 1) % p.sparse_step == 0 &&
+      std::find(p.dense_only.begin(), p.dense_only.end(), layer) == p.dense_only.end() &&
+      layer >= p.first_moe && layer % p.moe_freq == 0;
+  std::vector<LayerKind> out;
+  for (const auto& l : list) {
+    const bool sparse = l.kind == LayerKind::expert || l.kind == LayerKind::shared_expert;
+    if (!moe_model || sparse == moe) out.push_back(l.kind);
+  }
+  return out;
+}
+
 std::string ModelShape::refusal(std::string_view op) const {
   for (const auto& [refused_op, why] : refused) {
     if (refused_op == op) return why;
@@ -282,6 +299,19 @@ void read_qwen_moe(const ConfigReader& c, const std::string& type, ModelShape& m
   const std::int64_t expert = c.positive("moe_intermediate_size");
   const std::int64_t step = c.positive_or("decoder_sparse_step", 1);
   const auto dense_only = c.indices("mlp_only_layers");
+  m.moe_placement.sparse_step = step;
+  m.moe_placement.dense_only.assign(dense_only.begin(), dense_only.end());
+  std::string listed;
+  std::size_t shown = 0;
+  for (std::int64_t i : dense_only) {
+    if (++shown > 16) {
+      listed += ", ... (" + std::to_string(dense_only.size()) + " layers)";
+      break;
+    }
+    listed += (listed.empty() ? "" : ", ") + std::to_string(i);
+  }
+  m.moe_placement.rule =
+      "decoder_sparse_step=" + std::to_string(step) + ", mlp_only_layers=[" + listed + "]";
   const bool known = m.layers > 0;
   const std::int64_t moe = known ? qwen_moe_layer_count(m.layers, step, dense_only) : -1;
   const bool has_dense = known ? moe < m.layers : (step > 1 || !dense_only.empty());
@@ -327,6 +357,10 @@ void read_deepseek(const ConfigReader& c, ModelShape& m) {
   const std::int64_t expert = c.positive("moe_intermediate_size");
   const std::int64_t first_dense = c.non_negative_or("first_k_dense_replace", 0);
   const std::int64_t freq = c.positive_or("moe_layer_freq", 1);
+  m.moe_placement.first_moe = first_dense;
+  m.moe_placement.moe_freq = freq;
+  m.moe_placement.rule = "first_k_dense_replace=" + std::to_string(first_dense) +
+                         ", moe_layer_freq=" + std::to_string(freq);
   const bool known = m.layers > 0;
   // MoE where layer >= first_k_dense_replace and layer % moe_layer_freq == 0.
   std::int64_t moe = -1;

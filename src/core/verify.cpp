@@ -83,7 +83,7 @@ std::string VerifyResult::summary() const {
 std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
                                     const ShardShape& shard, std::int64_t tokens, DType dtype,
                                     std::uint64_t seed, bool with_reference,
-                                    std::int64_t reference_rows) {
+                                    std::int64_t reference_rows, const TensorSource* weights) {
   const OpInfo& info = find_op(op);
   const Tolerance tol = tolerance_for(dtype);
   std::map<std::string, std::vector<float>> baseline;
@@ -104,9 +104,9 @@ std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
       rows =
           reference_rows > 0 && reference_rows < tokens && per_token_rows ? reference_rows : tokens;
       const Plan head = rows < tokens ? build_plan(op, variant, shard, rows, dtype) : plan;
-      reference = info.reference(head, logical_inputs(head, seed, nullptr, /*windows_only=*/true));
+      reference = info.reference(head, logical_inputs(head, seed, weights, /*windows_only=*/true));
     }
-    Workspace ws(backend, plan, seed);
+    Workspace ws(backend, plan, seed, weights);
     ws.run();
     VerifyResult result{op, variant, {}, rows};
     for (const auto& [name, view] : ws.plan().outputs) {

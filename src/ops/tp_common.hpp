@@ -76,7 +76,7 @@ inline std::vector<double> column_slice(const std::vector<double>& a, std::int64
 // input-role tensor: values in [-1, 1), O(1) like the outputs the tolerance is stated for.
 inline constexpr float kNormEps = 1e-6f;
 inline int add_norm_weight(Plan& plan, std::int64_t hidden) {
-  return plan.add_buffer({"w_norm", 1, hidden, BufferRole::input, {"w_norm"}, {1}});
+  return plan.add_buffer({"w_norm", 1, hidden, BufferRole::input, {"w_norm"}, {1}, {}});
 }
 
 // out[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * w, in float64.
@@ -130,7 +130,7 @@ inline std::vector<Chunk> overlap_chunks(std::int64_t local, int tp) {
 
 // This rank's rows of the logical input x [m, h], zero-padded to `rows.local` rows.
 inline int add_sp_input(Plan& plan, const SpRows& rows, std::int64_t m, std::int64_t h) {
-  BufferSpec spec{"x_local", rows.local, h, BufferRole::input, {"x"}, {rows.real}};
+  BufferSpec spec{"x_local", rows.local, h, BufferRole::input, {"x"}, {rows.real}, {}};
   spec.part_windows.push_back({m, h, std::min(rows.row0, m), 0});
   return plan.add_buffer(std::move(spec));
 }

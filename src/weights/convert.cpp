@@ -40,13 +40,6 @@ void load_row(const std::byte* src, std::int64_t n, TensorDtype stored, float* d
   }
 }
 
-// Whether some finite value of `stored` is beyond the range of `run` (bf16 and fp32 share
-// their exponent range; fp16's ends at 65504).
-bool may_overflow(TensorDtype stored, DType run) {
-  return (run == DType::f16 && stored != TensorDtype::F16) ||
-         (run == DType::bf16 && stored == TensorDtype::F32);
-}
-
 // Finite in the stored dtype, infinite once encode() rounds it to `run`.
 bool overflows(float v, DType run) {
   if (!std::isfinite(v) || run == DType::f32) return false;
@@ -101,6 +94,12 @@ std::string unrunnable_reason(TensorDtype stored) {
   }
 }
 
+// bf16 and fp32 share their exponent range; fp16's ends at 65504.
+bool conversion_may_overflow(TensorDtype stored, DType run) {
+  return (run == DType::f16 && stored != TensorDtype::F16) ||
+         (run == DType::bf16 && stored == TensorDtype::F32);
+}
+
 bool converts_exactly(TensorDtype stored, DType run) {
   const auto own = exact_run_dtype(stored);
   return own && (*own == run || run == DType::f32);
@@ -150,7 +149,7 @@ std::vector<float> read_window(const std::string& label, std::span<const std::by
     std::int64_t row = -1, col = -1;
     float value = 0;
   };
-  const bool check = may_overflow(info.dtype, run);
+  const bool check = conversion_may_overflow(info.dtype, run);
   const auto decode_rows = [&](std::int64_t first, std::int64_t last, Overflow& bad) {
     for (std::int64_t r = first; r < last; ++r) {
       const std::byte* src = data + static_cast<std::size_t>((row0 + r) * m.cols + col0) * elem;

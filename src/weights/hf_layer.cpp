@@ -2,18 +2,19 @@
 #include "fusebench/hf_layer.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace fusebench {
 namespace {
 
 using E = LayerExtent;
+using K = LayerKind;
+using P = Presence;
 
-std::string layer_name(const std::string& pattern, int layer) {
-  std::string out = pattern;
-  const std::string key = "{layer}";
-  if (const auto at = out.find(key); at != std::string::npos)
-    out.replace(at, key.size(), std::to_string(layer));
-  return out;
+std::string substitute(std::string text, const std::string& key, const std::string& value) {
+  for (auto at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+    text.replace(at, key.size(), value);
+  return text;
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -22,45 +23,124 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
+const std::string kLayer = "model.layers.{layer}.";
+
 // q/k/v and o projections, stored separately (vLLM's stacked_params_mapping routes them into
-// qkv_proj shards "q", "k", "v"; o_proj is a RowParallelLinear).
-std::vector<StoredTensor> separate_attention(bool qkv_bias_required, bool bias_optional) {
-  const std::string a = "model.layers.{layer}.self_attn.";
+// qkv_proj shards "q", "k", "v"; o_proj is a RowParallelLinear). `o_bias` absent: the family's
+// o_proj has no bias (a stored one is ignored, as vLLM's loader skips it).
+std::vector<StoredTensor> separate_attention(Presence qkv_bias, std::optional<Presence> o_bias) {
+  const std::string a = kLayer + "self_attn.";
   std::vector<StoredTensor> t = {
       {a + "q_proj.weight", {{"w_q", E::q}}, E::hidden},
       {a + "k_proj.weight", {{"w_k", E::kv}}, E::hidden},
       {a + "v_proj.weight", {{"w_v", E::kv}}, E::hidden},
       {a + "o_proj.weight", {{"w_o", E::hidden}}, E::q},
+      {a + "q_proj.bias", {{"b_q", E::q}}, std::nullopt, K::attention, qkv_bias},
+      {a + "k_proj.bias", {{"b_k", E::kv}}, std::nullopt, K::attention, qkv_bias},
+      {a + "v_proj.bias", {{"b_v", E::kv}}, std::nullopt, K::attention, qkv_bias},
   };
-  if (qkv_bias_required || bias_optional) {
-    const bool req = qkv_bias_required;
-    t.push_back({a + "q_proj.bias", {{"b_q", E::q}}, std::nullopt, req});
-    t.push_back({a + "k_proj.bias", {{"b_k", E::kv}}, std::nullopt, req});
-    t.push_back({a + "v_proj.bias", {{"b_v", E::kv}}, std::nullopt, req});
-  }
-  if (bias_optional) t.push_back({a + "o_proj.bias", {{"b_o", E::hidden}}, std::nullopt, false});
+  if (o_bias)
+    t.push_back({a + "o_proj.bias", {{"b_o", E::hidden}}, std::nullopt, K::attention, *o_bias});
   return t;
 }
 
-// gate/up (routed into gate_up_proj shards 0, 1) and down (RowParallelLinear).
-std::vector<StoredTensor> separate_mlp(bool bias_optional) {
-  const std::string m = "model.layers.{layer}.mlp.";
+// The logical name of an MLP group's tensor: w_gate, w_expert_gate, w_shared_expert_gate (as the
+// plans name them, src/ops/tp_common.hpp).
+std::string mlp_logical(LayerKind group, const char* kind, const char* what) {
+  const char* infix = group == K::expert          ? "_expert_"
+                      : group == K::shared_expert ? "_shared_expert_"
+                                                  : "_";
+  return std::string(kind) + infix + what;
+}
+
+// gate/up (routed into gate_up_proj shards 0, 1; one expert's slice of FusedMoE's w13) and down
+// (RowParallelLinear; w2), stored separately under `prefix` with the names `names` (gate, up,
+// down: gate_proj/up_proj/down_proj, Mixtral's w1/w3/w2). `bias`: when their biases are there.
+std::vector<StoredTensor> separate_mlp(const std::string& prefix,
+                                       const std::array<const char*, 3>& names, LayerKind group,
+                                       LayerExtent inter, std::optional<Presence> bias) {
   std::vector<StoredTensor> t = {
-      {m + "gate_proj.weight", {{"w_gate", E::intermediate}}, E::hidden},
-      {m + "up_proj.weight", {{"w_up", E::intermediate}}, E::hidden},
-      {m + "down_proj.weight", {{"w_down", E::hidden}}, E::intermediate},
+      {prefix + names[0] + ".weight", {{mlp_logical(group, "w", "gate"), inter}}, E::hidden, group},
+      {prefix + names[1] + ".weight", {{mlp_logical(group, "w", "up"), inter}}, E::hidden, group},
+      {prefix + names[2] + ".weight", {{mlp_logical(group, "w", "down"), E::hidden}}, inter, group},
   };
-  if (bias_optional) {  // llama's mlp_bias
-    t.push_back({m + "gate_proj.bias", {{"b_gate", E::intermediate}}, std::nullopt, false});
-    t.push_back({m + "up_proj.bias", {{"b_up", E::intermediate}}, std::nullopt, false});
-    t.push_back({m + "down_proj.bias", {{"b_down", E::hidden}}, std::nullopt, false});
+  if (bias) {
+    t.push_back({prefix + names[0] + ".bias",
+                 {{mlp_logical(group, "b", "gate"), inter}},
+                 std::nullopt,
+                 group,
+                 *bias});
+    t.push_back({prefix + names[1] + ".bias",
+                 {{mlp_logical(group, "b", "up"), inter}},
+                 std::nullopt,
+                 group,
+                 *bias});
+    t.push_back({prefix + names[2] + ".bias",
+                 {{mlp_logical(group, "b", "down"), E::hidden}},
+                 std::nullopt,
+                 group,
+                 *bias});
   }
   return t;
 }
 
-std::vector<StoredTensor> concat(std::vector<StoredTensor> a, const std::vector<StoredTensor>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
+constexpr std::array<const char*, 3> kProj = {"gate_proj", "up_proj", "down_proj"};
+
+std::vector<StoredTensor> dense_mlp(std::optional<Presence> bias = std::nullopt) {
+  return separate_mlp(kLayer + "mlp.", kProj, K::dense, E::intermediate, bias);
+}
+
+std::vector<StoredTensor> routed_experts(const std::string& prefix,
+                                         const std::array<const char*, 3>& names = kProj) {
+  return separate_mlp(kLayer + prefix + "experts.{expert}.", names, K::expert,
+                      E::expert_intermediate, std::nullopt);
+}
+
+std::vector<StoredTensor> concat(std::initializer_list<std::vector<StoredTensor>> lists) {
+  std::vector<StoredTensor> out;
+  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+  return out;
+}
+
+// Whether the model's config puts the tensor in the checkpoint (its group aside), and the
+// config fields that say so (for messages).
+bool present_by_config(Presence p, const ModelShape& m) {
+  switch (p) {
+    case P::always:
+      return true;
+    case P::qkv_bias:
+      return m.qkv_bias;
+    case P::o_bias:
+      return m.o_bias;
+    case P::mlp_bias:
+      return m.mlp_bias;
+    case P::q_lora_rank:
+      return m.q_lora_rank > 0;
+  }
+  return true;
+}
+
+std::string config_fields(Presence p) {
+  switch (p) {
+    case P::always:
+      return "";
+    case P::qkv_bias:
+      return "its q/k/v bias flag (attention_bias, qkv_bias or bias, by family)";
+    case P::o_bias:
+      return "its o_proj bias flag (attention_bias or bias)";
+    case P::mlp_bias:
+      return "mlp_bias";
+    case P::q_lora_rank:
+      return "q_lora_rank";
+  }
+  return "";
+}
+
+std::int64_t mlp_intermediate(const ModelShape& model, LayerKind kind) {
+  for (const auto& l : model.mlp_layer_list()) {
+    if (l.kind == kind) return l.intermediate;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -75,6 +155,14 @@ std::string_view to_string(LayerExtent extent) {
       return "kv_size (num_key_value_heads * head_dim)";
     case E::intermediate:
       return "intermediate_size";
+    case E::expert_intermediate:
+      return "the expert intermediate size (moe_intermediate_size; Mixtral: intermediate_size)";
+    case E::shared_intermediate:
+      return "the shared expert intermediate size";
+    case E::q_lora_rank:
+      return "q_lora_rank";
+    case E::kv_a:
+      return "kv_lora_rank + qk_rope_head_dim";
   }
   return "?";
 }
@@ -89,35 +177,96 @@ std::int64_t extent_of(const ModelShape& model, LayerExtent extent) {
       return model.kv_size();
     case E::intermediate:
       return model.intermediate;
+    case E::expert_intermediate:
+      return mlp_intermediate(model, K::expert);
+    case E::shared_intermediate:
+      return mlp_intermediate(model, K::shared_expert);
+    case E::q_lora_rank:
+      return model.q_lora_rank;
+    case E::kv_a:
+      return model.kv_lora_rank + model.qk_rope_head_dim;
   }
   return 0;
 }
 
 const std::vector<LayerFamily>& layer_families() {
-  // From vLLM's model files (llama.py, qwen2.py, qwen3.py, phi3.py). The logical names are the
-  // plans' (docs/models.md, "Logical tensors"); biases are [n, 1]. Phase 2 adds the MoE and MLA
-  // entries the plans read: w_expert_{gate,up,down} and b_expert_* (one expert,
-  // model.layers.{layer}.mlp.experts.E.*), w_shared_expert_{gate,up,down} (mlp.shared_expert(s).*)
-  // and w_q_a, w_kv_a (self_attn.q_a_proj, self_attn.kv_a_proj_with_mqa).
+  // From vLLM's model files (llama.py, qwen2.py, qwen3.py, phi3.py, mixtral.py, qwen2_moe.py,
+  // qwen3_moe.py, deepseek_v2.py, gpt_oss.py). The logical names are the plans' (docs/models.md,
+  // "Logical tensors"); biases are [n, 1]. Norms, embeddings, routers (mlp.gate) and the
+  // shared-expert gate are not projections the suite runs and are not read.
   static const std::vector<LayerFamily> families = {
-      // LlamaAttention: bias = attention_bias (default false); LlamaMLP: bias = mlp_bias.
+      // LlamaAttention: bias = attention_bias (q/k/v: qkv_bias); LlamaMLP: bias = mlp_bias.
       {"llama",
-       {"llama", "mistral", "qwen3", "gemma", "gemma2"},
-       concat(separate_attention(false, true), separate_mlp(true))},
+       {"llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3_text"},
+       concat({separate_attention(P::qkv_bias, P::o_bias), dense_mlp(P::mlp_bias)}),
+       {}},
       // Qwen2Attention: QKVParallelLinear(bias=True) hard-coded, o_proj bias=False.
-      {"qwen2", {"qwen2"}, concat(separate_attention(true, false), separate_mlp(false))},
+      {"qwen2", {"qwen2"}, concat({separate_attention(P::always, std::nullopt), dense_mlp()}), {}},
       // Phi-3 stores q/k/v and gate/up fused; vLLM's loader splits them by output sizes
       // (loaded_shard_id=None): q, k, v = rows [0, q), [q, q+kv), [q+kv, q+2kv).
       {"phi3",
        {"phi3"},
-       {{"model.layers.{layer}.self_attn.qkv_proj.weight",
+       {{kLayer + "self_attn.qkv_proj.weight",
          {{"w_q", E::q}, {"w_k", E::kv}, {"w_v", E::kv}},
          E::hidden},
-        {"model.layers.{layer}.self_attn.o_proj.weight", {{"w_o", E::hidden}}, E::q},
-        {"model.layers.{layer}.mlp.gate_up_proj.weight",
+        {kLayer + "self_attn.o_proj.weight", {{"w_o", E::hidden}}, E::q},
+        {kLayer + "mlp.gate_up_proj.weight",
          {{"w_gate", E::intermediate}, {"w_up", E::intermediate}},
-         E::hidden},
-        {"model.layers.{layer}.mlp.down_proj.weight", {{"w_down", E::hidden}}, E::intermediate}}},
+         E::hidden,
+         K::dense},
+        {kLayer + "mlp.down_proj.weight", {{"w_down", E::hidden}}, E::intermediate, K::dense}},
+       {}},
+      // MixtralMoE: FusedMoE's expert_params_mapping takes w1 (gate) and w3 (up) into w13,
+      // w2 into w2, from block_sparse_moe.experts.E.
+      {"mixtral",
+       {"mixtral"},
+       concat({separate_attention(P::qkv_bias, std::nullopt),
+               routed_experts("block_sparse_moe.", {"w1", "w3", "w2"})}),
+       {}},
+      // Qwen2MoeSparseMoeBlock: experts.E.{gate,up,down}_proj, one shared_expert (a
+      // Qwen2MoeMLP), dense Qwen2MoeMLP layers where the config places them.
+      {"qwen2_moe",
+       {"qwen2_moe"},
+       concat({separate_attention(P::always, std::nullopt), dense_mlp(), routed_experts("mlp."),
+               separate_mlp(kLayer + "mlp.shared_expert.", kProj, K::shared_expert,
+                            E::shared_intermediate, std::nullopt)}),
+       {}},
+      {"qwen3_moe",
+       {"qwen3_moe"},
+       concat({separate_attention(P::qkv_bias, std::nullopt), dense_mlp(), routed_experts("mlp.")}),
+       {}},
+      // DeepseekV2MLAAttention: q_a_proj and kv_a_proj_with_mqa (fused_qkv_a_proj's two shards);
+      // DeepseekV2MoE: experts.E.*, shared_experts (one MLP of n_shared_experts * the expert
+      // size); dense layers below first_k_dense_replace.
+      {"deepseek",
+       {"deepseek_v2", "deepseek_v3"},
+       concat({{{kLayer + "self_attn.q_a_proj.weight",
+                 {{"w_q_a", E::q_lora_rank}},
+                 E::hidden,
+                 K::mla,
+                 P::q_lora_rank},
+                {kLayer + "self_attn.kv_a_proj_with_mqa.weight",
+                 {{"w_kv_a", E::kv_a}},
+                 E::hidden,
+                 K::mla}},
+               dense_mlp(),
+               routed_experts("mlp."),
+               separate_mlp(kLayer + "mlp.shared_experts.", kProj, K::shared_expert,
+                            E::shared_intermediate, std::nullopt)}),
+       {{K::attention,
+         "DeepSeek attention without MLA (qk_nope_head_dim = qk_rope_head_dim = 0) is not "
+         "mapped"}}},
+      // OAIAttention: q/k/v and o_proj with bias. The experts are stored as 3-D tensors
+      // (mlp.experts.gate_up_proj [experts, hidden, 2 * intermediate], gate and up columns
+      // interleaved and transposed against F.linear; MXFP4 blocks and scales in the released
+      // checkpoints), which the suite does not read.
+      {"gpt_oss",
+       {"gpt_oss"},
+       separate_attention(P::qkv_bias, P::o_bias),
+       {{K::expert,
+         "gpt-oss stores its experts as 3-D tensors (mlp.experts.gate_up_proj [experts, hidden, "
+         "2 * intermediate], interleaved and transposed; MXFP4 _blocks/_scales in the released "
+         "checkpoints), which the checkpoint reader does not map"}}},
   };
   return families;
 }
@@ -135,26 +284,69 @@ const LayerFamily& find_layer_family(std::string_view model_type) {
 }
 
 HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
-                               const LayerFamily& family, const ModelShape& model, int layer)
-    : checkpoint_(std::move(checkpoint)), family_(family.name), layer_(layer) {
+                               const LayerFamily& family, const ModelShape& model, int layer,
+                               std::int64_t expert)
+    : checkpoint_(std::move(checkpoint)), family_(family.name), layer_(layer), expert_(expert) {
+  const std::string where = checkpoint_->lookup_description();
   if (layer < 0 || (model.layers > 0 && layer >= model.layers)) {
     throw CheckpointError(
-        checkpoint_->lookup_description() + ": layer " + std::to_string(layer) +
-        " is outside the model (num_hidden_layers=" + std::to_string(model.layers) +
-        ": layers 0 to " + std::to_string(model.layers - 1) + ")");
+        where + ": layer " + std::to_string(layer) + " is outside the model (num_hidden_layers=" +
+        std::to_string(model.layers) + ": layers 0 to " + std::to_string(model.layers - 1) + ")");
+  }
+  // The groups of projections the model has, and which of them this decoder layer holds.
+  std::vector<LayerKind> groups = {model.attention};
+  for (const auto& l : model.mlp_layer_list()) groups.push_back(l.kind);
+  const auto here = model.mlp_kinds_at(layer);
+  for (LayerKind g : groups) {
+    const std::string kind(to_string(g));
+    const auto unmapped = std::find_if(family.unmapped.begin(), family.unmapped.end(),
+                                       [&](const auto& u) { return u.first == g; });
+    if (!is_attention_layer(g) && std::find(here.begin(), here.end(), g) == here.end()) {
+      const bool moe_here = std::find(here.begin(), here.end(), K::expert) != here.end();
+      not_served_[g] =
+          "decoder layer " + std::to_string(layer) + " is " +
+          (moe_here ? "an MoE layer" : "a dense layer") +
+          (model.moe_placement.rule.empty() ? "" : " (" + model.moe_placement.rule + ")") +
+          ": it holds no " + kind + " MLP; pick a layer that does with --layer";
+    } else if (unmapped != family.unmapped.end()) {
+      not_served_[g] = unmapped->second;
+    } else if (std::none_of(family.tensors.begin(), family.tensors.end(),
+                            [&](const StoredTensor& t) { return t.group == g; })) {
+      not_served_[g] = "the " + family.name + " checkpoint mapping has no " + kind + " tensors";
+    } else {
+      served_.insert(g);
+    }
+  }
+  if (served_.count(K::expert) && model.experts > 0 && (expert < 0 || expert >= model.experts)) {
+    throw CheckpointError(where + ": expert " + std::to_string(expert) + " is outside the model (" +
+                          std::to_string(model.experts) + " routed experts: 0 to " +
+                          std::to_string(model.experts - 1) + ")");
   }
   for (const StoredTensor& stored : family.tensors) {
-    const std::string name = layer_name(stored.name, layer);
+    if (!served_.count(stored.group)) continue;
+    const std::string name = substitute(substitute(stored.name, "{layer}", std::to_string(layer)),
+                                        "{expert}", std::to_string(expert));
+    const bool wanted = present_by_config(stored.presence, model);
     if (!checkpoint_->has(name)) {
-      if (!stored.required) continue;
-      throw CheckpointError(checkpoint_->lookup_description() + ": no tensor " + quote_name(name) +
-                            " (layer " + std::to_string(layer) + " of a " + family.name +
-                            "-family checkpoint has one)");
+      if (!wanted) continue;
+      throw CheckpointError(where + ": no tensor " + quote_name(name) + " (layer " +
+                            std::to_string(layer) + " of a " + family.name +
+                            "-family checkpoint has one" +
+                            (stored.presence == P::always
+                                 ? ""
+                                 : " when the config sets " + config_fields(stored.presence) +
+                                       ", as this config.json does") +
+                            ")");
     }
     const auto t = checkpoint_->tensor(name);
     const auto fail = [&](const std::string& what) {
       throw CheckpointError(t.file.path() + ": tensor " + quote_name(name) + ": " + what);
     };
+    if (!wanted) {
+      fail("the checkpoint has it, but config.json rules it out (" +
+           config_fields(stored.presence) +
+           "): vLLM would build the layer without it and the run would drop it; fix the config");
+    }
     if (const auto why = unrunnable_reason(t.info.dtype); !why.empty()) fail(why);
     std::int64_t rows = 0;
     std::string expected;
@@ -182,6 +374,13 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
   }
 }
 
+std::string HfLayerWeights::not_served_reason(LayerKind group) const {
+  if (serves(group)) return "";
+  const auto it = not_served_.find(group);
+  if (it != not_served_.end()) return it->second;
+  return "the model has no " + std::string(to_string(group)) + " layer";
+}
+
 bool HfLayerWeights::has(const std::string& logical) const { return parts_.count(logical) > 0; }
 
 std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
@@ -205,7 +404,8 @@ std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
 }
 
 std::string HfLayerWeights::describe() const {
-  return "checkpoint " + checkpoint_->dir() + " layer " + std::to_string(layer_) + " (" + family_ +
+  return "checkpoint " + checkpoint_->dir() + " layer " + std::to_string(layer_) +
+         (served_.count(K::expert) ? " expert " + std::to_string(expert_) : "") + " (" + family_ +
          " mapping)";
 }
 
@@ -221,6 +421,19 @@ std::map<std::string, std::string> HfLayerWeights::sources() const {
   return out;
 }
 
+std::set<TensorDtype> HfLayerWeights::stored_dtypes() const {
+  std::set<TensorDtype> out;
+  for (const auto& [logical, p] : parts_) out.insert(checkpoint_->tensor(p.tensor).info.dtype);
+  return out;
+}
+
+TensorDtype HfLayerWeights::stored_dtype_of(const std::string& logical) const {
+  const auto it = parts_.find(logical);
+  if (it == parts_.end())
+    throw CheckpointError(describe() + ": provides no " + quote_name(logical));
+  return checkpoint_->tensor(it->second.tensor).info.dtype;
+}
+
 TensorDtype HfLayerWeights::stored_dtype() const {
   std::map<TensorDtype, std::string> seen;
   for (const auto& [logical, p] : parts_)
@@ -230,8 +443,10 @@ TensorDtype HfLayerWeights::stored_dtype() const {
     for (const auto& [dtype, tensor] : seen)
       list +=
           (list.empty() ? "" : ", ") + quote_name(tensor) + " is " + std::string(to_string(dtype));
-    throw CheckpointError(describe() + ": the layer's tensors are stored in different dtypes (" +
-                          list + "): pick the run's dtype with --dtypes");
+    throw CheckpointError(describe() + ": the layer's tensors are stored in " +
+                          (seen.empty() ? std::string("no dtype (it serves no tensor)")
+                                        : "different dtypes (" + list + ")") +
+                          ": pick the run's dtype with --dtypes");
   }
   return seen.begin()->first;
 }

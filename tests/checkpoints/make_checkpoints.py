@@ -15,6 +15,14 @@ RowParallelLinear in vllm/model_executor/layers/linear.py). Files are written by
 writer (numpy has no bfloat16); when the `safetensors` package is installed, every file is read
 back with it, the hostile files must be refused by it too, and one more checkpoint is written by
 it (official/), so the reader is checked against the reference implementation's files.
+
+The MoE and MLA checkpoints (Qwen3-MoE with a dense layer 0, Qwen2-MoE with a shared expert and
+q/k/v bias, Mixtral's block_sparse_moe w1/w3/w2, DeepSeek-V3's MLA with a dense layer 0) carry
+each layer's logical tensors for every expert, and each rank's w13/w2 as a transcription of
+vLLM's FusedMoE weight loader (_load_w13, _load_w2 in fused_moe/layer.py) builds them.
+hostile/cli/ holds the hostile files again as model directories (config.json beside them), for
+the command-line tests; cli/nan_in_layer1_k_proj/ is a valid checkpoint with one NaN weight, so
+the command-line tests can see which layer's values a run computes on.
 """
 import json
 import os
@@ -103,6 +111,201 @@ MODELS = {
     "llama_multifile": dict(model_type="llama", hidden=32, heads=4, kv=4, head_dim=8, inter=48,
                             layers=2, dtype="F32", layout="multi", bias=False, fused=False, tp=[1, 2]),
 }
+
+
+# MoE and MLA (docs/models.md): the tensors vLLM's MoE classes load, expert by expert.
+MOE_MODELS = {
+    # Qwen3-MoE: layer 0 dense (mlp_only_layers), layer 1 MoE; q_size 32 = hidden.
+    "qwen3_moe": dict(model_type="qwen3_moe", hidden=32, heads=4, kv=2, head_dim=8, inter=40,
+                      moe_inter=24, experts=4, layers=2, dtype="BF16", bias=False, dense_layers=[0],
+                      tp=[1, 2]),
+    # Qwen2-MoE: q/k/v bias, experts plus one shared expert, fp32 (the CPU runs it as stored).
+    "qwen2_moe_shared": dict(model_type="qwen2_moe", hidden=32, heads=4, kv=2, head_dim=8, inter=48,
+                             moe_inter=16, shared=32, experts=4, layers=1, dtype="F32", bias=True,
+                             dense_layers=[], tp=[1, 2]),
+    # Mixtral: block_sparse_moe.experts.E.w1 (gate), w3 (up), w2 (down); every layer MoE.
+    "mixtral_moe": dict(model_type="mixtral", hidden=32, heads=4, kv=2, head_dim=8, inter=40,
+                        moe_inter=40, experts=4, layers=1, dtype="BF16", bias=False, dense_layers=[],
+                        tp=[1, 2]),
+    # DeepSeek-V3: MLA (q_a_proj, kv_a_proj_with_mqa), layer 0 dense (first_k_dense_replace=1),
+    # layer 1 routed experts and shared_experts (n_shared_experts=2: 2 * moe_intermediate_size).
+    "deepseek_mla": dict(model_type="deepseek_v3", hidden=32, heads=4, kv=4, head_dim=16, inter=48,
+                         moe_inter=16, shared=32, experts=4, layers=2, dtype="BF16", bias=False,
+                         dense_layers=[0], q_lora=16, kv_lora=24, rope=8, nope=8, v_head=8, tp=[1, 2]),
+}
+
+
+def moe_names(spec):
+    """(experts prefix, (gate, up, down) names, shared prefix or None) of a layer, after vLLM."""
+    t = spec["model_type"]
+    if t == "mixtral":
+        return "block_sparse_moe.experts.", ("w1", "w3", "w2"), None
+    shared = {"qwen2_moe": "mlp.shared_expert.", "deepseek_v3": "mlp.shared_experts."}.get(t)
+    return "mlp.experts.", ("gate_proj", "up_proj", "down_proj"), shared
+
+
+def moe_tensors(spec, rng):
+    """The checkpoint's tensors of an MoE/MLA model as (name, float32 values), in file order."""
+    h, d, H, KV = spec["hidden"], spec["head_dim"], spec["heads"], spec["kv"]
+    w = lambda rows, cols: rng.standard_normal((rows, cols)) / np.sqrt(cols)  # noqa: E731
+    mla = spec["model_type"] == "deepseek_v3"
+    experts, (g, u, dn), shared = moe_names(spec)
+    out = [("model.embed_tokens.weight", rng.standard_normal((16, h)))]
+    for n in range(spec["layers"]):
+        p = f"model.layers.{n}."
+        out.append((p + "input_layernorm.weight", 1 + 0.1 * rng.standard_normal(h)))
+        if mla:
+            ql, kvl, rope, nope, vh = spec["q_lora"], spec["kv_lora"], spec["rope"], spec["nope"], spec["v_head"]
+            out.append((p + "self_attn.q_a_proj.weight", w(ql, h)))
+            out.append((p + "self_attn.q_a_layernorm.weight", 1 + 0.1 * rng.standard_normal(ql)))
+            out.append((p + "self_attn.q_b_proj.weight", w(H * (nope + rope), ql)))
+            out.append((p + "self_attn.kv_a_proj_with_mqa.weight", w(kvl + rope, h)))
+            out.append((p + "self_attn.kv_a_layernorm.weight", 1 + 0.1 * rng.standard_normal(kvl)))
+            out.append((p + "self_attn.kv_b_proj.weight", w(H * (nope + vh), kvl)))
+            out.append((p + "self_attn.o_proj.weight", w(h, H * vh)))
+        else:
+            for s_, rows in (("q", H * d), ("k", KV * d), ("v", KV * d)):
+                out.append((p + f"self_attn.{s_}_proj.weight", w(rows, h)))
+                if spec["bias"]:
+                    out.append((p + f"self_attn.{s_}_proj.bias", 0.5 * rng.standard_normal(rows)))
+            out.append((p + "self_attn.o_proj.weight", w(h, H * d)))
+        out.append((p + "post_attention_layernorm.weight", 1 + 0.1 * rng.standard_normal(h)))
+        if n in spec["dense_layers"]:
+            for name in ("gate_proj", "up_proj"):
+                out.append((p + f"mlp.{name}.weight", w(spec["inter"], h)))
+            out.append((p + "mlp.down_proj.weight", w(h, spec["inter"])))
+            continue
+        I = spec["moe_inter"]
+        router = "block_sparse_moe.gate.weight" if spec["model_type"] == "mixtral" else "mlp.gate.weight"
+        out.append((p + router, w(spec["experts"], h)))  # the router: not read by the suite
+        for e in range(spec["experts"]):
+            out.append((p + f"{experts}{e}.{g}.weight", w(I, h)))
+            out.append((p + f"{experts}{e}.{u}.weight", w(I, h)))
+            out.append((p + f"{experts}{e}.{dn}.weight", w(h, I)))
+        if shared:
+            S = spec["shared"]
+            out.append((p + shared + "gate_proj.weight", w(S, h)))
+            out.append((p + shared + "up_proj.weight", w(S, h)))
+            out.append((p + shared + "down_proj.weight", w(h, S)))
+            if spec["model_type"] == "qwen2_moe":
+                out.append((p + "mlp.shared_expert_gate.weight", w(1, h)))
+    out.append(("model.norm.weight", 1 + 0.1 * rng.standard_normal(h)))
+    out.append(("lm_head.weight", rng.standard_normal((16, h))))
+    return out
+
+
+def moe_config_json(spec):
+    t = spec["model_type"]
+    cfg = {"architectures": [{"qwen3_moe": "Qwen3MoeForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM",
+                              "mixtral": "MixtralForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM"}[t]],
+           "model_type": t, "hidden_size": spec["hidden"], "num_attention_heads": spec["heads"],
+           "num_key_value_heads": spec["kv"], "intermediate_size": spec["inter"],
+           "num_hidden_layers": spec["layers"], "vocab_size": 16, "hidden_act": "silu",
+           "num_experts_per_tok": 2,
+           "torch_dtype": {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}[spec["dtype"]]}
+    if t == "qwen3_moe":
+        cfg.update(head_dim=spec["head_dim"], num_experts=spec["experts"],
+                   moe_intermediate_size=spec["moe_inter"], decoder_sparse_step=1,
+                   mlp_only_layers=spec["dense_layers"], attention_bias=False)
+    elif t == "qwen2_moe":
+        cfg.update(num_experts=spec["experts"], moe_intermediate_size=spec["moe_inter"],
+                   shared_expert_intermediate_size=spec["shared"], decoder_sparse_step=1,
+                   mlp_only_layers=spec["dense_layers"])
+    elif t == "mixtral":
+        cfg.update(num_local_experts=spec["experts"])
+    else:
+        cfg.update(q_lora_rank=spec["q_lora"], kv_lora_rank=spec["kv_lora"],
+                   qk_rope_head_dim=spec["rope"], qk_nope_head_dim=spec["nope"],
+                   v_head_dim=spec["v_head"], n_routed_experts=spec["experts"],
+                   moe_intermediate_size=spec["moe_inter"], n_shared_experts=spec["shared"] // spec["moe_inter"],
+                   first_k_dense_replace=len(spec["dense_layers"]), moe_layer_freq=1)
+    return json.dumps(cfg, indent=2) + "\n"
+
+
+def moe_logical(spec, tensors, layer, expert):
+    """The logical tensors of one layer (routed experts: expert `expert`), as the mapping names them."""
+    p = f"model.layers.{layer}."
+    out = {}
+    if spec["model_type"] == "deepseek_v3":
+        out["w_q_a"] = tensors[p + "self_attn.q_a_proj.weight"]
+        out["w_kv_a"] = tensors[p + "self_attn.kv_a_proj_with_mqa.weight"]
+    else:
+        for s_ in "qkv":
+            out["w_" + s_] = tensors[p + f"self_attn.{s_}_proj.weight"]
+            if spec["bias"]:
+                out["b_" + s_] = tensors[p + f"self_attn.{s_}_proj.bias"]
+        out["w_o"] = tensors[p + "self_attn.o_proj.weight"]
+    if layer in spec["dense_layers"]:
+        for k in ("gate", "up", "down"):
+            out["w_" + k] = tensors[p + f"mlp.{k}_proj.weight"]
+        return out
+    experts, names, shared = moe_names(spec)
+    for k, name in zip(("gate", "up", "down"), names):
+        out["w_expert_" + k] = tensors[p + f"{experts}{expert}.{name}.weight"]
+        if shared:
+            out["w_shared_expert_" + k] = tensors[p + f"{shared}{k}_proj.weight"]
+    return out
+
+
+class FusedMoE:
+    """One expert's w13 [2 I/tp, hidden] and w2 [hidden, I/tp] on one rank, loaded as
+    vllm/model_executor/layers/fused_moe/layer.py's weight_loader does (_load_w13, _load_w2)."""
+
+    def __init__(self, hidden, intermediate, tp_size, tp_rank):
+        assert intermediate % tp_size == 0
+        self.tp_rank = tp_rank
+        self.w13 = np.full((2 * intermediate // tp_size, hidden), np.nan, np.float32)
+        self.w2 = np.full((hidden, intermediate // tp_size), np.nan, np.float32)
+
+    def load_w13(self, loaded_weight, shard_id):  # w1 (gate) or w3 (up); shard_dim 0
+        shard_size = self.w13.shape[0] // 2
+        loaded_weight = loaded_weight[shard_size * self.tp_rank:shard_size * (self.tp_rank + 1)]
+        if shard_id == "w1":
+            self.w13[:shard_size] = loaded_weight
+        else:
+            self.w13[shard_size:2 * shard_size] = loaded_weight
+
+    def load_w2(self, loaded_weight):  # shard_dim 1
+        shard_size = self.w2.shape[1]
+        self.w2[...] = loaded_weight[:, shard_size * self.tp_rank:shard_size * (self.tp_rank + 1)]
+
+
+def write_moe_model(out, name, spec, blob, rng):
+    root = os.path.join(out, name)
+    os.makedirs(root)
+    with open(os.path.join(root, "config.json"), "w") as f:
+        f.write(moe_config_json(spec))
+    stored, files = {}, []
+    for tname, values in moe_tensors(spec, rng):
+        raw, value = store(values, spec["dtype"])
+        stored[tname] = value
+        files.append((tname, spec["dtype"], value.shape, raw))
+    write_safetensors(os.path.join(root, "model.safetensors"), files, {"format": "pt"})
+    moe_layers = [n for n in range(spec["layers"]) if n not in spec["dense_layers"]]
+    experts, (g, u, dn), _ = moe_names(spec)
+    tp = {}
+    for size in spec["tp"]:
+        ranks = []
+        for r in range(size):
+            m = FusedMoE(spec["hidden"], spec["moe_inter"], size, r)
+            p = f"model.layers.{moe_layers[0]}."
+            m.load_w13(stored[p + f"{experts}1.{g}.weight"], "w1")  # expert 1: not the default
+            m.load_w13(stored[p + f"{experts}1.{u}.weight"], "w3")
+            m.load_w2(stored[p + f"{experts}1.{dn}.weight"])
+            assert not np.isnan(m.w13).any() and not np.isnan(m.w2).any()
+            ranks.append({"w13": blob.add(m.w13), "w2": blob.add(m.w2)})
+        tp[str(size)] = ranks
+    return {
+        "dir": name, "files": ["model.safetensors"], "layout": "single", "model_type": spec["model_type"],
+        "dtype": spec["dtype"], "moe": True, "experts": spec["experts"], "dense_layers": spec["dense_layers"],
+        "moe_layers": moe_layers,
+        "tensors": {t: blob.add(v) for t, v in stored.items()},
+        # logical[layer][expert]: every expert of an MoE layer, expert 0 of a dense one.
+        "logical": {str(n): {str(e): {k: blob.add(v) for k, v in moe_logical(spec, stored, n, e).items()}
+                             for e in (range(spec["experts"]) if n in moe_layers else [0])}
+                    for n in range(spec["layers"])},
+        "tp_layer": moe_layers[0], "tp_expert": 1, "tp": tp,
+    }
 
 
 def hf_tensors(spec, rng):
@@ -352,13 +555,23 @@ def hostile_cases(out, blob, rng):
     """Inputs the reader must refuse: (case, what is opened, the substrings its error must have)."""
     d = os.path.join(out, "hostile")
     os.makedirs(d)
-    cases = []
+    cases, cli = [], []
+    cli_llama = dict(model_type="llama", hidden=8, heads=2, kv=1, head_dim=4, inter=12, layers=1,
+                     dtype="BF16")
 
     def file_case(name, header, data=b"", length=None, expect=(), official=True):
         path = os.path.join(d, name + ".safetensors")
         write_raw(path, header, data, length)
         cases.append({"name": name, "kind": "file", "path": os.path.relpath(path, out),
                       "expect": [name + ".safetensors", *expect], "official_rejects": official})
+        # The same file as a model directory's model.safetensors, for the command line.
+        root = os.path.join(d, "cli", name)
+        os.makedirs(root)
+        shutil.copy(path, os.path.join(root, "model.safetensors"))
+        with open(os.path.join(root, "config.json"), "w") as f:
+            f.write(config_json(cli_llama))
+        cli.append({"name": name, "path": os.path.relpath(root, out), "args": [],
+                    "expect": [f"cli/{name}/model.safetensors", *expect]})
 
     a = {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}
     b = {"dtype": "F32", "shape": [4, 4], "data_offsets": [64, 128]}
@@ -446,7 +659,8 @@ def hostile_cases(out, blob, rng):
     llama = dict(model_type="llama", hidden=8, heads=2, kv=1, head_dim=4, inter=12, layers=1,
                  dtype="BF16", layout="single", bias=False, fused=False)
 
-    def layer_case(name, edit, expect, layer=0, kind="layer", request=None):
+    def layer_case(name, edit, expect, layer=0, kind="layer", request=None, config=None,
+                   cli_args=None, library=True):
         root = os.path.join(d, name)
         os.makedirs(root)
         tensors = []
@@ -455,14 +669,21 @@ def hostile_cases(out, blob, rng):
             tensors.append([tname, "BF16", list(value.shape), raw])
         tensors = edit(tensors)
         write_safetensors(os.path.join(root, "model.safetensors"), [tuple(x) for x in tensors])
+        text = config_json(llama)
+        if config:
+            text = json.dumps({**json.loads(text), **config}, indent=2) + "\n"
         with open(os.path.join(root, "config.json"), "w") as f:
-            f.write(config_json(llama))
+            f.write(text)
         case = {"name": name, "kind": kind, "path": os.path.relpath(root, out), "model_type": "llama",
                 "shape": {k: llama[k] for k in ("hidden", "heads", "kv", "head_dim", "inter", "layers")},
                 "layer": layer, "expect": ["model.safetensors", *expect]}
         if request:
             case["request"] = request
-        cases.append(case)
+        if library:
+            cases.append(case)
+        # Through the command line too: --layer, and the dtype the case needs.
+        args = ([f"--layer={layer}"] if layer else []) + (cli_args or [])
+        cli.append({"name": name, "path": case["path"], "args": args, "expect": case["expect"]})
 
     def drop(suffix):
         return lambda ts: [x for x in ts if not x[0].endswith(suffix)]
@@ -509,11 +730,43 @@ def hostile_cases(out, blob, rng):
     layer_case("f64_weights", retype("layers.0.mlp.gate_proj.weight", "F64"),
                ["'model.layers.0.mlp.gate_proj.weight'", "F64"])
     layer_case("layer_out_of_range", lambda ts: ts, ["layer 3", "num_hidden_layers=1"], layer=3)
-    # Reads fine in bf16, overflows when a run asks for fp16.
+    # Reads fine in bf16, overflows when a run asks for fp16 (the CPU has none: no CLI case).
     layer_case("fp16_overflow", big_value("layers.0.self_attn.q_proj.weight", 1.0e5),
                ["'model.layers.0.self_attn.q_proj.weight'", "(0, 1)", "overflows fp16"],
                kind="window", request={"tensor": "w_q", "dtype": "fp16", "fine_in": "bf16"})
-    return cases
+    cli.pop()
+    # A config whose bias flags disagree with the checkpoint's tensors: both ways.
+    def add_bias(ts):
+        return ts + [["model.layers.0.self_attn.q_proj.bias", "BF16", [8], store(np.ones(8), "BF16")[0]]]
+    layer_case("bias_not_in_config", add_bias,
+               ["'model.layers.0.self_attn.q_proj.bias'", "config.json rules it out"], library=False)
+    layer_case("bias_in_config_only", lambda ts: ts,
+               ["'model.layers.0.self_attn.q_proj.bias'", "no tensor", "as this config.json does"],
+               config={"attention_bias": True}, library=False)
+    return cases, cli
+
+
+def nan_in_one_layer(out):
+    """A valid Llama-like fp32 checkpoint with one NaN in layer 1's k_proj: the reader accepts it
+    (NaN is a value), so the command line's --verify fails exactly where the checkpoint's values
+    reach a computation (layer 1's q/k/v, output k) and passes on layer 0: proof that a run
+    computes on the layer --layer picks, not on random weights."""
+    spec = dict(model_type="llama", hidden=16, heads=2, kv=1, head_dim=8, inter=24, layers=2,
+                dtype="F32", layout="single", bias=False, fused=False)
+    root = os.path.join(out, "cli", "nan_in_layer1_k_proj")
+    os.makedirs(root)
+    poisoned = "model.layers.1.self_attn.k_proj.weight"
+    tensors = []
+    for name, values in hf_tensors(spec, np.random.default_rng(20261201)):
+        values = np.array(values, np.float32)
+        if name == poisoned:
+            values[2, 3] = np.nan
+        raw, value = store(values, "F32")
+        tensors.append((name, "F32", list(value.shape), raw))
+    write_safetensors(os.path.join(root, "model.safetensors"), tensors)
+    with open(os.path.join(root, "config.json"), "w") as f:
+        f.write(config_json(spec))
+    return {"path": os.path.relpath(root, out), "layer": 1, "tensor": poisoned, "output": "k"}
 
 
 def official_checks(out, manifest, blob, rng):
@@ -521,7 +774,7 @@ def official_checks(out, manifest, blob, rng):
     one more checkpoint with it."""
     if safetensors is None:
         return {"available": False, "reason": OFFICIAL_MISSING}
-    for m in manifest["models"].values():
+    for m in [*manifest["models"].values(), *manifest["moe_models"].values()]:
         for fname in m["files"]:
             path = os.path.join(out, m["dir"], fname)
             with safe_open(path, framework="numpy") as f:
@@ -569,15 +822,19 @@ def main():
     manifest = {"models": {}, "hostile": []}
     for name, spec in MODELS.items():
         manifest["models"][name] = write_model(out, name, spec, blob, rng)
-    manifest["hostile"] = hostile_cases(out, blob, rng)
+    manifest["moe_models"] = {name: write_moe_model(out, name, spec, blob, rng)
+                              for name, spec in MOE_MODELS.items()}
+    manifest["hostile"], manifest["cli"] = hostile_cases(out, blob, rng)
     manifest["official"] = official_checks(out, manifest, blob, rng)
+    manifest["cli_nan"] = nan_in_one_layer(out)
     with open(os.path.join(out, "expected.bin"), "wb") as f:
         f.write(b"".join(blob.chunks))
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     official = manifest["official"]
-    print(f"make_checkpoints: {len(manifest['models'])} models, {len(manifest['hostile'])} hostile "
-          f"cases, {blob.size} expected floats in {out}; official safetensors: "
+    print(f"make_checkpoints: {len(manifest['models'])} models, {len(manifest['moe_models'])} MoE/MLA "
+          f"models, {len(manifest['hostile'])} hostile cases ({len(manifest['cli'])} as model "
+          f"directories), {blob.size} expected floats in {out}; official safetensors: "
           + (official.get("version") if official["available"] else official["reason"]))
 
 
