@@ -245,3 +245,26 @@ TEST(CpuMemory, LargeBuffersAreHugePageAlignedSmallOnesCacheLineAligned) {
     std::free(p);
   }
 }
+
+// TP ranks sharing the machine split its cores (CpuGemm::set_threads): the libraries run with
+// the count asked for from the next call on, give the defaults back at 0, and compute the same
+// result either way (oneDNN primitives are cached per thread count).
+TEST(CpuGemmThreads, SetThreadsAppliesOnTheNextCallAndZeroRestoresTheDefaults) {
+  cpu::CpuGemm gemm;
+  const int defaults = gemm.context()["openblas"]["threads"].get<int>();
+  HostMatrix x = random_matrix(DType::f32, 8, 64, 0, 5, 1.0f);
+  HostMatrix w = random_matrix(DType::f32, 48, 64, 0, 6, 0.125f);
+  HostMatrix y_default(DType::f32, 8, 48, 0), y_one(DType::f32, 8, 48, 0);
+  gemm.run({x.ref, w.ref, y_default.ref});
+  gemm.set_threads(1);
+  EXPECT_EQ(gemm.threads(), 1);
+  gemm.run({x.ref, w.ref, y_one.ref});
+  EXPECT_EQ(gemm.context()["openblas"]["threads"].get<int>(), 1);
+  const float* a = static_cast<const float*>(y_default.ref.data);
+  const float* b = static_cast<const float*>(y_one.ref.data);
+  for (std::int64_t i = 0; i < 8 * 48; ++i) EXPECT_NEAR(a[i], b[i], 1e-5f * (1 + std::abs(a[i])));
+  gemm.set_threads(0);
+  gemm.run({x.ref, w.ref, y_one.ref});
+  EXPECT_EQ(gemm.context()["openblas"]["threads"].get<int>(), defaults);
+  EXPECT_THROW(gemm.set_threads(-1), std::invalid_argument);
+}

@@ -259,6 +259,35 @@ TEST(TimingEngine, CpuGroupIsSampledInRotatedRoundsOnEveryRotationSet) {
   EXPECT_EQ(g.target, "speedup_ci_half_width <= 1e-09");
 }
 
+// Members whose one-run estimates differ eightfold still take the same R, so each of their
+// samples holds the same number of runs (sized apart, R 2 vs 3 moved a CPU ratio by 7%).
+TEST(TimingEngine, EveryMemberOfAGroupTakesTheSameRunsPerSample) {
+  auto backend = make_cpu_backend();
+  std::vector<TimedMember> members(2);
+  std::vector<std::size_t> calls(2, 0);
+  const double seconds[2] = {400e-6, 50e-6};
+  for (std::size_t m = 0; m < 2; ++m) {
+    members[m].label = "v" + std::to_string(m);
+    members[m].run_set = [m, &calls, &seconds](std::size_t) {
+      ++calls[m];
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds[m]));
+    };
+  }
+  EngineSettings st;
+  st.rule = quick_rule(1e-9);  // never converges: stops at max_samples
+  st.rule.max_samples = 8;
+  st.rule.max_time_s = 60;
+  st.target_sample_s = 2e-3;
+  const GroupMeasurement g = measure_group(Regime::eager, *backend, members, 0, st);
+  const std::int64_t r = g.members[0].runs_per_sample;
+  EXPECT_GE(r, 1);
+  EXPECT_EQ(g.members[1].runs_per_sample, r);
+  for (std::size_t m = 0; m < 2; ++m) {
+    // The warm-up (one set), the estimate, then R runs per sample.
+    EXPECT_EQ(calls[m], 2 + static_cast<std::size_t>(r) * g.members[m].summary.samples) << m;
+  }
+}
+
 TEST(TimingEngine, CpuGroupStopsAtTheScaledTimeout) {
   auto backend = make_cpu_backend();
   std::vector<TimedMember> members(2);
@@ -390,13 +419,15 @@ TEST(TimingEngine, TimeoutBetweenRunsGoesStraightToOneRunPerSample) {
   std::vector<TimedMember> members = members_with_a_waiting_one(dev, 2);
   EngineSettings st = held_settings(dev);
   st.block_timeout_s = 0.05;
-  st.target_sample_s = 10;  // R = the cap behind the block (64 for one launch), however fast
+  st.target_sample_s = 10;  // R = the cap behind the block, however fast
   const GroupMeasurement g = measure_group(Regime::batch, *backend, members, 0, st);
   EXPECT_FALSE(g.members[2].gave_up);
   EXPECT_EQ(g.members[2].block_timeouts, 1u);
   EXPECT_EQ(g.members[2].runs_per_sample, 1);
   EXPECT_GT(g.members[2].summary.samples, 0u);
-  EXPECT_EQ(g.members[1].runs_per_sample, max_runs_behind_block(1));
+  // The group's common R: the smallest cap, split's (3 launches per run).
+  EXPECT_EQ(g.members[1].runs_per_sample, max_runs_behind_block(3));
+  EXPECT_EQ(g.members[0].runs_per_sample, max_runs_behind_block(3));
   EXPECT_EQ(g.members[1].block_timeouts, 0u);
 }
 

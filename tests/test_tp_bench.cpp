@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "cli_run.hpp"
 #include "fusebench/link_model.hpp"
@@ -78,6 +79,9 @@ TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
       const double wire = sp ? 2.0 * (tp - 1) / tp * (tp == 4 ? 4 : 2) * kHidden * kElem
                              : b["comm_wire_bytes"].get<double>();
       EXPECT_NEAR(b["comm_wire_bytes"].get<double>(), wire, 1e-6) << name;
+      // The ranks split this machine's cores between their GEMM libraries.
+      const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      EXPECT_EQ(b["cpu_threads_per_rank"].get<int>(), std::max(1, hw / tp)) << name;
       // The compute pass ran on every rank at once; the slowest rank's time is reported.
       EXPECT_EQ(b["compute_ranks"].get<double>(), tp) << name;
       EXPECT_GT(b["compute_seconds_fastest_rank"].get<double>(), 0) << name;

@@ -92,6 +92,9 @@ class Backend {
   // "timed": the fastest of the top heuristic candidates, timed per shape; "heuristic": the
   // library's first choice. A no-op where the library offers no choice (OpenBLAS).
   virtual void set_gemm_algo_policy(const std::string& policy) { (void)policy; }
+  // CPU: the threads this backend's GEMM libraries use from now on (0: their defaults). TP ranks
+  // sharing one machine split its cores, as ranks on their own GPUs do not compete.
+  virtual void set_host_threads(int threads) { (void)threads; }
   virtual void act_and_mul(const ActAndMulArgs& args) = 0;
   void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) {
     act_and_mul({gate, up, out});

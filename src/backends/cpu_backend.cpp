@@ -101,6 +101,10 @@ class CpuBackend final : public Backend {
     if (algorithm_log_.size() < kMaxLoggedAlgorithms)
       algorithm_log_.push_back(gemm_.describe(path, a));
   }
+  void set_host_threads(int threads) override {
+    std::lock_guard lock(gemm_mutex_);
+    gemm_.set_threads(threads);
+  }
   std::vector<std::string> take_algorithm_log() override {
     std::lock_guard lock(gemm_mutex_);
     return std::exchange(algorithm_log_, {});

@@ -73,15 +73,18 @@ void require_dtype(GemmPath path, const GemmArgs& a, DType want) {
   }
 }
 
-#ifdef FUSEBENCH_HAVE_DNNL
 // OpenMP's thread count as oneDNN sees it (libgomp is loaded by libdnnl; looked up at run time
-// so this file needs no OpenMP flags, which clang's ASan build lacks).
+// so this file needs no OpenMP flags, which clang's ASan build lacks). -1: no OpenMP loaded.
 int omp_max_threads() {
   using Fn = int (*)();
-  const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  static const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   return fn != nullptr ? fn() : -1;
 }
-#endif
+void omp_set_threads(int n) {
+  using Fn = void (*)(int);
+  static const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (fn != nullptr) fn(n);
+}
 
 std::string openblas_parallel() {
   switch (openblas_get_parallel()) {
@@ -142,7 +145,7 @@ GemmPath choose_path(DType dtype, std::int64_t m, bool have_dnnl) {
 // executed on the operands' own pointers.
 struct CpuGemm::Dnnl {
   using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, bool>;
+                         std::int64_t, bool, int>;  // ..., threads
   struct Entry {
     dnnl::matmul primitive;
     dnnl::memory::desc x, w, y, bias;  // bias: empty without one
@@ -176,7 +179,15 @@ struct CpuGemm::Dnnl {
 
   Entry& entry(const GemmArgs& a) {
     const std::int64_t m = a.y.rows, n = a.y.cols, k = a.x.cols;
-    const Key key{static_cast<int>(a.x.dtype), m, n, k, a.x.ld, a.w.ld, a.y.ld, has_bias(a)};
+    const Key key{static_cast<int>(a.x.dtype),
+                  m,
+                  n,
+                  k,
+                  a.x.ld,
+                  a.w.ld,
+                  a.y.ld,
+                  has_bias(a),
+                  omp_max_threads()};
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     using dt = dnnl::memory::data_type;
     const dt type = a.x.dtype == DType::bf16 ? dt::bf16 : dt::f32;
@@ -215,10 +226,27 @@ struct CpuGemm::Dnnl {
 struct CpuGemm::Dnnl {};
 #endif
 
-CpuGemm::CpuGemm() {
+CpuGemm::CpuGemm()
+    : default_blas_threads_(openblas_get_num_threads()), default_omp_threads_(omp_max_threads()) {
 #ifdef FUSEBENCH_HAVE_DNNL
   dnnl_ = std::make_unique<Dnnl>();
 #endif
+}
+
+void CpuGemm::set_threads(int threads) {
+  if (threads < 0) throw std::invalid_argument("cpu gemm threads must be >= 0");
+  threads_ = threads;
+}
+
+int CpuGemm::threads() const { return threads_ > 0 ? threads_ : default_blas_threads_; }
+
+void CpuGemm::apply_threads() const {
+  const int blas = threads_ > 0 ? threads_ : default_blas_threads_;
+  if (openblas_get_num_threads() != blas) openblas_set_num_threads(blas);
+  if (default_omp_threads_ > 0) {
+    const int omp = threads_ > 0 ? threads_ : default_omp_threads_;
+    if (omp_max_threads() != omp) omp_set_threads(omp);
+  }
 }
 
 CpuGemm::~CpuGemm() = default;
@@ -239,6 +267,7 @@ GemmPath CpuGemm::run(const GemmArgs& a) {
 }
 
 void CpuGemm::run_path(GemmPath path, const GemmArgs& a) {
+  apply_threads();
   const std::int64_t m = a.y.rows, n = a.y.cols, k = a.x.cols;
   require_bias_shape(a);
   auto* const y32 = static_cast<float*>(a.y.data);  // the fp32 paths' output

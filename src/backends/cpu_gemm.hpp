@@ -54,8 +54,18 @@ class CpuGemm {
   nlohmann::json context() const;
   // True when oneDNN runs this dtype here (built with it; bf16 also needs a CPU it supports).
   bool dnnl_takes(DType dtype) const;
+  // Threads of the libraries' calls made by this object from now on (0: the defaults they had
+  // when it was made). Applied before every call on the calling thread (OpenMP's count is per
+  // thread; OpenBLAS's is global, set only when it differs); oneDNN primitives are cached per
+  // thread count, so one made for 1 thread never runs where 2 are asked for.
+  void set_threads(int threads);
+  int threads() const;
 
  private:
+  void apply_threads() const;
+  int threads_ = 0;
+  int default_blas_threads_ = 1;
+  int default_omp_threads_ = -1;  // -1: no OpenMP runtime loaded
   struct Dnnl;
   std::unique_ptr<Dnnl> dnnl_;  // null without oneDNN
   std::vector<float> scratch_;  // fp32 result of the bf16 fallbacks

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 #include "comm/start_line.hpp"
 #include "fusebench/cost_model.hpp"
@@ -170,6 +171,27 @@ measure::DeviceTiming* device_timing_for(Backend& backend,
   return cache.get();
 }
 
+// GEMM threads for each of `ranks` ranks sharing this machine's cores: on two cores, two ranks
+// with two library threads each oversubscribed them and moved sp/overlap ratios by up to 60%
+// between back-to-back runs (one thread each: within 10%). No effect on GPU backends.
+int host_threads_per_rank(int ranks) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, hw / std::max(1, ranks));
+}
+
+// Ranks of a multi-process run on this machine: the launcher's local size, else all of them.
+int local_ranks(int world) {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MPI_LOCAL_NRANKS",
+                          "SLURM_NTASKS_PER_NODE"}) {
+    if (const char* v = std::getenv(var)) {
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (end != v && *end == '\0' && n > 0) return static_cast<int>(n);
+    }
+  }
+  return world;
+}
+
 }  // namespace
 
 nlohmann::json tp_context(const CommSettings& s, int processes) {
@@ -295,6 +317,7 @@ std::string resolve_comm(const CommSettings& s, const Backend& backend, const st
 struct TpRun::LocalRank {
   int rank = 0;
   int tp = 1;
+  int host_threads = 0;  // GEMM threads of its CPU backend (0: the libraries' defaults)
   comm::StartLine* start_line = nullptr;
   double timeout_s = 120;
   std::unique_ptr<Backend> backend;
@@ -317,6 +340,7 @@ struct TpRun::LocalRank {
         std::string why;
         backend = cuda ? make_cuda_backend_on(rank, &why) : make_cpu_backend();
         if (!backend) throw std::runtime_error("rank " + std::to_string(rank) + ": " + why);
+        backend->set_host_threads(host_threads);
         for (const TpMember& f : members) {
           ShardShape s = f.shard;
           s.rank = rank;
@@ -390,6 +414,7 @@ TpRun::TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, 
   if (multi_process(s)) {
     comm_ = s.world;
     leader_ = comm_->rank() == 0;
+    host_threads_ = host_threads_per_rank(local_ranks(comm_->size()));
     if (leader_) {
       for (const TpMember& m : members_) {
         if (m.index < 0)
@@ -399,15 +424,18 @@ TpRun::TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, 
       for (const TpMember& m : members_) send(Command::member, m.index);
     }
     for (const TpMember& m : members_) comm_->check_same_config(config_of(m, seed));
+    split_host_threads();
     return;
   }
   // Single process: ranks 1..tp-1 on threads.
   const bool cuda = kind_ == "nccl";
   start_line_ = std::make_unique<comm::StartLine>(tp);
+  host_threads_ = host_threads_per_rank(tp);
   for (int r = 1; r < tp; ++r) {
     auto lr = std::make_unique<LocalRank>();
     lr->rank = r;
     lr->tp = tp;
+    lr->host_threads = host_threads_;
     lr->start_line = start_line_.get();
     lr->timeout_s = s.timeout_s;
     for (const TpMember& m : members_) lr->configs.push_back(config_of(m, seed));
@@ -441,6 +469,7 @@ TpRun::TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, 
       local_[i]->cv.notify_all();
     }
     for (const TpMember& m : members_) comm_->check_same_config(config_of(m, seed));
+    split_host_threads();
   } catch (...) {
     for (auto& lr : local_) {
       {
@@ -453,6 +482,11 @@ TpRun::TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, 
     local_.clear();
     throw;
   }
+}
+
+void TpRun::split_host_threads() {
+  threads_backend_ = &ws_.front()->backend();
+  threads_backend_->set_host_threads(host_threads_);
 }
 
 TpRun::~TpRun() {
@@ -470,6 +504,7 @@ TpRun::~TpRun() {
     lr->thread.join();
   }
   local_.clear();  // their workspaces and backends go before the communicators they used
+  if (threads_backend_ != nullptr) threads_backend_->set_host_threads(0);  // the defaults again
 }
 
 void TpRun::post_to_local_ranks(std::size_t member) { post_job(Job{member}); }
@@ -610,6 +645,7 @@ TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ce
   counters["comm_wire_bytes"] = cost.comm_wire_bytes;
   counters["padded_tokens"] = static_cast<double>(plan.padded_tokens);
   counters["comm_modelled"] = modelled ? 1 : 0;
+  if (host_threads_ > 0 && backend.name() == "cpu") fields["cpu_threads_per_rank"] = host_threads_;
   counters["compute_seconds"] = compute_s;
   counters["comm_seconds"] = comm_total;
   counters["total_seconds"] = compute_s + comm_total;
@@ -705,6 +741,7 @@ void TpRun::follow(const std::vector<TpMember>& sweep, Backend& backend, std::ui
                    const CommSettings& settings) {
   Communicator& comm = *settings.world;
   std::unique_ptr<measure::DeviceTiming> device;  // made on the first compute pass that wants it
+  backend.set_host_threads(host_threads_per_rank(local_ranks(comm.size())));
   try {
     while (true) {
       const auto [cmd, count] = receive();

@@ -119,6 +119,8 @@ class TpRun {
     double block_timeout_s = 0.5;
   };
   void post_to_local_ranks(std::size_t member);
+  // Rank 0's backend takes host_threads_ until the destructor gives it its defaults back.
+  void split_host_threads();
   void post_job(const Job& job);
   void wait_local_ranks();
   // The compute pass of `member` on every rank at once; per rank seconds per run.
@@ -135,6 +137,8 @@ class TpRun {
   std::vector<std::unique_ptr<LocalRank>> local_;  // ranks 1..tp-1 of a single-process run
   std::unique_ptr<comm::StartLine> start_line_;    // their barrier before a compute pass
   bool leader_ = false;                            // rank 0 of a multi-process run
+  int host_threads_ = 0;                // GEMM threads per rank on a CPU backend (0: not split)
+  Backend* threads_backend_ = nullptr;  // rank 0's, set to host_threads_ for the group's life
 };
 
 }  // namespace fusebench
