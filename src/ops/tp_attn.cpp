@@ -82,31 +82,16 @@ Plan build_sequence_parallel(const ShardShape& s, std::int64_t m, DType dtype,
     p.add_step(RmsNormStep{"rms_norm", whole(p, o), whole(p, w_norm), whole(p, out), tp::kNormEps});
   } else {
     const auto chunks = tp::overlap_chunks(rows.local, s.tp);
-    const auto gathered = [&](int buffer, const tp::Chunk& c) {
-      return tp::rows_of(whole(p, buffer), s.tp * c.first, s.tp * c.rows);
+    tp::add_gathered_column_gemms(p, chunks, s.tp, x, xg, "qkv_proj_chunk", whole(p, w.w_qkv), y,
+                                  w.b_qkv);
+    const auto q_rows = [&](const tp::Chunk& c) {
+      return tp::rows_of(columns(p, y, 0, q), s.tp * c.first, s.tp * c.rows);
     };
-    std::vector<int> ag, rs;
-    for (const auto& c : chunks) {
-      ag.push_back(
-          p.add_step(AllGatherRowsStep{"all_gather_x_chunk",
-                                       tp::rows_of(whole(p, x), c.first, c.rows), gathered(xg, c)},
-                     1));
-    }
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      p.add_step(GemmStep{"qkv_proj_chunk", gathered(xg, chunks[i]), whole(p, w.w_qkv),
-                          gathered(y, chunks[i]), w.b_qkv},
-                 0, {ag[i]});
-    }
-    for (const auto& c : chunks) {
-      const int g = p.add_step(
-          GemmStep{"o_proj_chunk", tp::rows_of(columns(p, y, 0, q), s.tp * c.first, s.tp * c.rows),
-                   whole(p, w.w_o), gathered(z, c), w.b_o});
-      rs.push_back(p.add_step(ReduceScatterStep{"reduce_scatter_o_chunk", gathered(z, c),
-                                                tp::rows_of(whole(p, o), c.first, c.rows)},
-                              1, {g}));
-    }
+    const int last =
+        tp::add_scattered_row_gemms(p, chunks, s.tp, q_rows, "o_proj_chunk", whole(p, w.w_o), z,
+                                    w.b_o, "reduce_scatter_o_chunk", o);
     p.add_step(RmsNormStep{"rms_norm", whole(p, o), whole(p, w_norm), whole(p, out), tp::kNormEps},
-               0, {rs.back()});
+               0, {last});
   }
   p.outputs["out"] = whole(p, out);
   p.output_rows["out"] = {std::min(rows.row0, m), rows.real};

@@ -141,6 +141,48 @@ inline View rows_of(View v, std::int64_t row0, std::int64_t rows) {
   return v;
 }
 
+// Chunk c's rows of a gathered (or to-be-scattered) buffer [tp * local, cols].
+inline View gathered_rows(const Plan& plan, int buffer, const Chunk& c, int tp) {
+  return rows_of(whole(plan, buffer), tp * c.first, tp * c.rows);
+}
+
+// overlap, column half: every chunk of x [local, h] all-gathered into xg on lane 1, then on
+// lane 0 each chunk's column GEMM into y once its own gather is done (all-gather-matmul).
+inline void add_gathered_column_gemms(Plan& p, const std::vector<Chunk>& chunks, int tp, int x,
+                                      int xg, const std::string& gemm_label, View weight, int y,
+                                      View bias) {
+  std::vector<int> gathers;
+  for (const auto& c : chunks) {
+    gathers.push_back(
+        p.add_step(AllGatherRowsStep{"all_gather_x_chunk", rows_of(whole(p, x), c.first, c.rows),
+                                     gathered_rows(p, xg, c, tp)},
+                   1));
+  }
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    p.add_step(GemmStep{gemm_label, gathered_rows(p, xg, chunks[i], tp), weight,
+                        gathered_rows(p, y, chunks[i], tp), bias},
+               0, {gathers[i]});
+  }
+}
+
+// overlap, row half: on lane 0 each chunk's row GEMM (input rows from `input_of`) into z, each
+// followed on lane 1 by its reduce-scatter into this rank's rows of o (matmul-reduce-scatter).
+// Returns the last reduce-scatter's step, for what waits on the whole result.
+template <class InputOf>
+int add_scattered_row_gemms(Plan& p, const std::vector<Chunk>& chunks, int tp, InputOf input_of,
+                            const std::string& gemm_label, View weight, int z, View bias,
+                            const std::string& scatter_label, int o) {
+  int last = -1;
+  for (const auto& c : chunks) {
+    const int g =
+        p.add_step(GemmStep{gemm_label, input_of(c), weight, gathered_rows(p, z, c, tp), bias});
+    last = p.add_step(ReduceScatterStep{scatter_label, gathered_rows(p, z, c, tp),
+                                        rows_of(whole(p, o), c.first, c.rows)},
+                      1, {g});
+  }
+  return last;
+}
+
 // The rows a plan's reference covers: M, or (sequence parallel) M padded to a multiple of tp.
 // The padding rows are the layer applied to zero input rows, as on the device (with a bias they
 // are not zero), so a rank's padding rows are checked too.

@@ -89,31 +89,15 @@ Plan build_sequence_parallel(const ShardShape& s, std::int64_t m, DType dtype,
     p.add_step(RmsNormStep{"rms_norm", whole(p, o), whole(p, w_norm), whole(p, out), tp::kNormEps});
   } else {
     const auto chunks = tp::overlap_chunks(rows.local, s.tp);
-    const auto gathered = [&](int buffer, const tp::Chunk& c) {
-      return tp::rows_of(whole(p, buffer), s.tp * c.first, s.tp * c.rows);
-    };
-    std::vector<int> ag, rs;
-    for (const auto& c : chunks) {
-      ag.push_back(
-          p.add_step(AllGatherRowsStep{"all_gather_x_chunk",
-                                       tp::rows_of(whole(p, x), c.first, c.rows), gathered(xg, c)},
-                     1));
-    }
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      p.add_step(GemmStep{"gate_up_proj_chunk", gathered(xg, chunks[i]), whole(p, w.w_gate_up),
-                          gathered(gu, chunks[i]), w.b_gate_up},
-                 0, {ag[i]});
-    }
+    tp::add_gathered_column_gemms(p, chunks, s.tp, x, xg, "gate_up_proj_chunk",
+                                  whole(p, w.w_gate_up), gu, w.b_gate_up);
     activation();
-    for (const auto& c : chunks) {
-      const int g = p.add_step(GemmStep{"down_proj_chunk", gathered(act, c), whole(p, w.w_down),
-                                        gathered(z, c), w.b_down});
-      rs.push_back(p.add_step(ReduceScatterStep{"reduce_scatter_down_chunk", gathered(z, c),
-                                                tp::rows_of(whole(p, o), c.first, c.rows)},
-                              1, {g}));
-    }
+    const auto act_rows = [&](const tp::Chunk& c) { return tp::gathered_rows(p, act, c, s.tp); };
+    const int last = tp::add_scattered_row_gemms(p, chunks, s.tp, act_rows, "down_proj_chunk",
+                                                 whole(p, w.w_down), z, w.b_down,
+                                                 "reduce_scatter_down_chunk", o);
     p.add_step(RmsNormStep{"rms_norm", whole(p, o), whole(p, w_norm), whole(p, out), tp::kNormEps},
-               0, {rs.back()});
+               0, {last});
   }
   p.outputs["out"] = whole(p, out);
   p.output_rows["out"] = {std::min(rows.row0, m), rows.real};
