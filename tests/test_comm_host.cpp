@@ -246,6 +246,24 @@ TEST(LocalDevice, LocalRankFromTheLaunchersVariables) {
   }
 }
 
+// The ranks sharing a node (TP ranks on a CPU backend split its cores by it).
+TEST(LocalDevice, LocalSizeFromTheLaunchersVariables) {
+  EXPECT_EQ(launcher_local_size(fake_env({})), std::nullopt);
+  EXPECT_EQ(launcher_local_size(fake_env({{"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}})), 4);
+  EXPECT_EQ(launcher_local_size(fake_env({{"MPI_LOCALNRANKS", "2"}})), 2);
+  EXPECT_EQ(launcher_local_size(
+                fake_env({{"SLURM_NTASKS_PER_NODE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}})),
+            2);  // the MPI launcher's own variable wins over the batch step's
+  for (const char* bad : {"", "x", "0", "-2", "2(x3)"}) {
+    try {
+      launcher_local_size(fake_env({{"SLURM_NTASKS_PER_NODE", bad}}));
+      FAIL() << "accepted SLURM_NTASKS_PER_NODE=" << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("SLURM_NTASKS_PER_NODE"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // No rank starts its timed runs before the last one arrives, pass after pass; the last one is
 // late on purpose, so a line that let ranks through early would be seen.
 TEST(StartLine, NoRankLeavesBeforeTheLastArrives) {

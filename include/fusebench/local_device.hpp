@@ -20,6 +20,11 @@ using EnvLookup = std::function<const char*(const char*)>;
 // step's SLURM_LOCALID=0 in every process). nullopt when none is set; throws
 // std::invalid_argument naming the variable when its value is not a non-negative integer.
 std::optional<int> launcher_local_rank(const EnvLookup& lookup);
+// How many processes of the run share this node, from the same launchers' variables
+// (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, MV2_COMM_WORLD_LOCAL_SIZE, PALS_LOCAL_SIZE,
+// PMI_LOCAL_SIZE, SLURM_NTASKS_PER_NODE); nullopt when none is set; throws
+// std::invalid_argument naming the variable when its value is not a positive integer.
+std::optional<int> launcher_local_size(const EnvLookup& lookup);
 // local_rank modulo visible_devices; throws std::invalid_argument when visible_devices < 1 or
 // local_rank < 0.
 int local_device_for(int local_rank, int visible_devices);

@@ -79,6 +79,8 @@ class Workspace {
   Workspace& operator=(const Workspace&) = delete;
 
   const Plan& plan() const { return plan_; }
+  // True when a step of the plan runs on lane 1 (communication that can overlap compute).
+  bool uses_second_lane() const { return uses_lane1_; }
   Backend& backend() { return backend_; }
   // Issues every step once (asynchronously on GPU backends). Collective steps need `comm`.
   void run(Communicator* comm = nullptr) { run_on(buffers_, comm); }

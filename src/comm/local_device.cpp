@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
 
 #include "fusebench/backend.hpp"
@@ -12,27 +13,47 @@ namespace {
 std::atomic<int> g_pinned_device{0};
 }  // namespace
 
-std::optional<int> launcher_local_rank(const EnvLookup& lookup) {
-  for (const char* var :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-        "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"}) {
+namespace {
+
+// The first of `vars` that is set, as an integer >= `least`; `what` names it in the error.
+std::optional<int> first_launcher_integer(const EnvLookup& lookup,
+                                          std::initializer_list<const char*> vars, const char* what,
+                                          int least) {
+  for (const char* var : vars) {
     const char* value = lookup(var);
     if (value == nullptr) continue;
     const std::string text(value);
     std::size_t used = 0;
-    int rank = -1;
+    int n = least - 1;
     try {
-      rank = std::stoi(text, &used);
+      n = std::stoi(text, &used);
     } catch (const std::exception&) {
       used = 0;
     }
-    if (text.empty() || used != text.size() || rank < 0) {
-      throw std::invalid_argument(std::string(var) + "=" + text +
-                                  " is not a local rank (a non-negative integer)");
+    if (text.empty() || used != text.size() || n < least) {
+      throw std::invalid_argument(std::string(var) + "=" + text + " is not " + what);
     }
-    return rank;
+    return n;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int> launcher_local_rank(const EnvLookup& lookup) {
+  return first_launcher_integer(
+      lookup,
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
+       "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"},
+      "a local rank (a non-negative integer)", 0);
+}
+
+std::optional<int> launcher_local_size(const EnvLookup& lookup) {
+  return first_launcher_integer(
+      lookup,
+      {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE",
+       "PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"},
+      "a local size (a positive integer)", 1);
 }
 
 int local_device_for(int local_rank, int visible_devices) {

@@ -181,15 +181,7 @@ int host_threads_per_rank(int ranks) {
 
 // Ranks of a multi-process run on this machine: the launcher's local size, else all of them.
 int local_ranks(int world) {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MPI_LOCAL_NRANKS",
-                          "SLURM_NTASKS_PER_NODE"}) {
-    if (const char* v = std::getenv(var)) {
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (end != v && *end == '\0' && n > 0) return static_cast<int>(n);
-    }
-  }
-  return world;
+  return launcher_local_size([](const char* v) { return std::getenv(v); }).value_or(world);
 }
 
 }  // namespace
@@ -664,9 +656,7 @@ TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ce
     // Only a plan with a second lane can hide communication; on one lane the difference is the
     // communication's cost measured another way (a cross-check of comm_seconds, noise included).
     counters["comm_by_difference_seconds"] = pipeline_s - compute_s;
-    const bool has_lanes = std::any_of(plan.order.begin(), plan.order.end(),
-                                       [](const auto& o) { return o.lane != 0; });
-    if (has_lanes) {
+    if (ws.uses_second_lane()) {
       const CommSplit measured = split_communication(pipeline_s, compute_s, comm_total);
       counters["comm_exposed_seconds"] = measured.exposed_s;
       counters["comm_hidden_seconds"] = measured.hidden_s;
