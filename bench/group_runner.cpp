@@ -55,6 +55,8 @@ nlohmann::json estimate_json(const measure::Estimate& e) {
   return {{"speedup", e.value}, {"ci_low", e.low}, {"ci_high", e.high}, {"pairs", e.n}};
 }
 
+nlohmann::json block_values(const measure::BlockSpread& s) { return s.values; }
+
 std::string few_values_note(const measure::Estimate& e, const char* what) {
   return std::string("only ") + std::to_string(e.n) + " " + what +
          ": no interval reaches 95%, so [min, max] is given (coverage " + percent(e.coverage) + ")";
@@ -140,20 +142,27 @@ void GroupRunner::prepare(std::size_t group) {
     }
     active->members.push_back(std::move(m));
   }
-  if (is_tp_op(first.op)) {
-    std::vector<Workspace*> ws;
-    std::vector<TpMember> tp;
-    active->tp_index.assign(active->members.size(), GroupPlan::none);
-    for (std::size_t i = 0; i < active->members.size(); ++i) {
-      Member& m = active->members[i];
-      if (!m.error.empty()) continue;
-      active->tp_index[i] = ws.size();
-      ws.push_back(m.ws.get());
-      tp.push_back(tp_member(fixtures_[m.fixture], m.fixture));
-    }
-    if (!ws.empty()) active->tp = std::make_unique<TpRun>(ws, tp, seed_, comm_);  // other ranks
-  }
   active_ = std::move(active);
+  if (is_tp_op(first.op)) start_tp_ranks();
+  warm_up(true);
+}
+
+void GroupRunner::start_tp_ranks() {
+  Active& a = *active_;
+  std::vector<Workspace*> ws;
+  std::vector<TpMember> tp;
+  a.tp_index.assign(a.members.size(), GroupPlan::none);
+  for (std::size_t i = 0; i < a.members.size(); ++i) {
+    Member& m = a.members[i];
+    if (!m.error.empty()) continue;
+    a.tp_index[i] = ws.size();
+    ws.push_back(m.ws.get());
+    tp.push_back(tp_member(fixtures_[m.fixture], m.fixture));
+  }
+  if (!ws.empty()) a.tp = std::make_unique<TpRun>(ws, tp, seed_, comm_);  // the other ranks
+}
+
+void GroupRunner::warm_up(bool keep_algorithms) {
   // Warm-up: cuBLASLt heuristics and lazy module loading, and the algorithms each member chose.
   // A member whose region fails (e.g. a library error of one variant) fails alone, except in a
   // TP group, whose ranks would be out of step: there the whole group fails.
@@ -173,8 +182,49 @@ void GroupRunner::prepare(std::size_t group) {
         continue;
       }
     }
-    m.algorithms = backend_.take_algorithm_log();
+    std::vector<std::string> chosen = backend_.take_algorithm_log();
+    if (keep_algorithms) m.algorithms = std::move(chosen);
   }
+}
+
+void GroupRunner::refresh_members() {
+  // A block after the first gets fresh buffers and, in a TP group, fresh ranks (threads,
+  // communicator), so the blocks also sample what one allocation or one set of threads fixes
+  // for a whole process: back-to-back runs of tp_mlp at tp 2 differed by 7% where five blocks
+  // over the same buffers and threads agreed with each other (docs/timing.md, Blocks).
+  Active& a = *active_;
+  a.tp.reset();
+  std::vector<bool> rotated(a.members.size());
+  for (std::size_t i = 0; i < a.members.size(); ++i) {
+    Member& m = a.members[i];
+    rotated[i] = m.rotation != nullptr;
+    m.graphs.clear();  // re-captured by the engine on the new buffers
+    m.rotation.reset();
+    m.ws.reset();  // the old buffers go before the new ones are allocated
+  }
+  for (std::size_t i = 0; i < a.members.size(); ++i) {
+    Member& m = a.members[i];
+    if (!m.error.empty()) continue;
+    const Fixture& fx = fixtures_[m.fixture];
+    m.ws = std::make_unique<Workspace>(backend_,
+                                       build_plan(fx.op, fx.variant, fx.shard, fx.tokens, fx.dtype),
+                                       seed_, fx.weight_source());
+    if (rotated[i]) {
+      m.rotation = std::make_unique<measure::RotationSets>(
+          *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
+                                       settings_.rotation_budget_bytes));
+    }
+  }
+  if (is_tp_op(fixtures_[a.members.front().fixture].op)) start_tp_ranks();
+  warm_up(false);
+}
+
+std::size_t GroupRunner::blocks_for(const Fixture& f) const {
+  if (settings_.timing_blocks > 0) return settings_.timing_blocks;
+  // Ranks that share this machine's cores (threads or processes of a CPU run) are scheduled
+  // differently from one stretch of seconds to the next, which moves their ratios by more than
+  // one measurement's interval (docs/timing.md, "Reproducibility, measured").
+  return f.comm == "inprocess" || f.comm == "mpi" ? measure::kAutoTpCpuBlocks : 1;
 }
 
 void GroupRunner::fail_member(Member& m, const std::string& why) {
@@ -251,7 +301,8 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     if (members.empty()) break;
     std::optional<measure::GroupMeasurement> gm;
     try {
-      gm = measure::measure_group(regime, backend_, members, baseline, settings_.engine);
+      gm = measure::measure_in_blocks(regime, backend_, members, baseline, settings_.engine,
+                                      blocks_for(first), [this] { refresh_members(); });
     } catch (const measure::MemberFailure& e) {
       // The engine names the member whose region, capture or warm-up failed (a capture broken
       // by a library call shows up only at cudaStreamEndCapture, outside the region).
@@ -269,6 +320,7 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     if (gm->stop == measure::StopReason::converged) ++tally_.converged;
     if (gm->stop == measure::StopReason::timed_out) ++tally_.timed_out;
     if (gm->stop == measure::StopReason::max_samples) ++tally_.max_samples;
+    if (gm->stop == measure::StopReason::blocks_disagree) ++tally_.blocks_disagree;
     if (!std::isfinite(gm->widest)) {
       ++tally_.not_computable;
     } else if (tally_.widest_group.empty() || gm->widest > tally_.widest) {
@@ -343,6 +395,9 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   c["runs_per_sample"] = static_cast<double>(mm.runs_per_sample);
   c["rotation_sets"] = static_cast<double>(m.rotation ? m.rotation->sets() : 1);
   c["timing_rounds"] = static_cast<double>(g.rounds);
+  c["timing_blocks"] = static_cast<double>(g.blocks);
+  if (g.blocks > 1 && t < g.median_blocks.size())
+    fields["time_median_blocks"] = block_values(g.median_blocks[t]);
   c["converged"] = g.stop == measure::StopReason::converged ? 1 : 0;
   if (g.regime == measure::Regime::batch || g.regime == measure::Regime::cold)
     c["samples_dropped_block_timeout"] = static_cast<double>(mm.block_timeouts);
@@ -375,6 +430,12 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
         c["speedup_ci_low"] = e->low;
         c["speedup_ci_high"] = e->high;
         c["speedup_pairs"] = static_cast<double>(e->n);
+        if (g.blocks > 1) {
+          const measure::BlockSpread& spread = g.speedup_blocks[t][*g.baseline];
+          fields["speedup_blocks"] = block_values(spread);
+          if (spread.between)
+            fields["speedup_ci_between_blocks"] = {spread.between->low, spread.between->high};
+        }
         if (!e->reaches_confidence) fields["speedup_ci_note"] = few_values_note(*e, "pairs");
       } else {
         fields["speedup_unavailable"] =
@@ -497,6 +558,10 @@ std::string GroupRunner::tally_text() const {
                      ", relative half-widths of 95% intervals), " + std::to_string(t.timed_out) +
                      " timed out";
   if (t.max_samples > 0) text += ", " + std::to_string(t.max_samples) + " hit max_samples";
+  if (t.blocks_disagree > 0)
+    text += ", " + std::to_string(t.blocks_disagree) +
+            " whose blocks disagree (each converged; their spread widened the interval past the "
+            "target)";
   if (!t.widest_group.empty())
     text += "; widest interval +-" + percent(t.widest) + " (" + t.widest_group + ")";
   if (t.not_computable > 0)

@@ -21,6 +21,7 @@
 #include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
 #include "groups.hpp"
+#include "measure/blocks.hpp"
 #include "measure/ceilings.hpp"
 #include "measure/decomposition_log.hpp"
 #include "measure/rotation.hpp"
@@ -34,6 +35,9 @@ struct RunnerSettings {
   std::size_t cache_bytes = 0;     // last-level cache to defeat by rotation (0: unknown)
   std::size_t rotation_budget_bytes = std::size_t{1} << 30;  // per member
   const measure::MeasuredCeilings* ceilings = nullptr;       // null: no roofline_fraction
+  // Blocks per group measurement (measure/blocks.hpp); 0: auto (measure::kAutoTpCpuBlocks for
+  // TP groups whose ranks share this machine's cores, else 1).
+  std::size_t timing_blocks = 0;
 };
 
 // One entry's result: what Google Benchmark gets (the iteration time and counters) and the
@@ -65,7 +69,8 @@ class GroupRunner {
   // How the measurements stopped, for the console (issue: a sweep that timed out everywhere
   // must say so): counts and the widest targeted interval.
   struct Tally {
-    std::size_t measurements = 0, converged = 0, timed_out = 0, max_samples = 0;
+    std::size_t measurements = 0, converged = 0, timed_out = 0, max_samples = 0,
+                blocks_disagree = 0;
     // The widest targeted interval that reached 95% (relative half-width) and its group; groups
     // with an interval that could not reach 95% (too few valid samples) are counted apart.
     double widest = 0;
@@ -82,6 +87,10 @@ class GroupRunner {
   void measure_group(std::size_t group);
   void prepare(std::size_t group);
   void fail_member(Member& m, const std::string& why);
+  std::size_t blocks_for(const Fixture& f) const;
+  void start_tp_ranks();               // the active group's TpRun over its workspaces
+  void warm_up(bool keep_algorithms);  // one untimed run of every member
+  void refresh_members();              // fresh buffers and ranks between blocks
   std::vector<EntryResult> measure_prepared(std::size_t group);
   EntryResult result_for(std::size_t group, std::size_t member_pos,
                          const measure::GroupMeasurement& g, const std::vector<std::size_t>& timed,

@@ -14,6 +14,16 @@
 #include "launch_rank.hpp"
 
 namespace fusebench::bench {
+
+std::optional<std::size_t> parse_timing_blocks(const std::string& text) {
+  if (text.empty() || text.size() > 3 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const int n = std::stoi(text);
+  if (n < 1 || n > 100) return std::nullopt;
+  return static_cast<std::size_t>(n);
+}
+
 namespace {
 
 bool is_number(std::string_view text) {
@@ -107,6 +117,13 @@ void validate(const CLI::App& app, const Options& o) {
     throw std::invalid_argument("--timing-min-time=" + number(o.timing_min_time) +
                                 " is longer than --timing-max-time=" + number(o.timing_max_time) +
                                 ": no entry could ever converge (the timeout comes first)");
+  }
+  if (o.timing_blocks != "auto") {
+    const auto n = parse_timing_blocks(o.timing_blocks);
+    if (!n) {
+      throw std::invalid_argument("--timing-blocks: '" + o.timing_blocks +
+                                  "' is invalid (auto, or a whole number of blocks 1..100)");
+    }
   }
   for (int tp : o.tp) {
     if (tp < 1)
@@ -247,6 +264,10 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--timing-max-time", o.timing_max_time,
                  "wall-clock timeout per entry in seconds; a group of k variants gets k times "
                  "this (GPU 1, CPU 0.5)");
+  app.add_option("--timing-blocks", o.timing_blocks,
+                 "measure each group in N blocks in a row and widen its intervals by their "
+                 "spread (docs/timing.md): auto (5 for TP groups whose ranks share this "
+                 "machine's cores, else 1) or 1..100");
   app.add_option("--gemm-algo", o.gemm_algo,
                  "timed: fastest of the top cuBLASLt heuristics per shape; heuristic: the first")
       ->check(CLI::IsMember({"timed", "heuristic"}));

@@ -1,6 +1,8 @@
 #pragma once
 // fusebench's own command-line flags (Google Benchmark's --benchmark_* flags live beside them).
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +40,11 @@ struct Options {
   // Relative half-width of the targeted 95% intervals (speedups, else medians) to stop at;
   // negative: backend default (GPU 0.01, CPU 0.03).
   double timing_target_ci = -1;
-  double timing_min_time = -1;      // s of measured time before convergence may be declared
-  double timing_max_time = -1;      // s of wall time per entry before giving up
+  double timing_min_time = -1;  // s of measured time before convergence may be declared
+  double timing_max_time = -1;  // s of wall time per entry before giving up
+  // Blocks each group is measured in (measure/blocks.hpp): "auto" (5 for TP groups whose ranks
+  // share this machine's cores, else 1) or a count 1..100.
+  std::string timing_blocks = "auto";
   std::string gemm_algo = "timed";  // timed | heuristic
 };
 
@@ -47,5 +52,7 @@ struct Options {
 // duplicates, combinations). Returns -1 when the run should go on, else the exit code: 0 after
 // printing help, 2 after printing "fusebench: error: ..." (rank 0 alone prints under mpirun).
 int parse_options(int argc, char** argv, Options& options);
+// --timing-blocks=N: the count, or nullopt when N is not a whole number 1..100.
+std::optional<std::size_t> parse_timing_blocks(const std::string& text);
 
 }  // namespace fusebench::bench

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "measure/blocks.hpp"
 #include "measure/cache_size.hpp"
 #include "measure/intervals.hpp"
 
@@ -23,6 +24,8 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
   rule.min_time_s = o.timing_min_time >= 0 ? o.timing_min_time : (gpu ? 0.05 : 0.02);
   rule.max_time_s = o.timing_max_time >= 0 ? o.timing_max_time : (gpu ? 1.0 : 0.5);
   t.settings.engine.device = t.device.get();
+  t.settings.timing_blocks =
+      o.timing_blocks == "auto" ? 0 : parse_timing_blocks(o.timing_blocks).value_or(1);
   // Rotation defeats the GPU's L2; on the CPU the last-level cache (when the OS says).
   if (gpu) {
     t.settings.cache_bytes = context.value("gpu_l2_bytes", std::size_t{0});
@@ -88,6 +91,8 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
        "sets, the order rotated per round (round r starts with the r-th variant mod k); "
        "speedup = median over rounds of baseline time / variant time"},
       {"interval_method", measure::interval_method_text(rule.confidence)},
+      {"blocks",
+       {{"requested", o.timing_blocks}, {"method", measure::blocks_method_text(rule.confidence)}}},
       {"stopping_rule",
        {{"target_ci", rule.target_ci},
         {"target",
@@ -121,7 +126,11 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
          "runs per sample (the sample's time divided by this is one sample value)"},
         {"rotation_sets", "copies of the buffers cycled through so weights are not cache-warm"},
         {"timing_rounds", "rounds of the interleaved measurement (one sample per variant each)"},
-        {"converged", "1 when the interval target was reached, 0 on timeout or max_samples"},
+        {"converged",
+         "1 when the interval target was reached, 0 on timeout, max_samples or "
+         "blocks_disagree"},
+        {"timing_blocks",
+         "blocks the group was measured in (intervals widened by their spread when > 1)"},
         {"speedup",
          "baseline time / this variant's time (> 1: faster), median of the per-round paired "
          "ratios"},

@@ -53,6 +53,10 @@ TEST(CliInputs, BadNumbersExitTwoWithTheUsualMessage) {
            {"--timing-max-time=0 --list", "--timing-max-time"},
            {"--timing-min-time=-1 --list", "--timing-min-time"},
            {"--timing-min-time=1 --timing-max-time=0.1 --list", "--timing-min-time"},
+           {"--timing-blocks=0 --list", "--timing-blocks: '0' is invalid (auto, or a whole"},
+           {"--timing-blocks=101 --list", "--timing-blocks"},
+           {"--timing-blocks=2.5 --list", "--timing-blocks"},
+           {"--timing-blocks=abc --list", "--timing-blocks"},
        }) {
     expect_refused(bad);
   }
@@ -62,6 +66,8 @@ TEST(CliInputs, TheCpuTimeDefaultsStayValid) {
   // Guards the checks above against refusing what the defaults themselves are.
   EXPECT_EQ(run("--timing-min-time=0 --timing-max-time=0.5 --list").exit_code, 0);
   EXPECT_EQ(run("--seed=18446744073709551615 --list").exit_code, 0);
+  EXPECT_EQ(run("--timing-blocks=auto --list").exit_code, 0);
+  EXPECT_EQ(run("--timing-blocks=100 --list").exit_code, 0);
 }
 
 TEST(CliInputs, EmptyValuesAndMissingValuesExitTwo) {

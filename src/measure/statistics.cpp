@@ -15,6 +15,8 @@ const char* to_string(StopReason reason) {
       return "timed_out";
     case StopReason::max_samples:
       return "max_samples";
+    case StopReason::blocks_disagree:
+      return "blocks_disagree";
   }
   return "unknown";
 }

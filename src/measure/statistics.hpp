@@ -32,7 +32,9 @@ struct StoppingRule {
   double reference_clock_mhz = 0;
 };
 
-enum class StopReason { keep_going, converged, timed_out, max_samples };
+// blocks_disagree: every block of a measurement in blocks (blocks.hpp) converged, but their
+// spread widened the combined interval past the target.
+enum class StopReason { keep_going, converged, timed_out, max_samples, blocks_disagree };
 const char* to_string(StopReason reason);
 
 struct Summary {

@@ -268,6 +268,8 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
     r.block_timeouts = state[m].block_timeouts;
     r.gave_up = state[m].gave_up;
     r.gave_up_reason = state[m].gave_up_reason;
+    r.round_values = samples.values(m);
+    r.samples = samples.samples(m);
     for (std::size_t j = 0; j < k; ++j) {
       if (j != m) out.speedup[m][j] = speedup_estimate(samples, m, j);
     }

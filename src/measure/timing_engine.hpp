@@ -63,6 +63,10 @@ struct MemberMeasurement {
   // run per sample. Either way something in its region waits for the held stream.
   bool gave_up = false;
   std::string gave_up_reason;  // which of the two, in words; empty unless gave_up
+  // The data the statistics came from: per round this member's value (nullopt: none that
+  // round) and every sample, throttled ones included. Blocks are combined from them (blocks.hpp).
+  std::vector<std::optional<double>> round_values;
+  std::vector<Sample> samples;
 };
 
 // Consecutive blocking-kernel timeouts at one run per sample after which a member is no longer
@@ -72,6 +76,13 @@ inline constexpr std::size_t kMaxTimeoutsAtOneRun = 3;
 // whose run is not enqueued by then is retired before round 0 (enqueuing one run takes
 // microseconds; a region that waits for the held stream never finishes).
 inline constexpr double kHoldProbeTimeoutS = 0.1;
+
+// One estimate of each block of a measurement (the block's median, or its median paired
+// ratio) and the between-block interval they give (blocks.hpp); none with under 2 values.
+struct BlockSpread {
+  std::vector<double> values;
+  std::optional<Estimate> between;
+};
 
 struct GroupMeasurement {
   Regime regime = Regime::eager;
@@ -87,6 +98,11 @@ struct GroupMeasurement {
   double wall_seconds = 0;
   double widest = 0;  // widest targeted relative half-width at the end (inf: not computable)
   std::size_t widest_member = 0;
+  // Measured in blocks (blocks.hpp): how many, and per block each member's median and speedups
+  // (empty with one block).
+  std::size_t blocks = 1;
+  std::vector<BlockSpread> median_blocks;                // [m]
+  std::vector<std::vector<BlockSpread>> speedup_blocks;  // [m][j]
 };
 
 // A member's own failure (its region, its graph capture, its warm-up, an error that surfaced at

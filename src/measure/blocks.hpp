@@ -1,0 +1,67 @@
+#pragma once
+// Measurement in blocks: a comparison group measured B times in a row (each block a whole
+// interleaved measurement with 1/B of the time budget), the blocks then combined. Why: the paired
+// rounds of one measurement cancel drift that is slow next to a round, but not a state of the
+// machine that holds for seconds and changes the variants unequally. On 2 shared cores, TP ranks
+// and overlap's communication thread are scheduled differently from one stretch of seconds to
+// the next; consecutive measurements of one tp_mlp group gave overlap speedups of 0.62-0.84 at
+// one token, each with an interval a few percent wide. A block is such a stretch (and, with the
+// caller's `between` hook, a fresh set of buffers and threads: bench/ gives it both), so the
+// spread of the blocks' estimates measures that effect and the interval takes it in:
+//   value     the median of every block's values pooled (paired ratios, or samples), as one
+//             measurement with all the rounds would report it;
+//   interval  the hull of the pooled order-statistic interval (valid when blocks do not
+//             differ) and the Student-t interval of the mean of the blocks' log estimates with
+//             B-1 degrees of freedom (valid when they do: the blocks are the independent units).
+//             The hull covers at the confidence under either model.
+// Pure functions over the blocks' data, unit-tested on synthetic blocks.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "measure/intervals.hpp"
+#include "measure/statistics.hpp"
+#include "measure/timing_engine.hpp"
+
+namespace fusebench::measure {
+
+// Blocks a group on a CPU TP run gets unless --timing-blocks says otherwise: enough degrees of
+// freedom (4) for the t quantile (2.78) not to dominate, few enough that each block still reaches
+// its minimum samples within its share of the budget.
+inline constexpr std::size_t kAutoTpCpuBlocks = 5;
+
+// The p-quantile (0 < p < 1) of Student's t distribution with df > 0 degrees of freedom.
+double student_t_quantile(double p, double df);
+
+// The interval of the geometric mean of `values` (> 0, one per block): exp(mean(log v) +- t *
+// sd(log v) / sqrt(B)), t the (1+confidence)/2 quantile with B-1 degrees of freedom; value: the
+// geometric mean. nullopt with fewer than 2 values or a value that is not positive.
+std::optional<Estimate> between_blocks_interval(const std::vector<double>& values,
+                                                double confidence = 0.95);
+
+// The rule each of `blocks` blocks runs under: the time budgets (min_time_s, max_time_s) split
+// among them; the target and minimum samples as asked (each block is a measurement of its own).
+StoppingRule block_rule(const StoppingRule& rule, std::size_t blocks);
+
+// One measurement from the blocks of one group (same members, in the same order), as the header
+// says. Stop: converged when the combined targeted intervals are within rule.target_ci, else
+// timed_out or max_samples when a block stopped so, else blocks_disagree. Throws
+// std::invalid_argument when `blocks` is empty or the blocks' members differ in number.
+GroupMeasurement combine_blocks(const std::vector<GroupMeasurement>& blocks,
+                                const StoppingRule& rule);
+
+// measure_group() `blocks` times under block_rule(), calling `between` (if set) before every
+// block after the first (the caller's chance to give the members fresh buffers and threads),
+// then combine_blocks(); with blocks <= 1 exactly measure_group(). A MemberFailure of any block
+// propagates.
+GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
+                                   std::vector<TimedMember>& members,
+                                   std::optional<std::size_t> baseline,
+                                   const EngineSettings& settings, std::size_t blocks,
+                                   const std::function<void()>& between = {});
+
+// How blocks are combined, in words (the report's context.timing.blocks_method).
+std::string blocks_method_text(double confidence = 0.95);
+
+}  // namespace fusebench::measure
