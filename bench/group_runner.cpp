@@ -94,7 +94,19 @@ EntryResult GroupRunner::next_result(std::size_t index) {
   return results_[index][rep];
 }
 
+measure::Regime GroupRunner::regime_of(const Fixture& f) const {
+  return measure::parse_regime(f.timing.empty() ? "eager" : f.timing);
+}
+
 void GroupRunner::measure_group(std::size_t group) {
+  if (blocks_for(fixtures_[plan_.groups[group].members.front()]) > 1) {
+    measure_window(group);
+  } else {
+    measure_alone(group);
+  }
+}
+
+void GroupRunner::measure_alone(std::size_t group) {
   const ComparisonGroup& g = plan_.groups[group];
   std::vector<EntryResult> out;
   try {
@@ -234,74 +246,116 @@ void GroupRunner::fail_member(Member& m, const std::string& why) {
   m.ws.reset();  // its memory goes back to the members still measured
 }
 
+GroupRunner::Timed GroupRunner::timed_members(measure::Regime regime,
+                                              std::vector<std::string>& cache_policy) {
+  Active& a = *active_;
+  Timed out;
+  for (std::size_t i = 0; i < a.members.size(); ++i) {
+    Member& m = a.members[i];
+    if (!m.error.empty()) continue;
+    const Fixture& f = fixtures_[m.fixture];
+    // Cold flushes before every sample; the others rotate through sets larger than the cache.
+    if (regime == measure::Regime::cold) {
+      cache_policy[i] = "L2 flushed before each sample (one run per sample)";
+    } else if (!f.comm.empty()) {
+      // TP fixtures: the region drives every rank; copies of rank 0's buffers alone would
+      // desynchronise the collectives.
+      cache_policy[i] = "TP fixture: one set (rank buffers are not rotated)";
+    } else {
+      if (!m.rotation) {
+        try {
+          m.rotation = std::make_unique<measure::RotationSets>(
+              *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
+                                           settings_.rotation_budget_bytes));
+        } catch (const OutOfMemory& e) {
+          fail_member(m, std::string("out of memory making the cache-rotation copies of this "
+                                     "member (its interleaved group holds every member at "
+                                     "once): ") +
+                             e.what());
+          continue;
+        }
+      }
+      cache_policy[i] = m.rotation->rotation().reason;
+    }
+    if (f.variant == f.baseline_variant()) out.baseline = out.members.size();
+    out.positions.push_back(i);
+    const std::function<void()> region = [this, i, &m] {
+      if (active_->tp) {
+        active_->tp->region(active_->tp_index[i]);
+      } else {
+        m.ws->run();
+      }
+    };
+    measure::TimedMember t;
+    t.label = f.variant;
+    t.sets = m.rotation ? m.rotation->sets() : 1;
+    t.run_set = [&m, region](std::size_t set) {
+      if (m.rotation) {
+        m.rotation->run(set, region);
+      } else {
+        region();
+      }
+    };
+    t.launches_per_run = cost_of(m.ws->plan()).launches;
+    t.graphs = &m.graphs;
+    out.members.push_back(std::move(t));
+  }
+  return out;
+}
+
+void GroupRunner::count(const measure::GroupMeasurement& gm, const std::string& key) {
+  ++tally_.measurements;
+  if (gm.stop == measure::StopReason::converged) ++tally_.converged;
+  if (gm.stop == measure::StopReason::timed_out) ++tally_.timed_out;
+  if (gm.stop == measure::StopReason::max_samples) ++tally_.max_samples;
+  if (gm.stop == measure::StopReason::blocks_disagree) ++tally_.blocks_disagree;
+  if (!std::isfinite(gm.widest)) {
+    ++tally_.not_computable;
+  } else if (tally_.widest_group.empty() || gm.widest > tally_.widest) {
+    tally_.widest = gm.widest;
+    tally_.widest_group = key;
+  }
+  tally_.targets.insert(gm.target);
+}
+
+std::vector<EntryResult> GroupRunner::results_of(std::size_t group,
+                                                 const measure::GroupMeasurement& gm,
+                                                 const std::vector<std::size_t>& timed,
+                                                 const std::vector<std::string>& cache_policy) {
+  Active& a = *active_;
+  count(gm, plan_.groups[group].key);
+  std::vector<EntryResult> out(a.members.size());
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    if (a.tp) {
+      out[timed[t]] = result_for(group, timed[t], gm, timed, cache_policy);
+      continue;
+    }
+    try {  // the counter passes of one member failing fail that member alone
+      out[timed[t]] = result_for(group, timed[t], gm, timed, cache_policy);
+    } catch (const std::exception& e) {
+      out[timed[t]] = EntryResult{e.what()};
+    }
+  }
+  for (std::size_t i = 0; i < a.members.size(); ++i) {
+    if (!a.members[i].error.empty()) out[i] = EntryResult{a.members[i].error};
+  }
+  return out;
+}
+
 std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
   const ComparisonGroup& g = plan_.groups[group];
   Active& a = *active_;
   const Fixture& first = fixtures_[g.members.front()];
-  const measure::Regime regime =
-      measure::parse_regime(first.timing.empty() ? "eager" : first.timing);
+  const measure::Regime regime = regime_of(first);
   std::vector<std::string> cache_policy(a.members.size());
-  std::vector<EntryResult> out(a.members.size());
   // Measured again without a member whose region threw during the measurement (outside a TP
   // group), so one failing variant does not take its group down.
   for (;;) {
-    std::vector<std::size_t> timed;  // member positions the engine measures
-    std::vector<measure::TimedMember> members;
-    std::optional<std::size_t> baseline;
-    for (std::size_t i = 0; i < a.members.size(); ++i) {
-      Member& m = a.members[i];
-      if (!m.error.empty()) continue;
-      const Fixture& f = fixtures_[m.fixture];
-      // Cold flushes before every sample; the others rotate through sets larger than the cache.
-      if (regime == measure::Regime::cold) {
-        cache_policy[i] = "L2 flushed before each sample (one run per sample)";
-      } else if (!f.comm.empty()) {
-        // TP fixtures: the region drives every rank; copies of rank 0's buffers alone would
-        // desynchronise the collectives.
-        cache_policy[i] = "TP fixture: one set (rank buffers are not rotated)";
-      } else {
-        if (!m.rotation) {
-          try {
-            m.rotation = std::make_unique<measure::RotationSets>(
-                *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
-                                             settings_.rotation_budget_bytes));
-          } catch (const OutOfMemory& e) {
-            fail_member(m, std::string("out of memory making the cache-rotation copies of this "
-                                       "member (its interleaved group holds every member at "
-                                       "once): ") +
-                               e.what());
-            continue;
-          }
-        }
-        cache_policy[i] = m.rotation->rotation().reason;
-      }
-      if (f.variant == f.baseline_variant()) baseline = members.size();
-      timed.push_back(i);
-      const std::function<void()> region = [this, i, &m] {
-        if (active_->tp) {
-          active_->tp->region(active_->tp_index[i]);
-        } else {
-          m.ws->run();
-        }
-      };
-      measure::TimedMember t;
-      t.label = f.variant;
-      t.sets = m.rotation ? m.rotation->sets() : 1;
-      t.run_set = [&m, region](std::size_t set) {
-        if (m.rotation) {
-          m.rotation->run(set, region);
-        } else {
-          region();
-        }
-      };
-      t.launches_per_run = cost_of(m.ws->plan()).launches;
-      t.graphs = &m.graphs;
-      members.push_back(std::move(t));
-    }
-    if (members.empty()) break;
+    Timed t = timed_members(regime, cache_policy);
+    if (t.members.empty()) break;
     std::optional<measure::GroupMeasurement> gm;
     try {
-      gm = measure::measure_in_blocks(regime, backend_, members, baseline, settings_.engine,
+      gm = measure::measure_in_blocks(regime, backend_, t.members, t.baseline, settings_.engine,
                                       blocks_for(first), [this] { refresh_members(); });
     } catch (const measure::MemberFailure& e) {
       // The engine names the member whose region, capture or warm-up failed (a capture broken
@@ -312,39 +366,124 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
       } catch (...) {
         // The error may surface here too; the member is failed either way.
       }
-      fail_member(a.members[timed[e.member]],
+      fail_member(a.members[t.positions[e.member]],
                   std::string(e.what()) + " (the rest of its group was measured without it)");
       continue;
     }
-    ++tally_.measurements;
-    if (gm->stop == measure::StopReason::converged) ++tally_.converged;
-    if (gm->stop == measure::StopReason::timed_out) ++tally_.timed_out;
-    if (gm->stop == measure::StopReason::max_samples) ++tally_.max_samples;
-    if (gm->stop == measure::StopReason::blocks_disagree) ++tally_.blocks_disagree;
-    if (!std::isfinite(gm->widest)) {
-      ++tally_.not_computable;
-    } else if (tally_.widest_group.empty() || gm->widest > tally_.widest) {
-      tally_.widest = gm->widest;
-      tally_.widest_group = g.key;
-    }
-    tally_.targets.insert(gm->target);
-    for (std::size_t t = 0; t < timed.size(); ++t) {
-      if (a.tp) {
-        out[timed[t]] = result_for(group, timed[t], *gm, timed, cache_policy);
-        continue;
-      }
-      try {  // the counter passes of one member failing fail that member alone
-        out[timed[t]] = result_for(group, timed[t], *gm, timed, cache_policy);
-      } catch (const std::exception& e) {
-        out[timed[t]] = EntryResult{e.what()};
-      }
-    }
-    break;
+    return results_of(group, *gm, t.positions, cache_policy);
   }
+  std::vector<EntryResult> out(a.members.size());
   for (std::size_t i = 0; i < a.members.size(); ++i) {
     if (!a.members[i].error.empty()) out[i] = EntryResult{a.members[i].error};
   }
   return out;
+}
+
+// A group measured in blocks and the blocks it has so far (measure_window).
+struct GroupRunner::Pending {
+  std::size_t group = 0;
+  std::size_t asked = 1;  // blocks_for() its fixtures
+  std::size_t fit = 0;    // blocks its budget affords (set by its first block)
+  std::vector<measure::GroupMeasurement> blocks;
+  std::vector<std::size_t> positions;  // the members its first block measured
+  std::vector<std::string> cache_policy;
+  bool done = false;   // its results are in results_
+  bool alone = false;  // to be measured on its own (its members changed between blocks)
+};
+
+void GroupRunner::measure_window(std::size_t group) {
+  // The next groups measured in blocks that have as many results as this one (none yet, or as
+  // many repetitions) share the window: block 0 of each, then block 1 of each, ..., so one
+  // group's blocks lie seconds apart and a state of the machine that lasts a few seconds hits
+  // one or two of its blocks, not all (docs/timing.md, Blocks).
+  const std::size_t measured = results_[plan_.groups[group].members.front()].size();
+  std::vector<Pending> window(1);
+  window[0].group = group;
+  for (std::size_t h = group + 1; h < plan_.groups.size() && window.size() < kBlockWindow; ++h) {
+    const std::size_t lead = plan_.groups[h].members.front();
+    if (blocks_for(fixtures_[lead]) <= 1 || results_[lead].size() != measured) break;
+    window.emplace_back();
+    window.back().group = h;
+  }
+  std::size_t most = 0;
+  for (Pending& p : window) {
+    p.asked = blocks_for(fixtures_[plan_.groups[p.group].members.front()]);
+    most = std::max(most, p.asked);
+  }
+  for (std::size_t b = 0; b < most; ++b) {
+    for (Pending& p : window) {
+      if (!p.done && !p.alone && b < (b == 0 ? p.asked : p.fit)) run_block(p, b);
+    }
+  }
+  for (Pending& p : window) {
+    if (p.alone) measure_alone(p.group);
+  }
+}
+
+void GroupRunner::finish(Pending& p, const std::vector<EntryResult>& out) {
+  const ComparisonGroup& g = plan_.groups[p.group];
+  for (std::size_t i = 0; i < g.members.size(); ++i) results_[g.members[i]].push_back(out.at(i));
+  p.done = true;
+}
+
+void GroupRunner::run_block(Pending& p, std::size_t block) {
+  const ComparisonGroup& g = plan_.groups[p.group];
+  const measure::Regime regime = regime_of(fixtures_[g.members.front()]);
+  try {
+    NvtxRange range(g.key + "/timed/block" + std::to_string(block));
+    release();  // every block on fresh buffers and ranks, after its own warm-up
+    prepare(p.group);
+    Active& a = *active_;
+    p.cache_policy.resize(a.members.size());
+    Timed t = timed_members(regime, p.cache_policy);
+    if (block == 0) {
+      p.positions = t.positions;
+      if (t.members.empty()) {  // every member failed to prepare: their errors
+        std::vector<EntryResult> out(a.members.size());
+        for (std::size_t i = 0; i < a.members.size(); ++i) out[i] = EntryResult{a.members[i].error};
+        finish(p, out);
+        return;
+      }
+      std::string note;
+      const double round_s = measure::time_one_round(backend_, t.members);
+      p.fit = measure::blocks_that_fit(
+          p.asked, round_s,
+          settings_.engine.rule.max_time_s * static_cast<double>(t.members.size()), &note);
+      if (p.fit <= 1) {
+        measure::GroupMeasurement one =
+            measure::measure_group(regime, backend_, t.members, t.baseline, settings_.engine);
+        one.blocks_asked = p.asked;
+        one.blocks_note = note;
+        finish(p, results_of(p.group, one, t.positions, p.cache_policy));
+        return;
+      }
+    } else if (t.positions != p.positions) {
+      p.alone = true;  // a member prepared in one block and not in another
+      return;
+    }
+    measure::EngineSettings per_block = settings_.engine;
+    per_block.rule = measure::block_rule(settings_.engine.rule, p.fit);
+    p.blocks.push_back(measure::measure_group(regime, backend_, t.members, t.baseline, per_block));
+    if (p.blocks.size() == p.fit) {
+      measure::GroupMeasurement all = measure::combine_blocks(p.blocks, settings_.engine.rule);
+      all.blocks_asked = p.asked;
+      if (p.fit < p.asked) all.blocks_note = measure::fewer_blocks_note(p.fit, p.asked);
+      finish(p, results_of(p.group, all, t.positions, p.cache_policy));
+    }
+  } catch (const measure::MemberFailure& e) {
+    // Outside a TP group the group is measured again on its own, without the failing member
+    // (as measure_prepared does); a TP group's ranks would be out of step: it fails.
+    const bool tp = active_ && active_->tp;
+    release();
+    if (tp) {
+      finish(p, std::vector<EntryResult>(g.members.size(), EntryResult{e.what()}));
+    } else {
+      p.alone = true;
+    }
+  } catch (const std::exception& e) {
+    release();  // whatever state it left is not to be reused
+    finish(p, std::vector<EntryResult>(g.members.size(), EntryResult{e.what()}));
+  }
 }
 
 EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
@@ -396,6 +535,7 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   c["rotation_sets"] = static_cast<double>(m.rotation ? m.rotation->sets() : 1);
   c["timing_rounds"] = static_cast<double>(g.rounds);
   c["timing_blocks"] = static_cast<double>(g.blocks);
+  if (!g.blocks_note.empty()) fields["timing_blocks_note"] = g.blocks_note;
   if (g.blocks > 1 && t < g.median_blocks.size())
     fields["time_median_blocks"] = block_values(g.median_blocks[t]);
   c["converged"] = g.stop == measure::StopReason::converged ? 1 : 0;

@@ -84,7 +84,25 @@ class GroupRunner {
  private:
   struct Member;
   struct Active;
+  // Groups measured in blocks are measured a few at a time, their blocks taken in turn.
+  static constexpr std::size_t kBlockWindow = 4;
+  struct Pending;
+  struct Timed {                         // what the engine measures of the active group
+    std::vector<std::size_t> positions;  // member positions, in engine order
+    std::vector<measure::TimedMember> members;
+    std::optional<std::size_t> baseline;
+  };
   void measure_group(std::size_t group);
+  void measure_alone(std::size_t group);
+  void measure_window(std::size_t group);
+  void run_block(Pending& p, std::size_t block);
+  void finish(Pending& p, const std::vector<EntryResult>& out);
+  measure::Regime regime_of(const Fixture& f) const;
+  Timed timed_members(measure::Regime regime, std::vector<std::string>& cache_policy);
+  void count(const measure::GroupMeasurement& gm, const std::string& key);
+  std::vector<EntryResult> results_of(std::size_t group, const measure::GroupMeasurement& gm,
+                                      const std::vector<std::size_t>& timed,
+                                      const std::vector<std::string>& cache_policy);
   void prepare(std::size_t group);
   void fail_member(Member& m, const std::string& why);
   std::size_t blocks_for(const Fixture& f) const;

@@ -3,9 +3,12 @@
 // known answers, its coverage when blocks really differ, and the engine measuring in blocks.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "fusebench/backend.hpp"
 #include "measure/blocks.hpp"
@@ -106,6 +109,35 @@ TEST(Blocks, BlockRuleSplitsTheTimeBudget) {
   EXPECT_DOUBLE_EQ(b.max_time_s, 0.1);
   EXPECT_EQ(b.min_samples, 5u);
   EXPECT_DOUBLE_EQ(b.target_ci, 0.03);
+}
+
+TEST(Blocks, BlocksAreSizedToTheBudget) {
+  std::string note;
+  // Rounds of 10 ms in a 2 s budget: 66 blocks of 3 rounds would fit, 5 are asked.
+  EXPECT_EQ(blocks_that_fit(5, 0.01, 2.0, &note), 5u);
+  EXPECT_TRUE(note.empty());
+  // Rounds of 0.2 s: 3 blocks of 3 rounds fit.
+  EXPECT_EQ(blocks_that_fit(5, 0.2, 2.0, &note), 3u);
+  EXPECT_TRUE(note.empty());
+  // Rounds of 0.4 s: only one block fits twice; measured as one block, and said so.
+  EXPECT_EQ(blocks_that_fit(5, 0.4, 2.0, &note), 1u);
+  EXPECT_NE(note.find("5 blocks asked, but a round takes 0.4 s"), std::string::npos) << note;
+  EXPECT_NE(note.find("raise --timing-max-time"), std::string::npos) << note;
+  EXPECT_EQ(blocks_that_fit(1, 0.4, 2.0, nullptr), 1u);
+  // The block rule keeps a block going past its share of the time until it has 3 rounds.
+  EXPECT_EQ(block_rule(rule_with_target(0.03), 3).timeout_min_rounds, kMinRoundsPerBlock);
+  GroupSamples g(2, block_rule(rule_with_target(1e-9), 3));
+  for (int r = 0; r < 2; ++r) {
+    g.begin_round();
+    g.add(0, Sample{1e-3, 1e-3, -1});
+    g.add(1, Sample{2e-3, 2e-3, -1});
+  }
+  const Assessment a = assess(g, 0);
+  EXPECT_EQ(decide(a, g, 1e9), StopReason::keep_going);  // 2 rounds: far past time, not done
+  g.begin_round();
+  g.add(0, Sample{1e-3, 1e-3, -1});
+  g.add(1, Sample{2e-3, 2e-3, -1});
+  EXPECT_EQ(decide(assess(g, 0), g, 1e9), StopReason::timed_out);
 }
 
 TEST(Blocks, CombinedValueIsThePooledMedianAndTheIntervalTheHull) {
@@ -238,4 +270,22 @@ TEST(Blocks, EngineMeasuresTheGroupBlockByBlock) {
   EXPECT_EQ(one.blocks, 1u);
   EXPECT_EQ(one.rounds, 10u);
   EXPECT_TRUE(one.speedup_blocks.empty());
+}
+
+TEST(Blocks, EngineMeasuresAGroupTooSlowForBlocksAsOneAndSaysSo) {
+  auto backend = make_cpu_backend();
+  std::vector<TimedMember> members(2);
+  for (auto& m : members)
+    m.run_set = [](std::size_t) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+  EngineSettings st;
+  st.rule = rule_with_target(1e-9);
+  st.rule.max_time_s = 0.05;  // a 0.1 s budget for rounds of 40 ms: no 3 blocks of 3 rounds
+  int refreshes = 0;
+  const GroupMeasurement g =
+      measure_in_blocks(Regime::eager, *backend, members, 0, st, 5, [&] { ++refreshes; });
+  EXPECT_EQ(refreshes, 0);
+  EXPECT_EQ(g.blocks, 1u);
+  EXPECT_EQ(g.blocks_asked, 5u);
+  EXPECT_NE(g.blocks_note.find("measured as one block"), std::string::npos) << g.blocks_note;
+  EXPECT_EQ(g.stop, StopReason::timed_out);
 }

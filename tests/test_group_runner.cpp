@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fusebench/backend.hpp"
 #include "group_runner.hpp"
@@ -37,7 +38,10 @@ class FaultyBackend final : public Backend {
   void release(void* p) noexcept override { cpu_->release(p); }
   void upload(void* d, const void* s, std::size_t n) override { cpu_->upload(d, s, n); }
   void download(void* d, const void* s, std::size_t n) override { cpu_->download(d, s, n); }
+  std::vector<std::int64_t> gemm_rows;  // M of every GEMM, in order
+
   void gemm(const GemmArgs& a) override {
+    gemm_rows.push_back(a.y.rows);
     if (a.y.cols == fail_n && fail_after-- <= 0)
       throw std::runtime_error("test: GEMM with N=" + std::to_string(fail_n));
     cpu_->gemm(a);
@@ -61,10 +65,10 @@ struct QkvGroup {
   RunnerSettings settings;
 };
 
-QkvGroup qkv_sweep(Backend& backend) {
+QkvGroup qkv_sweep(Backend& backend, std::vector<std::int64_t> tokens = {2}) {
   Options o;
   o.ops = {"qkv"};
-  o.tokens = {2};
+  o.tokens = std::move(tokens);
   o.dtypes = {"fp32"};
   QkvGroup s{build_sweep(o, backend), {}};
   s.settings.engine.rule.max_time_s = 0.02;
@@ -149,4 +153,50 @@ TEST(GroupRunner, AMemberFailingDuringTheMeasurementIsDroppedAndTheRestMeasuredA
   ASSERT_TRUE(split.error.empty()) << split.error;
   EXPECT_EQ(split.fields["interleaved_with"], nlohmann::json::array({"split"}));
   EXPECT_EQ(runner.tally().measurements, 1u);  // the successful one
+}
+
+// Groups measured in blocks are measured a window at a time, block 0 of each group, then block 1
+// of each, ...: seen here in the M of the GEMMs issued (2, 4, 8 tokens, three blocks each), the
+// warm-ups, probes and counter passes of a group falling inside its own stretch.
+TEST(GroupRunner, BlocksOfTheGroupsOfAWindowAreTakenInTurn) {
+  FaultyBackend backend;
+  QkvGroup s = qkv_sweep(backend, {2, 4, 8});
+  s.settings.timing_blocks = 3;
+  s.settings.engine.rule.max_time_s = 0.2;  // rounds of a few ms: three blocks of 3 rounds fit
+  ASSERT_EQ(s.sweep.fixtures.size(), 6u);
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  backend.gemm_rows.clear();
+  std::vector<EntryResult> results;
+  for (std::size_t i = 0; i < 6; ++i) results.push_back(runner.next_result(i));
+  std::vector<std::int64_t> stretches;
+  for (std::int64_t m : backend.gemm_rows)
+    if (stretches.empty() || stretches.back() != m) stretches.push_back(m);
+  EXPECT_EQ(stretches, (std::vector<std::int64_t>{2, 4, 8, 2, 4, 8, 2, 4, 8}));
+  EXPECT_EQ(runner.tally().measurements, 3u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
+    EXPECT_EQ(results[i].counters.at("timing_blocks"), 3) << i;
+    if (i % 2 == 1) {  // fused: three block speedups and an interval holding their spread
+      EXPECT_EQ(results[i].fields["speedup_blocks"].size(), 3u) << i;
+      EXPECT_LE(results[i].counters.at("speedup_ci_low"),
+                results[i].fields["speedup_ci_between_blocks"][0].get<double>() * (1 + 1e-12));
+    }
+  }
+}
+
+TEST(GroupRunner, AMemberFailingInABlockIsDroppedAndItsGroupMeasuredOnItsOwn) {
+  FaultyBackend backend;
+  backend.fail_n = 4096;  // the fused GEMM fails once sampled
+  backend.fail_after = 3;
+  QkvGroup s = qkv_sweep(backend);
+  s.settings.timing_blocks = 3;
+  s.settings.engine.rule.max_time_s = 0.2;
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  const EntryResult split = runner.next_result(0);
+  const EntryResult fused = runner.next_result(1);
+  EXPECT_NE(fused.error.find("GEMM with N=4096"), std::string::npos) << fused.error;
+  // Measured again on its own: the failing member fails in its warm-up there.
+  ASSERT_TRUE(split.error.empty()) << split.error;
+  EXPECT_EQ(split.fields["interleaved_with"], nlohmann::json::array({"split"}));
+  EXPECT_EQ(split.counters.at("timing_blocks"), 3);
 }

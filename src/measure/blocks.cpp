@@ -1,7 +1,9 @@
 #include "measure/blocks.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -101,11 +103,31 @@ std::optional<Estimate> between_blocks_interval(const std::vector<double>& value
   return e;
 }
 
+std::size_t blocks_that_fit(std::size_t asked, double round_s, double budget_s, std::string* note) {
+  if (asked <= 1) return asked == 0 ? 1 : asked;
+  const double fit = round_s > 0 ? budget_s / (static_cast<double>(kMinRoundsPerBlock) * round_s)
+                                 : static_cast<double>(asked);
+  const std::size_t n =
+      fit >= static_cast<double>(asked) ? asked : static_cast<std::size_t>(std::max(0.0, fit));
+  if (n >= kMinBlocks) return n;
+  if (note != nullptr) {
+    char buf[320];
+    std::snprintf(buf, sizeof(buf),
+                  "%zu blocks asked, but a round takes %.3g s, so fewer than %zu blocks of %zu "
+                  "rounds fit the group's %.3g s budget: measured as one block, whose interval "
+                  "does not include the spread between blocks (raise --timing-max-time)",
+                  asked, round_s, kMinBlocks, kMinRoundsPerBlock, budget_s);
+    *note = buf;
+  }
+  return 1;
+}
+
 StoppingRule block_rule(const StoppingRule& rule, std::size_t blocks) {
   StoppingRule r = rule;
   const double b = static_cast<double>(std::max<std::size_t>(1, blocks));
   r.min_time_s /= b;
   r.max_time_s /= b;
+  r.timeout_min_rounds = std::max(rule.timeout_min_rounds, kMinRoundsPerBlock);
   return r;
 }
 
@@ -206,6 +228,19 @@ GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
                                    const EngineSettings& settings, std::size_t blocks,
                                    const std::function<void()>& between) {
   if (blocks <= 1) return measure_group(regime, backend, members, baseline, settings);
+  // The round's cost decides how many blocks the budget affords.
+  const double round_s = time_one_round(backend, members);
+  std::string note;
+  const std::size_t fit = blocks_that_fit(
+      blocks, round_s, settings.rule.max_time_s * static_cast<double>(members.size()), &note);
+  if (fit <= 1) {
+    GroupMeasurement one = measure_group(regime, backend, members, baseline, settings);
+    one.blocks_asked = blocks;
+    one.blocks_note = note;
+    return one;
+  }
+  const std::size_t asked = blocks;
+  blocks = fit;
   EngineSettings per_block = settings;
   per_block.rule = block_rule(settings.rule, blocks);
   std::vector<GroupMeasurement> done;
@@ -214,7 +249,29 @@ GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
     if (b > 0 && between) between();
     done.push_back(measure_group(regime, backend, members, baseline, per_block));
   }
-  return combine_blocks(done, settings.rule);
+  GroupMeasurement out = combine_blocks(done, settings.rule);
+  out.blocks_asked = asked;
+  if (fit < asked) out.blocks_note = fewer_blocks_note(fit, asked);
+  return out;
+}
+
+double time_one_round(Backend& backend, std::vector<TimedMember>& members) {
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    try {
+      members[m].run_set(0);
+      backend.synchronize();
+    } catch (const std::exception& e) {
+      throw MemberFailure(m, e.what());
+    }
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string fewer_blocks_note(std::size_t fit, std::size_t asked) {
+  return std::to_string(fit) + " of the " + std::to_string(asked) +
+         " blocks asked fit the group's budget at " + std::to_string(kMinRoundsPerBlock) +
+         " rounds each";
 }
 
 std::string blocks_method_text(double confidence) {

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "measure/intervals.hpp"
@@ -30,6 +31,16 @@ namespace fusebench::measure {
 // freedom (4) for the t quantile (2.78) not to dominate, few enough that each block still reaches
 // its minimum samples within its share of the budget.
 inline constexpr std::size_t kAutoTpCpuBlocks = 5;
+// Rounds each block takes at least (its timeout waits for them): a block's estimate is the
+// median of its own rounds, and one of one or two rounds is mostly noise.
+inline constexpr std::size_t kMinRoundsPerBlock = 3;
+// Fewer blocks than this are not worth it (t with 1 degree of freedom is 12.7): one block then.
+inline constexpr std::size_t kMinBlocks = 3;
+
+// How many of `asked` blocks fit a group's budget: a round (one run of every member) taking
+// `round_s` seconds, each block needs kMinRoundsPerBlock of them within `budget_s` (the group's
+// max_time_s x members). 1 when fewer than kMinBlocks fit; `note` then says why.
+std::size_t blocks_that_fit(std::size_t asked, double round_s, double budget_s, std::string* note);
 
 // The p-quantile (0 < p < 1) of Student's t distribution with df > 0 degrees of freedom.
 double student_t_quantile(double p, double df);
@@ -40,8 +51,15 @@ double student_t_quantile(double p, double df);
 std::optional<Estimate> between_blocks_interval(const std::vector<double>& values,
                                                 double confidence = 0.95);
 
+// Host seconds of one round: one run of every member (set 0), then a synchronise. Outside the
+// statistics; a member whose run throws becomes a MemberFailure.
+double time_one_round(Backend& backend, std::vector<TimedMember>& members);
+// timing_blocks_note when `fit` of `asked` blocks fit the budget.
+std::string fewer_blocks_note(std::size_t fit, std::size_t asked);
+
 // The rule each of `blocks` blocks runs under: the time budgets (min_time_s, max_time_s) split
-// among them; the target and minimum samples as asked (each block is a measurement of its own).
+// among them, no timeout before kMinRoundsPerBlock rounds; the target and minimum samples as
+// asked (each block is a measurement of its own).
 StoppingRule block_rule(const StoppingRule& rule, std::size_t blocks);
 
 // One measurement from the blocks of one group (same members, in the same order), as the header
@@ -51,10 +69,12 @@ StoppingRule block_rule(const StoppingRule& rule, std::size_t blocks);
 GroupMeasurement combine_blocks(const std::vector<GroupMeasurement>& blocks,
                                 const StoppingRule& rule);
 
-// measure_group() `blocks` times under block_rule(), calling `between` (if set) before every
-// block after the first (the caller's chance to give the members fresh buffers and threads),
-// then combine_blocks(); with blocks <= 1 exactly measure_group(). A MemberFailure of any block
-// propagates.
+// One round of every member (set 0, untimed by the statistics) times the group's round; then
+// measure_group() blocks_that_fit() times under block_rule(), calling `between` (if set) before
+// every block after the first (the caller's chance to give the members fresh buffers and
+// threads), then combine_blocks(). With blocks <= 1 exactly measure_group(); where too few blocks
+// fit, measure_group() too, with blocks_asked and blocks_note saying so. A MemberFailure of any
+// block propagates.
 GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
                                    std::vector<TimedMember>& members,
                                    std::optional<std::size_t> baseline,

@@ -103,7 +103,8 @@ StopReason decide(const Assessment& a, const GroupSamples& g, double wall_elapse
   const StoppingRule& rule = g.rule();
   if (a.converged) return StopReason::converged;
   if (g.rounds() >= rule.max_samples) return StopReason::max_samples;
-  if (wall_elapsed_s >= rule.max_time_s * static_cast<double>(g.members()))
+  if (wall_elapsed_s >= rule.max_time_s * static_cast<double>(g.members()) &&
+      g.rounds() >= rule.timeout_min_rounds)
     return StopReason::timed_out;
   return StopReason::keep_going;
 }

@@ -78,8 +78,8 @@ struct Assessment {
 };
 Assessment assess(const GroupSamples& g, std::optional<std::size_t> baseline);
 
-// Converged, else max_samples (rounds), else timed_out (wall time >= max_time_s x members), else
-// keep_going.
+// Converged, else max_samples (rounds), else timed_out (wall time >= max_time_s x members, once
+// rule.timeout_min_rounds rounds are taken), else keep_going.
 StopReason decide(const Assessment& a, const GroupSamples& g, double wall_elapsed_s);
 
 }  // namespace fusebench::measure

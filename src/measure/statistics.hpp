@@ -30,6 +30,9 @@ struct StoppingRule {
   // The clock under load (measured with the ceilings), else the default clock; <= 0: unknown,
   // no sample is dropped.
   double reference_clock_mhz = 0;
+  // The timeout does not end a measurement before this many rounds (a block of a measurement in
+  // blocks needs a few values for its own estimate; blocks.hpp sizes the blocks to fit).
+  std::size_t timeout_min_rounds = 0;
 };
 
 // blocks_disagree: every block of a measurement in blocks (blocks.hpp) converged, but their

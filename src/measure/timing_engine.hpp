@@ -101,6 +101,8 @@ struct GroupMeasurement {
   // Measured in blocks (blocks.hpp): how many, and per block each member's median and speedups
   // (empty with one block).
   std::size_t blocks = 1;
+  std::size_t blocks_asked = 1;
+  std::string blocks_note;  // why fewer blocks than asked were measured; empty otherwise
   std::vector<BlockSpread> median_blocks;                // [m]
   std::vector<std::vector<BlockSpread>> speedup_blocks;  // [m][j]
 };
