@@ -393,15 +393,23 @@ struct GroupRunner::Pending {
 
 void GroupRunner::measure_window(std::size_t group) {
   // The next groups measured in blocks that have as many results as this one (none yet, or as
-  // many repetitions) share the window: block 0 of each, then block 1 of each, ..., so one
-  // group's blocks lie seconds apart and a state of the machine that lasts a few seconds hits
-  // one or two of its blocks, not all (docs/timing.md, Blocks).
+  // many repetitions) share the window, up to kBlockWindowSeconds of their budgets: block 0 of
+  // each, then block 1 of each, ..., so one group's blocks are spread over the window and a
+  // state of the machine that lasts seconds hits one or two of its blocks, not all
+  // (docs/timing.md, Blocks).
   const std::size_t measured = results_[plan_.groups[group].members.front()].size();
+  const auto budget = [this](std::size_t g) {
+    return settings_.engine.rule.max_time_s * static_cast<double>(plan_.groups[g].members.size());
+  };
   std::vector<Pending> window(1);
   window[0].group = group;
-  for (std::size_t h = group + 1; h < plan_.groups.size() && window.size() < kBlockWindow; ++h) {
+  double window_s = budget(group);
+  for (std::size_t h = group + 1; h < plan_.groups.size(); ++h) {
     const std::size_t lead = plan_.groups[h].members.front();
-    if (blocks_for(fixtures_[lead]) <= 1 || results_[lead].size() != measured) break;
+    if (blocks_for(fixtures_[lead]) <= 1 || results_[lead].size() != measured ||
+        window_s + budget(h) > kBlockWindowSeconds)
+      break;
+    window_s += budget(h);
     window.emplace_back();
     window.back().group = h;
   }

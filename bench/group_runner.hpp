@@ -84,8 +84,10 @@ class GroupRunner {
  private:
   struct Member;
   struct Active;
-  // Groups measured in blocks are measured a few at a time, their blocks taken in turn.
-  static constexpr std::size_t kBlockWindow = 4;
+  // Groups measured in blocks are measured several at a time, their blocks taken in turn: as
+  // many consecutive groups as fit this many seconds of their timeouts (--timing-max-time x
+  // members; the default CPU tp_mlp sweep at tp 2, 12 groups of 2 s, is one window).
+  static constexpr double kBlockWindowSeconds = 30;
   struct Pending;
   struct Timed {                         // what the engine measures of the active group
     std::vector<std::size_t> positions;  // member positions, in engine order
