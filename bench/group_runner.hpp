@@ -35,8 +35,8 @@ struct RunnerSettings {
   std::size_t cache_bytes = 0;     // last-level cache to defeat by rotation (0: unknown)
   std::size_t rotation_budget_bytes = std::size_t{1} << 30;  // per member
   const measure::MeasuredCeilings* ceilings = nullptr;       // null: no roofline_fraction
-  // Blocks per group measurement (measure/blocks.hpp); 0: auto (measure::kAutoTpCpuBlocks for
-  // TP groups whose ranks share this machine's cores, else 1).
+  // Blocks per group measurement (measure/blocks.hpp); 0: auto (measure::kAutoCpuBlocks for
+  // every group on the CPU backend, else 1).
   std::size_t timing_blocks = 0;
 };
 

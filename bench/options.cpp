@@ -266,8 +266,7 @@ int parse_options(int argc, char** argv, Options& o) {
                  "this (GPU 1, CPU 0.5)");
   app.add_option("--timing-blocks", o.timing_blocks,
                  "measure each group in N blocks in a row and widen its intervals by their "
-                 "spread (docs/timing.md): auto (5 for TP groups whose ranks share this "
-                 "machine's cores, else 1) or 1..100");
+                 "spread (docs/timing.md): auto (5 on the CPU backend, 1 on a GPU) or 1..100");
   app.add_option("--gemm-algo", o.gemm_algo,
                  "timed: fastest of the top cuBLASLt heuristics per shape; heuristic: the first")
       ->check(CLI::IsMember({"timed", "heuristic"}));

@@ -42,8 +42,8 @@ struct Options {
   double timing_target_ci = -1;
   double timing_min_time = -1;  // s of measured time before convergence may be declared
   double timing_max_time = -1;  // s of wall time per entry before giving up
-  // Blocks each group is measured in (measure/blocks.hpp): "auto" (5 for TP groups whose ranks
-  // share this machine's cores, else 1) or a count 1..100.
+  // Blocks each group is measured in (measure/blocks.hpp): "auto" (5 on the CPU backend, 1 on a
+  // GPU) or a count 1..100.
   std::string timing_blocks = "auto";
   std::string gemm_algo = "timed";  // timed | heuristic
 };

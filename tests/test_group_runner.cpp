@@ -74,6 +74,7 @@ QkvGroup qkv_sweep(Backend& backend, std::vector<std::int64_t> tokens = {2}) {
   s.settings.engine.rule.max_time_s = 0.02;
   s.settings.engine.rule.min_time_s = 0;
   s.settings.engine.rule.target_ci = 0.03;
+  s.settings.timing_blocks = 1;  // one measurement (the CPU's default is 5 blocks)
   return s;
 }
 
@@ -162,7 +163,8 @@ TEST(GroupRunner, BlocksOfTheGroupsOfAWindowAreTakenInTurn) {
   FaultyBackend backend;
   QkvGroup s = qkv_sweep(backend, {2, 4, 8});
   s.settings.timing_blocks = 3;
-  s.settings.engine.rule.max_time_s = 0.2;  // rounds of a few ms: three blocks of 3 rounds fit
+  // Rounds of a few ms (tens under load or a sanitizer): three blocks of 3 rounds fit easily.
+  s.settings.engine.rule.max_time_s = 4;
   ASSERT_EQ(s.sweep.fixtures.size(), 6u);
   GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
   backend.gemm_rows.clear();
@@ -190,7 +192,7 @@ TEST(GroupRunner, AMemberFailingInABlockIsDroppedAndItsGroupMeasuredOnItsOwn) {
   backend.fail_after = 3;
   QkvGroup s = qkv_sweep(backend);
   s.settings.timing_blocks = 3;
-  s.settings.engine.rule.max_time_s = 0.2;
+  s.settings.engine.rule.max_time_s = 4;
   GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
   const EntryResult split = runner.next_result(0);
   const EntryResult fused = runner.next_result(1);

@@ -181,3 +181,16 @@ TEST(Intervals, PairedSpeedupUsesOnlyRoundsWithBothValues) {
   EXPECT_DOUBLE_EQ(e->value, 2.0);  // ratios 2 and 2
   EXPECT_FALSE(paired_speedup({std::nullopt}, {1.0}).has_value());
 }
+
+TEST(Intervals, PairedSpeedupsOfTheTwoDirectionsAreReciprocal) {
+  // Four rounds, ratios 1, 2, 3 and 4: an even count, the middle two averaged geometrically.
+  const std::vector<std::optional<double>> ref = {1.0, 2.0, 3.0, 4.0},
+                                           member = {1.0, 1.0, 1.0, 1.0};
+  const auto up = paired_speedup(ref, member);
+  const auto down = paired_speedup(member, ref);
+  ASSERT_TRUE(up && down);
+  EXPECT_NEAR(up->value, std::sqrt(6.0), 1e-12);
+  EXPECT_NEAR(up->value * down->value, 1, 1e-12);
+  EXPECT_NEAR(up->low * down->high, 1, 1e-12);
+  EXPECT_NEAR(up->high * down->low, 1, 1e-12);
+}

@@ -112,14 +112,16 @@ TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
     EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"naive", "paired", "sp", "overlap"}))
         << name;
     EXPECT_EQ(b["speedup_baseline"], "naive") << name;
-    // Ranks sharing this machine's cores: the group is measured in blocks (docs/timing.md).
-    EXPECT_EQ(b["timing_blocks"].get<double>(), tp > 1 ? 5 : 1) << name;
+    // On the CPU every group is measured in 5 blocks (docs/timing.md), or fewer where a round
+    // is too slow for the budget (a loaded machine, a sanitizer build), which the entry says.
+    const auto blocks = b["timing_blocks"].get<std::size_t>();
+    EXPECT_TRUE(blocks == 5 || b.contains("timing_blocks_note")) << name;
     if (variant != "naive") {
       EXPECT_TRUE(b.contains("speedup")) << name;
       EXPECT_LE(b["speedup_ci_low"].get<double>(), b["speedup"].get<double>()) << name;
       EXPECT_GE(b["speedup_ci_high"].get<double>(), b["speedup"].get<double>()) << name;
-      if (tp > 1) {
-        EXPECT_EQ(b["speedup_blocks"].size(), 5u) << name;
+      if (blocks > 1) {
+        EXPECT_EQ(b["speedup_blocks"].size(), blocks) << name;
         // The reported interval holds the between-block one.
         EXPECT_LE(b["speedup_ci_low"].get<double>(),
                   b["speedup_ci_between_blocks"][0].get<double>() * (1 + 1e-12))
@@ -127,8 +129,6 @@ TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
         EXPECT_GE(b["speedup_ci_high"].get<double>(),
                   b["speedup_ci_between_blocks"][1].get<double>() * (1 - 1e-12))
             << name;
-      } else {
-        EXPECT_FALSE(b.contains("speedup_blocks")) << name;
       }
     } else {
       EXPECT_TRUE(b["speedup_over"].contains("paired")) << name;

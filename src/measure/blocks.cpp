@@ -277,8 +277,8 @@ std::string fewer_blocks_note(std::size_t fit, std::size_t asked) {
 std::string blocks_method_text(double confidence) {
   const int pct = static_cast<int>(std::lround(confidence * 100));
   return "a group measured in B > 1 blocks (timing_blocks; --timing-blocks, by default " +
-         std::to_string(kAutoTpCpuBlocks) +
-         " for TP groups whose ranks share this machine's cores, else 1) is B interleaved "
+         std::to_string(kAutoCpuBlocks) +
+         " on the CPU backend, else 1) is B interleaved "
          "measurements in a row, each with 1/B of the time budget, each after the first on "
          "fresh buffers and fresh TP ranks. Value: the median of all "
          "blocks' paired ratios (or samples) pooled. Interval: the hull of the pooled " +

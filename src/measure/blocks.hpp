@@ -27,10 +27,10 @@
 
 namespace fusebench::measure {
 
-// Blocks a group on a CPU TP run gets unless --timing-blocks says otherwise: enough degrees of
+// Blocks a group on the CPU backend gets unless --timing-blocks says otherwise: enough degrees of
 // freedom (4) for the t quantile (2.78) not to dominate, few enough that each block still reaches
 // its minimum samples within its share of the budget.
-inline constexpr std::size_t kAutoTpCpuBlocks = 5;
+inline constexpr std::size_t kAutoCpuBlocks = 5;
 // Rounds each block takes at least (its timeout waits for them): a block's estimate is the
 // median of its own rounds, and one of one or two rounds is mostly noise.
 inline constexpr std::size_t kMinRoundsPerBlock = 3;

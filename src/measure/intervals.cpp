@@ -60,14 +60,21 @@ Estimate median_with_ci(std::vector<double> values, double confidence) {
 std::optional<Estimate> paired_speedup(const std::vector<std::optional<double>>& reference,
                                        const std::vector<std::optional<double>>& member,
                                        double confidence) {
-  std::vector<double> ratios;
+  // On log ratios, so m over j is exactly the reciprocal of j over m even for an even count
+  // (the middle two averaged geometrically); the interval ends are the same order statistics.
+  std::vector<double> log_ratios;
   const std::size_t rounds = std::min(reference.size(), member.size());
-  ratios.reserve(rounds);
+  log_ratios.reserve(rounds);
   for (std::size_t r = 0; r < rounds; ++r) {
-    if (reference[r] && member[r] && *member[r] > 0) ratios.push_back(*reference[r] / *member[r]);
+    if (reference[r] && member[r] && *member[r] > 0 && *reference[r] > 0)
+      log_ratios.push_back(std::log(*reference[r] / *member[r]));
   }
-  if (ratios.empty()) return std::nullopt;
-  return median_with_ci(std::move(ratios), confidence);
+  if (log_ratios.empty()) return std::nullopt;
+  Estimate e = median_with_ci(std::move(log_ratios), confidence);
+  e.value = std::exp(e.value);
+  e.low = std::exp(e.low);
+  e.high = std::exp(e.high);
+  return e;
 }
 
 std::string interval_method_text(double confidence) {

@@ -37,7 +37,9 @@ struct Estimate {
 Estimate median_with_ci(std::vector<double> values, double confidence = 0.95);
 
 // Paired speedup of `member` over `reference`: per round r where both have a value, the ratio
-// reference[r] / member[r] (> 1: member faster); the median of those ratios with its interval.
+// reference[r] / member[r] (> 1: member faster); the median of those ratios with its interval
+// (of an even count, the geometric mean of the middle two, so that the speedup of m over j is
+// exactly the reciprocal of j over m).
 // Rounds are the pairing: both values of a ratio were taken within one round, so a drift of the
 // machine between rounds (clocks, temperature, other tenants) cancels in the ratio. nullopt when
 // no round has both.
