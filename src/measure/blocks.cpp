@@ -278,16 +278,19 @@ std::string blocks_method_text(double confidence) {
   const int pct = static_cast<int>(std::lround(confidence * 100));
   return "a group measured in B > 1 blocks (timing_blocks; --timing-blocks, by default " +
          std::to_string(kAutoCpuBlocks) +
-         " on the CPU backend, else 1) is B interleaved "
-         "measurements in a row, each with 1/B of the time budget, each after the first on "
-         "fresh buffers and fresh TP ranks. Value: the median of all "
-         "blocks' paired ratios (or samples) pooled. Interval: the hull of the pooled " +
+         " on the CPU backend, else 1) is B interleaved measurements, each with 1/B of the time "
+         "budget and at least " +
+         std::to_string(kMinRoundsPerBlock) +
+         " rounds, each on fresh buffers and TP ranks, taken in turn with the blocks of the "
+         "neighbouring groups (up to 30 s of their timeouts), B reduced to what the budget "
+         "affords (timing_blocks_note). Value: the median of all blocks' paired ratios (or "
+         "samples) pooled. Interval: the hull of the pooled " +
          std::to_string(pct) +
          "% order-statistic interval and the Student-t interval of the mean of the blocks' log "
-         "estimates (B-1 degrees of freedom), so a state of the machine that lasts seconds and "
-         "moves the ratio widens the interval instead of shifting it unseen. Per-block values: "
-         "speedup_blocks, time_median_blocks; stop blocks_disagree: every block converged but "
-         "their spread keeps the combined interval above the target";
+         "estimates (B-1 degrees of freedom), so what holds for one measurement but not the next "
+         "(thread scheduling, where buffers landed) widens the interval instead of shifting it "
+         "unseen. Per-block values: speedup_blocks, time_median_blocks; stop blocks_disagree: "
+         "every block converged but their spread keeps the combined interval above the target";
 }
 
 }  // namespace fusebench::measure

@@ -1,6 +1,7 @@
 #pragma once
-// Measurement in blocks: a comparison group measured B times in a row (each block a whole
-// interleaved measurement with 1/B of the time budget), the blocks then combined. Why: the paired
+// Measurement in blocks: a comparison group measured B times (each block a whole interleaved
+// measurement with 1/B of the time budget; bench/ takes the blocks of neighbouring groups in
+// turn, measure_in_blocks() below in a row), the blocks then combined. Why: the paired
 // rounds of one measurement cancel drift that is slow next to a round, but not a state of the
 // machine that holds for seconds and changes the variants unequally. On 2 shared cores, TP ranks
 // and overlap's communication thread are scheduled differently from one stretch of seconds to
