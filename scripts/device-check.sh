@@ -6,10 +6,10 @@
 # without oneDNN, which only the CPU backend would use, and it runs nothing here),
 # runs the GPU tests, verifies every variant, counts launches and DRAM bytes, times a
 # representative sweep (with bias, GeLU-tanh/swigluoai and an MoE expert layer), cross-checks
-# with ncu and PyTorch. At most 8 files come back from $OUT; it holds 7: gpu.txt,
-# build-and-test.log, bench-console.txt, report.json, report-tp.json (written as they go, so a
-# hard kill keeps them), summary.txt, and logs.tar.gz (made on exit: every other file, ncu.csv,
-# torch.json and the step table among them, plus copies of the logs).
+# with ncu and PyTorch. At most 8 files come back from $OUT; it holds 8: gpu.txt,
+# build-and-test.log, bench-console.txt, report.json, report-tp.json, report-blocks.json (written
+# as they go, so a hard kill keeps them), summary.txt, and logs.tar.gz (made on exit: every other
+# file, ncu.csv, torch.json and the step table among them, plus copies of the logs).
 # Every step runs under a share of one deadline (BUDGET_S, default 460 s) and the summary runs
 # on exit whatever happened, so a slow step costs the steps after it, never the results before.
 set -uo pipefail
@@ -55,6 +55,7 @@ summary() {
     [ -s "$OUT/report.json" ] &&
       python3 scripts/timing_summary.py "$OUT/report.json"
     [ -s "$OUT/report-tp.json" ] && python3 scripts/timing_summary.py "$OUT/report-tp.json"
+    [ -s "$OUT/report-blocks.json" ] && python3 scripts/timing_summary.py "$OUT/report-blocks.json"
     # How the interleaved groups stopped (met the target, timed out, widest interval).
     grep -h "fusebench: timing:" "$OUT/bench-console.txt" 2>/dev/null
     # Last, so the device tool's output tail shows it: PASS/FAIL/SKIP per step and per GPU test.
@@ -182,6 +183,22 @@ if [ "$(left)" -gt 30 ]; then
   pass_fail "TP pipelines" "$rc" "" "$FUSEBENCH_EXIT1"
 else
   check "TP pipelines" SKIP "no time left before the deadline"
+fi
+
+if [ "$(left)" -gt 40 ]; then
+  # Does a GPU ratio move between fresh blocks (new buffers, own warm-up), as CPU ratios do? 2 ops
+  # x 3 token counts x 2 regimes = 12 groups of 2-3 members at 0.2 s each, about 10 s with the
+  # allocations; speedup_blocks per entry in the summary. One block stays the GPU default until
+  # this says otherwise (docs/timing.md, Blocks).
+  step "blocks on the GPU (qkv, gate_up; 5 fresh blocks per group)"
+  timeout "$(cap 30)" build-device/bin/fusebench --ops=qkv,gate_up --models=llama3-8b \
+    --tokens=1,16,256 --timing=batch,eager --timing-blocks=5 --timing-max-time=0.2 \
+    --report="$OUT/report-blocks.json" >> "$OUT/bench-console.txt" 2>&1
+  rc=$?
+  echo "fusebench (blocks) exit: $rc"
+  pass_fail "blocks on the GPU" "$rc" "" "$FUSEBENCH_EXIT1"
+else
+  check "blocks on the GPU" SKIP "no time left before the deadline"
 fi
 
 if [ "$(left)" -gt 40 ] && command -v ncu >/dev/null; then

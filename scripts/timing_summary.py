@@ -58,7 +58,10 @@ def print_entries(report):
               f"{fmt(b.get('samples_dropped_block_timeout'), '4.0f')} "
               f"{fmt(b.get('runs_per_sample'), '4.0f')} {fmt(b.get('timing_rounds'), '5.0f')} "
               f"{str(b.get('timing_stop', 'n/a')):<9} {speedup_text(b):<30} {clock_text(b):>10}")
-        for note in ("speedup_unavailable", "speedup_ci_note"):
+        if b.get("speedup_blocks"):  # measured in blocks: each block's speedup
+            print(f"{'':<66}   speedup per block: "
+                  + " ".join(f"{v:.3f}" for v in b["speedup_blocks"]))
+        for note in ("speedup_unavailable", "speedup_ci_note", "timing_blocks_note"):
             if note in b:
                 print(f"{'':<66}   {note}: {b[note]}")
     print("n: valid samples; thr: dropped as throttled; blk: dropped, blocking kernel timed out "

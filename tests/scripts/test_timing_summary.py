@@ -117,6 +117,19 @@ class TimingSummaryTest(unittest.TestCase):
         # A comparison without its error reads n/a, never 0.
         self.assertIn("verify qkv/grouped llama3-8b tokens=37 bf16: OK (1 comparisons, max abs error n/a)", text)
 
+    def test_blocks_show_each_blocks_speedup_and_the_note(self):
+        report = {"benchmarks": [
+            {"name": "qkv/fused/x/timing:batch", "variant": "fused", "speedup_baseline": "split",
+             "samples": 40.0, "timing_stop": "blocks_disagree", "speedup": 1.1,
+             "speedup_ci_low": 1.0, "speedup_ci_high": 1.2, "speedup_pairs": 40.0,
+             "timing_blocks": 5.0, "speedup_blocks": [1.05, 1.1, 1.12, 1.09, 1.15]},
+            {"name": "qkv/fused/y/timing:batch", "variant": "fused", "speedup_baseline": "split",
+             "samples": 9.0, "timing_stop": "timed_out", "timing_blocks": 1.0,
+             "timing_blocks_note": "5 blocks asked, but a round takes 0.3 s"}]}
+        text = self.run_summary(report)
+        self.assertIn("speedup per block: 1.050 1.100 1.120 1.090 1.150", text)
+        self.assertIn("timing_blocks_note: 5 blocks asked, but a round takes 0.3 s", text)
+
     def test_missing_values_are_na_not_zero(self):
         report = {"benchmarks": [{"name": "qkv/fused/x/timing:eager", "variant": "fused",
                                   "samples": 10.0, "timing_stop": "timed_out"}]}
