@@ -99,7 +99,7 @@ measure::Regime GroupRunner::regime_of(const Fixture& f) const {
 }
 
 void GroupRunner::measure_group(std::size_t group) {
-  if (blocks_for(fixtures_[plan_.groups[group].members.front()]) > 1) {
+  if (blocks() > 1) {
     measure_window(group);
   } else {
     measure_alone(group);
@@ -142,9 +142,7 @@ void GroupRunner::prepare(std::size_t group) {
     Member m;
     m.fixture = f;
     try {
-      m.ws = std::make_unique<Workspace>(
-          backend_, build_plan(fx.op, fx.variant, fx.shard, fx.tokens, fx.dtype), seed_,
-          fx.weight_source());
+      m.ws = make_workspace(fx);
     } catch (const OutOfMemory& e) {
       m.error = "out of memory preparing the interleaved group (" + join(variants) +
                 "), which holds every member at once: " + e.what() +
@@ -218,27 +216,30 @@ void GroupRunner::refresh_members() {
     Member& m = a.members[i];
     if (!m.error.empty()) continue;
     const Fixture& fx = fixtures_[m.fixture];
-    m.ws = std::make_unique<Workspace>(backend_,
-                                       build_plan(fx.op, fx.variant, fx.shard, fx.tokens, fx.dtype),
-                                       seed_, fx.weight_source());
-    if (rotated[i]) {
-      m.rotation = std::make_unique<measure::RotationSets>(
-          *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
-                                       settings_.rotation_budget_bytes));
-    }
+    m.ws = make_workspace(fx);
+    if (rotated[i]) m.rotation = make_rotation(*m.ws);
   }
   if (is_tp_op(fixtures_[a.members.front().fixture].op)) start_tp_ranks();
   warm_up(false);
 }
 
-std::size_t GroupRunner::blocks_for(const Fixture& f) const {
+std::size_t GroupRunner::blocks() const {
   if (settings_.timing_blocks > 0) return settings_.timing_blocks;
   // On the CPU a ratio moves between runs by more than one measurement's interval: TP ranks
   // sharing the cores are scheduled differently from one stretch of seconds to the next, and
   // even a single-rank group's split/fused ratio moved 11% with a new set of buffers
   // (docs/timing.md, Blocks). A GPU has not shown it yet: one block there unless asked.
-  (void)f;
   return backend_.name() == "cpu" ? measure::kAutoCpuBlocks : 1;
+}
+
+std::unique_ptr<Workspace> GroupRunner::make_workspace(const Fixture& f) {
+  return std::make_unique<Workspace>(
+      backend_, build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype), seed_, f.weight_source());
+}
+
+std::unique_ptr<measure::RotationSets> GroupRunner::make_rotation(Workspace& ws) {
+  return std::make_unique<measure::RotationSets>(
+      ws, measure::rotation_for(ws.plan(), settings_.cache_bytes, settings_.rotation_budget_bytes));
 }
 
 void GroupRunner::fail_member(Member& m, const std::string& why) {
@@ -266,9 +267,7 @@ GroupRunner::Timed GroupRunner::timed_members(measure::Regime regime,
     } else {
       if (!m.rotation) {
         try {
-          m.rotation = std::make_unique<measure::RotationSets>(
-              *m.ws, measure::rotation_for(m.ws->plan(), settings_.cache_bytes,
-                                           settings_.rotation_budget_bytes));
+          m.rotation = make_rotation(*m.ws);
         } catch (const OutOfMemory& e) {
           fail_member(m, std::string("out of memory making the cache-rotation copies of this "
                                      "member (its interleaved group holds every member at "
@@ -358,7 +357,7 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     std::optional<measure::GroupMeasurement> gm;
     try {
       gm = measure::measure_in_blocks(regime, backend_, t.members, t.baseline, settings_.engine,
-                                      blocks_for(first), [this] { refresh_members(); });
+                                      blocks(), [this] { refresh_members(); });
     } catch (const measure::MemberFailure& e) {
       // The engine names the member whose region, capture or warm-up failed (a capture broken
       // by a library call shows up only at cudaStreamEndCapture, outside the region).
@@ -384,8 +383,7 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
 // A group measured in blocks and the blocks it has so far (measure_window).
 struct GroupRunner::Pending {
   std::size_t group = 0;
-  std::size_t asked = 1;  // blocks_for() its fixtures
-  std::size_t fit = 0;    // blocks its budget affords (set by its first block)
+  std::size_t fit = 0;  // blocks its budget affords (set by its first block)
   std::vector<measure::GroupMeasurement> blocks;
   std::vector<std::size_t> positions;  // the members its first block measured
   std::vector<std::string> cache_policy;
@@ -409,21 +407,14 @@ void GroupRunner::measure_window(std::size_t group) {
   for (std::size_t h = group + 1; h < plan_.groups.size(); ++h) {
     if (plan_.groups[h].members.empty()) continue;  // --benchmark_filter left all of it out
     const std::size_t lead = plan_.groups[h].members.front();
-    if (blocks_for(fixtures_[lead]) <= 1 || results_[lead].size() != measured ||
-        window_s + budget(h) > kBlockWindowSeconds)
-      break;
+    if (results_[lead].size() != measured || window_s + budget(h) > kBlockWindowSeconds) break;
     window_s += budget(h);
     window.emplace_back();
     window.back().group = h;
   }
-  std::size_t most = 0;
-  for (Pending& p : window) {
-    p.asked = blocks_for(fixtures_[plan_.groups[p.group].members.front()]);
-    most = std::max(most, p.asked);
-  }
-  for (std::size_t b = 0; b < most; ++b) {
+  for (std::size_t b = 0; b < blocks(); ++b) {
     for (Pending& p : window) {
-      if (!p.done && !p.alone && b < (b == 0 ? p.asked : p.fit)) run_block(p, b);
+      if (!p.done && !p.alone && (b == 0 || b < p.fit)) run_block(p, b);
     }
   }
   for (Pending& p : window) {
@@ -458,12 +449,12 @@ void GroupRunner::run_block(Pending& p, std::size_t block) {
       std::string note;
       const double round_s = measure::time_one_round(backend_, t.members);
       p.fit = measure::blocks_that_fit(
-          p.asked, round_s,
+          blocks(), round_s,
           settings_.engine.rule.max_time_s * static_cast<double>(t.members.size()), &note);
       if (p.fit <= 1) {
         measure::GroupMeasurement one =
             measure::measure_group(regime, backend_, t.members, t.baseline, settings_.engine);
-        one.blocks_asked = p.asked;
+        one.blocks_asked = blocks();
         one.blocks_note = note;
         finish(p, results_of(p.group, one, t.positions, p.cache_policy));
         return;
@@ -477,8 +468,8 @@ void GroupRunner::run_block(Pending& p, std::size_t block) {
     p.blocks.push_back(measure::measure_group(regime, backend_, t.members, t.baseline, per_block));
     if (p.blocks.size() == p.fit) {
       measure::GroupMeasurement all = measure::combine_blocks(p.blocks, settings_.engine.rule);
-      all.blocks_asked = p.asked;
-      if (p.fit < p.asked) all.blocks_note = measure::fewer_blocks_note(p.fit, p.asked);
+      all.blocks_asked = blocks();
+      if (p.fit < blocks()) all.blocks_note = measure::fewer_blocks_note(p.fit, blocks());
       finish(p, results_of(p.group, all, t.positions, p.cache_policy));
     }
   } catch (const measure::MemberFailure& e) {

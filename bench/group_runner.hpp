@@ -107,7 +107,9 @@ class GroupRunner {
                                       const std::vector<std::string>& cache_policy);
   void prepare(std::size_t group);
   void fail_member(Member& m, const std::string& why);
-  std::size_t blocks_for(const Fixture& f) const;
+  std::size_t blocks() const;  // per group measurement: --timing-blocks, else the backend's
+  std::unique_ptr<Workspace> make_workspace(const Fixture& f);
+  std::unique_ptr<measure::RotationSets> make_rotation(Workspace& ws);
   void start_tp_ranks();               // the active group's TpRun over its workspaces
   void warm_up(bool keep_algorithms);  // one untimed run of every member
   void refresh_members();              // fresh buffers and ranks between blocks
