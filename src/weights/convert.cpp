@@ -142,6 +142,8 @@ std::vector<float> read_window(const std::string& label, std::span<const std::by
              std::to_string(info.end - info.begin));
   }
   const std::byte* data = bytes.data();
+  // An empty window reads nothing (and its buffer may be null, which memcpy must not see).
+  if (rows == 0 || cols == 0) return {};
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
   // Rows are independent: big windows (a 70B model's MLP weights) decode on several threads,
   // each remembering the first value that does not fit the run dtype.
