@@ -383,7 +383,7 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
 // A group measured in blocks and the blocks it has so far (measure_window).
 struct GroupRunner::Pending {
   std::size_t group = 0;
-  std::size_t fit = 0;  // blocks its budget affords (set by its first block)
+  measure::BlockPlan plan;  // how many blocks its budget affords (set by its first block)
   std::vector<measure::GroupMeasurement> blocks;
   std::vector<std::size_t> positions;  // the members its first block measured
   std::vector<std::string> cache_policy;
@@ -414,7 +414,7 @@ void GroupRunner::measure_window(std::size_t group) {
   }
   for (std::size_t b = 0; b < blocks(); ++b) {
     for (Pending& p : window) {
-      if (!p.done && !p.alone && (b == 0 || b < p.fit)) run_block(p, b);
+      if (!p.done && !p.alone && (b == 0 || b < p.plan.blocks)) run_block(p, b);
     }
   }
   for (Pending& p : window) {
@@ -446,30 +446,18 @@ void GroupRunner::run_block(Pending& p, std::size_t block) {
         finish(p, out);
         return;
       }
-      std::string note;
-      const double round_s = measure::time_one_round(backend_, t.members);
-      p.fit = measure::blocks_that_fit(
-          blocks(), round_s,
-          settings_.engine.rule.max_time_s * static_cast<double>(t.members.size()), &note);
-      if (p.fit <= 1) {
-        measure::GroupMeasurement one =
-            measure::measure_group(regime, backend_, t.members, t.baseline, settings_.engine);
-        one.blocks_asked = blocks();
-        one.blocks_note = note;
-        finish(p, results_of(p.group, one, t.positions, p.cache_policy));
-        return;
-      }
+      p.plan = measure::plan_blocks(backend_, t.members, settings_.engine, blocks());
     } else if (t.positions != p.positions) {
       p.alone = true;  // a member prepared in one block and not in another
       return;
     }
-    measure::EngineSettings per_block = settings_.engine;
-    per_block.rule = measure::block_rule(settings_.engine.rule, p.fit);
-    p.blocks.push_back(measure::measure_group(regime, backend_, t.members, t.baseline, per_block));
-    if (p.blocks.size() == p.fit) {
-      measure::GroupMeasurement all = measure::combine_blocks(p.blocks, settings_.engine.rule);
-      all.blocks_asked = blocks();
-      if (p.fit < blocks()) all.blocks_note = measure::fewer_blocks_note(p.fit, blocks());
+    p.blocks.push_back(
+        measure::measure_group(regime, backend_, t.members, t.baseline, p.plan.per_block));
+    if (p.blocks.size() == p.plan.blocks) {
+      measure::GroupMeasurement all =
+          p.plan.blocks == 1 ? std::move(p.blocks.front())
+                             : measure::combine_blocks(p.blocks, settings_.engine.rule);
+      measure::label(all, p.plan);
       finish(p, results_of(p.group, all, t.positions, p.cache_policy));
     }
   } catch (const measure::MemberFailure& e) {

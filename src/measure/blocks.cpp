@@ -228,31 +228,42 @@ GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
                                    const EngineSettings& settings, std::size_t blocks,
                                    const std::function<void()>& between) {
   if (blocks <= 1) return measure_group(regime, backend, members, baseline, settings);
-  // The round's cost decides how many blocks the budget affords.
-  const double round_s = time_one_round(backend, members);
-  std::string note;
-  const std::size_t fit = blocks_that_fit(
-      blocks, round_s, settings.rule.max_time_s * static_cast<double>(members.size()), &note);
-  if (fit <= 1) {
-    GroupMeasurement one = measure_group(regime, backend, members, baseline, settings);
-    one.blocks_asked = blocks;
-    one.blocks_note = note;
-    return one;
-  }
-  const std::size_t asked = blocks;
-  blocks = fit;
-  EngineSettings per_block = settings;
-  per_block.rule = block_rule(settings.rule, blocks);
+  const BlockPlan plan = plan_blocks(backend, members, settings, blocks);
   std::vector<GroupMeasurement> done;
-  done.reserve(blocks);
-  for (std::size_t b = 0; b < blocks; ++b) {
+  done.reserve(plan.blocks);
+  for (std::size_t b = 0; b < plan.blocks; ++b) {
     if (b > 0 && between) between();
-    done.push_back(measure_group(regime, backend, members, baseline, per_block));
+    done.push_back(measure_group(regime, backend, members, baseline, plan.per_block));
   }
-  GroupMeasurement out = combine_blocks(done, settings.rule);
-  out.blocks_asked = asked;
-  if (fit < asked) out.blocks_note = fewer_blocks_note(fit, asked);
+  GroupMeasurement out =
+      plan.blocks == 1 ? std::move(done.front()) : combine_blocks(done, settings.rule);
+  label(out, plan);
   return out;
+}
+
+BlockPlan plan_blocks(Backend& backend, std::vector<TimedMember>& members,
+                      const EngineSettings& settings, std::size_t asked) {
+  BlockPlan plan;
+  plan.asked = asked;
+  plan.per_block = settings;
+  if (asked <= 1) return plan;
+  // The round's cost decides how many blocks the budget affords.
+  plan.blocks =
+      blocks_that_fit(asked, time_one_round(backend, members),
+                      settings.rule.max_time_s * static_cast<double>(members.size()), &plan.note);
+  if (plan.blocks <= 1) return plan;  // one measurement under the whole budget; note says why
+  plan.per_block.rule = block_rule(settings.rule, plan.blocks);
+  if (plan.blocks < asked) {
+    plan.note = std::to_string(plan.blocks) + " of the " + std::to_string(asked) +
+                " blocks asked fit the group's budget at " + std::to_string(kMinRoundsPerBlock) +
+                " rounds each";
+  }
+  return plan;
+}
+
+void label(GroupMeasurement& g, const BlockPlan& plan) {
+  g.blocks_asked = plan.asked;
+  g.blocks_note = plan.note;
 }
 
 double time_one_round(Backend& backend, std::vector<TimedMember>& members) {
@@ -266,12 +277,6 @@ double time_one_round(Backend& backend, std::vector<TimedMember>& members) {
     }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string fewer_blocks_note(std::size_t fit, std::size_t asked) {
-  return std::to_string(fit) + " of the " + std::to_string(asked) +
-         " blocks asked fit the group's budget at " + std::to_string(kMinRoundsPerBlock) +
-         " rounds each";
 }
 
 std::string blocks_method_text(double confidence) {

@@ -55,8 +55,19 @@ std::optional<Estimate> between_blocks_interval(const std::vector<double>& value
 // Host seconds of one round: one run of every member (set 0), then a synchronise. Outside the
 // statistics; a member whose run throws becomes a MemberFailure.
 double time_one_round(Backend& backend, std::vector<TimedMember>& members);
-// timing_blocks_note when `fit` of `asked` blocks fit the budget.
-std::string fewer_blocks_note(std::size_t fit, std::size_t asked);
+
+// How a group of `asked` blocks is measured: time_one_round(), then blocks_that_fit() of the
+// group's budget. blocks 1: one measure_group() under `settings` as given; else that many under
+// `per_block` (block_rule()). `note`: timing_blocks_note (one block, or fewer than asked).
+struct BlockPlan {
+  std::size_t asked = 1, blocks = 1;
+  std::string note;
+  EngineSettings per_block;
+};
+BlockPlan plan_blocks(Backend& backend, std::vector<TimedMember>& members,
+                      const EngineSettings& settings, std::size_t asked);
+// Records the plan in the measurement (blocks_asked, blocks_note).
+void label(GroupMeasurement& g, const BlockPlan& plan);
 
 // The rule each of `blocks` blocks runs under: the time budgets (min_time_s, max_time_s) split
 // among them, no timeout before kMinRoundsPerBlock rounds; the target and minimum samples as
@@ -70,12 +81,10 @@ StoppingRule block_rule(const StoppingRule& rule, std::size_t blocks);
 GroupMeasurement combine_blocks(const std::vector<GroupMeasurement>& blocks,
                                 const StoppingRule& rule);
 
-// One round of every member (set 0, untimed by the statistics) times the group's round; then
-// measure_group() blocks_that_fit() times under block_rule(), calling `between` (if set) before
-// every block after the first (the caller's chance to give the members fresh buffers and
-// threads), then combine_blocks(). With blocks <= 1 exactly measure_group(); where too few blocks
-// fit, measure_group() too, with blocks_asked and blocks_note saying so. A MemberFailure of any
-// block propagates.
+// plan_blocks(), then measure_group() that many times, calling `between` (if set) before every
+// block after the first (the caller's chance to give the members fresh buffers and threads),
+// then combine_blocks() and label(). With blocks <= 1 exactly measure_group(); where too few
+// blocks fit, measure_group() too, labelled. A MemberFailure of any block propagates.
 GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
                                    std::vector<TimedMember>& members,
                                    std::optional<std::size_t> baseline,
