@@ -6,6 +6,7 @@
 #include <exception>
 #include <limits>
 #include <optional>
+#include <thread>
 
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
@@ -51,15 +52,75 @@ std::string percent(double fraction) {
   return buf;
 }
 
+// An interval is reported only where it exists at 95% (n >= 6): below that an entry has the
+// value alone, and a note saying why (no [min, max] stand-in: it drew crossovers and failed the
+// gate from one or two samples a side).
 nlohmann::json estimate_json(const measure::Estimate& e) {
-  return {{"speedup", e.value}, {"ci_low", e.low}, {"ci_high", e.high}, {"pairs", e.n}};
+  nlohmann::json j = {{"speedup", e.value}, {"pairs", e.n}};
+  if (e.reaches_confidence) {
+    j["ci_low"] = e.low;
+    j["ci_high"] = e.high;
+  }
+  return j;
 }
 
 nlohmann::json block_values(const measure::BlockSpread& s) { return s.values; }
 
 std::string few_values_note(const measure::Estimate& e, const char* what) {
-  return std::string("only ") + std::to_string(e.n) + " " + what +
-         ": no interval reaches 95%, so [min, max] is given (coverage " + percent(e.coverage) + ")";
+  return std::string("no 95% interval: only ") + std::to_string(e.n) + " " + what +
+         " (the order-statistic interval of a median needs at least 6); not resolved by this run";
+}
+
+// A member's statistics over all its samples, preempted ones included (all_preempted entries).
+measure::Summary preempted_summary(const measure::MemberMeasurement& mm,
+                                   const measure::StoppingRule& rule) {
+  std::vector<measure::Sample> all = mm.samples;
+  for (measure::Sample& x : all) x.preempted = false;
+  measure::Summary s = measure::summarize(all, rule);
+  s.dropped_preempted = mm.summary.dropped_preempted;
+  return s;
+}
+
+// What contention did to a host-timed entry (measure/contention.hpp): preempted samples, how
+// long its threads waited for a CPU, the host's load while its group was measured, and why a
+// contended entry is not judged.
+void add_contention(const measure::GroupMeasurement& g, const measure::Summary& s,
+                    const std::string& unjudged, nlohmann::json& fields,
+                    std::map<std::string, double>& c) {
+  const bool host_timed = g.regime == measure::Regime::eager || g.regime == measure::Regime::graph;
+  if (!host_timed) return;  // device time: a preempted host thread does not enter it
+  if (!unjudged.empty()) {
+    fields["preemption_unchecked"] = unjudged;
+  } else if (g.preemption_checked) {
+    c["samples_dropped_preempted"] = static_cast<double>(s.dropped_preempted);
+  } else {
+    fields["preemption_unchecked"] =
+        s.waited_known ? "this group's own threads (TP ranks and lanes) outnumber the cores, so "
+                         "their waits for a CPU are their own: samples are not dropped; the "
+                         "group is contended when other processes took CPU time meanwhile"
+                       : "the run delay of this process's threads is unreadable here "
+                         "(context.contention): no sample was checked";
+  }
+  if (s.waited_known && s.waited_over_s > 0) c["host_wait_fraction"] = s.waited_s / s.waited_over_s;
+  if (g.load.foreign_cores) c["host_foreign_cores"] = *g.load.foreign_cores;
+  if (g.load.psi_some_fraction) c["host_psi_cpu_some"] = *g.load.psi_some_fraction;
+  if (g.stop == measure::StopReason::contended) {
+    char buf[320];
+    if (g.preemption_checked) {
+      std::snprintf(buf, sizeof(buf),
+                    "not judged: contended: %zu of this entry's samples were preempted (its "
+                    "threads waited for a CPU for over %.0f%% of the sample), which kept its "
+                    "group from a valid interval",
+                    s.dropped_preempted, measure::kPreemptedFraction * 100);
+    } else {
+      std::snprintf(buf, sizeof(buf),
+                    "not judged: contended: other processes used %.2f cores on average while "
+                    "this group (whose own threads fill the cores) was measured",
+                    g.load.foreign_cores.value_or(0));
+    }
+    fields["timing_contended_note"] = buf;
+    c["contended"] = 1;  // so the console row says it too
+  }
 }
 
 }  // namespace
@@ -223,6 +284,33 @@ void GroupRunner::refresh_members() {
   warm_up(false);
 }
 
+measure::EngineSettings GroupRunner::engine_for_active() {
+  measure::EngineSettings e = settings_.engine;
+  contention_unjudged_.clear();
+  if (active_ && active_->tp && backend_.name() == "cpu") {
+    bool lane = false;
+    for (const Member& m : active_->members) lane = lane || (m.ws && m.ws->uses_second_lane());
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = active_->tp->busy_threads(lane);
+    if (threads > static_cast<int>(cores)) {
+      if (comm_.world == nullptr) {
+        // In-process ranks: every thread is ours, so other processes' CPU is a neighbour's.
+        e.drop_preempted = false;
+      } else {
+        // The other ranks are processes too: neither their waits nor their CPU tell a neighbour.
+        e.run_delay = nullptr;
+        contention_unjudged_ = "the " + std::to_string(threads) +
+                               " threads of this run's ranks on this machine outnumber its " +
+                               std::to_string(cores) +
+                               " cores, and the other ranks are processes of their own: "
+                               "contention cannot be told from the ranks' own waits, so it is "
+                               "not judged";
+      }
+    }
+  }
+  return e;
+}
+
 std::size_t GroupRunner::blocks() const {
   if (settings_.timing_blocks > 0) return settings_.timing_blocks;
   // On the CPU a ratio moves between runs by more than one measurement's interval: TP ranks
@@ -310,6 +398,13 @@ void GroupRunner::count(const measure::GroupMeasurement& gm, const std::string& 
   if (gm.stop == measure::StopReason::timed_out) ++tally_.timed_out;
   if (gm.stop == measure::StopReason::max_samples) ++tally_.max_samples;
   if (gm.stop == measure::StopReason::blocks_disagree) ++tally_.blocks_disagree;
+  if (gm.stop == measure::StopReason::contended) ++tally_.contended;
+  for (const measure::MemberMeasurement& m : gm.members)
+    tally_.preempted += m.summary.dropped_preempted;
+  if (gm.load.foreign_cores && *gm.load.foreign_cores > tally_.worst_foreign_cores) {
+    tally_.worst_foreign_cores = *gm.load.foreign_cores;
+    tally_.worst_group = key;
+  }
   if (!std::isfinite(gm.widest)) {
     ++tally_.not_computable;
   } else if (tally_.widest_group.empty() || gm.widest > tally_.widest) {
@@ -356,7 +451,7 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     if (t.members.empty()) break;
     std::optional<measure::GroupMeasurement> gm;
     try {
-      gm = measure::measure_in_blocks(regime, backend_, t.members, t.baseline, settings_.engine,
+      gm = measure::measure_in_blocks(regime, backend_, t.members, t.baseline, engine_for_active(),
                                       blocks(), [this] { refresh_members(); });
     } catch (const measure::MemberFailure& e) {
       // The engine names the member whose region, capture or warm-up failed (a capture broken
@@ -446,7 +541,7 @@ void GroupRunner::run_block(Pending& p, std::size_t block) {
         finish(p, out);
         return;
       }
-      p.plan = measure::plan_blocks(backend_, t.members, settings_.engine, blocks());
+      p.plan = measure::plan_blocks(backend_, t.members, engine_for_active(), blocks());
     } else if (t.positions != p.positions) {
       p.alone = true;  // a member prepared in one block and not in another
       return;
@@ -487,10 +582,16 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   const std::size_t t =
       static_cast<std::size_t>(std::find(timed.begin(), timed.end(), pos) - timed.begin());
   const measure::MemberMeasurement& mm = g.members[t];
-  const measure::Summary& s = mm.summary;
+  // Every sample preempted: the entry is not an error but a contended one, its times those of
+  // the preempted samples (what the scheduler allowed), said so, and judged by nothing.
+  const bool all_preempted = mm.summary.samples == 0 && mm.summary.dropped_preempted > 0 &&
+                             g.stop == measure::StopReason::contended;
+  const measure::Summary s =
+      all_preempted ? preempted_summary(mm, settings_.engine.rule) : mm.summary;
   EntryResult r;
   if (s.samples == 0) {
     r.error = "no valid sample: " + std::to_string(s.dropped_throttled) + " throttled, " +
+              std::to_string(s.dropped_preempted) + " preempted, " +
               std::to_string(mm.block_timeouts) + " blocking-kernel timeouts";
     if (s.dropped_throttled > 0 && s.all_clock_mhz_min) {
       r.error += " (sample clocks " + std::to_string(std::lround(*s.all_clock_mhz_min)) + "-" +
@@ -515,12 +616,18 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   r.seconds = s.median;
   auto& c = r.counters;
   auto& fields = r.fields;
+  if (all_preempted) {
+    fields["time_median_note"] =
+        "every sample was preempted (timing_stop: contended): time_median and its statistics "
+        "are those of the preempted samples, what the scheduler allowed, not the code's time";
+  }
   c["time_median"] = s.median;
   c["time_mean"] = s.mean;
   c["time_min"] = s.min;
   c["time_cv"] = s.cv;
-  c["samples"] = static_cast<double>(s.samples);
+  c["samples"] = all_preempted ? 0.0 : static_cast<double>(s.samples);
   c["samples_dropped_throttled"] = static_cast<double>(s.dropped_throttled);
+  add_contention(g, s, contention_unjudged_, fields, c);
   c["runs_per_sample"] = static_cast<double>(mm.runs_per_sample);
   c["rotation_sets"] = static_cast<double>(m.rotation ? m.rotation->sets() : 1);
   c["timing_rounds"] = static_cast<double>(g.rounds);
@@ -532,10 +639,12 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   if (g.regime == measure::Regime::batch || g.regime == measure::Regime::cold)
     c["samples_dropped_block_timeout"] = static_cast<double>(mm.block_timeouts);
   if (mm.median) {
-    c["time_median_ci_low"] = mm.median->low;
-    c["time_median_ci_high"] = mm.median->high;
-    if (!mm.median->reaches_confidence)
+    if (mm.median->reaches_confidence) {
+      c["time_median_ci_low"] = mm.median->low;
+      c["time_median_ci_high"] = mm.median->high;
+    } else {
       fields["time_median_ci_note"] = few_values_note(*mm.median, "samples");
+    }
   }
   fields["timing"] = measure::to_string(g.regime);
   fields["timing_stop"] = measure::to_string(g.stop);
@@ -557,8 +666,10 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     if (g.baseline) {
       if (const auto& e = g.speedup[t][*g.baseline]) {
         c["speedup"] = e->value;
-        c["speedup_ci_low"] = e->low;
-        c["speedup_ci_high"] = e->high;
+        if (e->reaches_confidence) {
+          c["speedup_ci_low"] = e->low;
+          c["speedup_ci_high"] = e->high;
+        }
         c["speedup_pairs"] = static_cast<double>(e->n);
         if (g.blocks > 1) {
           const measure::BlockSpread& spread = g.speedup_blocks[t][*g.baseline];
@@ -604,8 +715,15 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   const Plan& plan = m.ws->plan();
   const Cost cost = cost_of(plan);
   if (settings_.ceilings != nullptr) {
-    const double frac =
-        measure::roofline_fraction(plan, s.median, settings_.ceilings->for_dtype(f.dtype));
+    double frac = -1;
+    if (settings_.ceilings_log != nullptr) {
+      // Never above the roofline: a faster entry raises the published ceilings first (a
+      // contended entry is only ever slower, so it never raises them).
+      settings_.ceilings_log->observe(f.name(), f.dtype, plan, s.median);
+      frac = settings_.ceilings_log->fraction(f.name(), s.median);
+    } else {
+      frac = measure::roofline_fraction(plan, s.median, settings_.ceilings->for_dtype(f.dtype));
+    }
     if (frac >= 0) c["roofline_fraction"] = frac;
     // The fused-vs-split decomposition, once this variant and the baseline have the regimes.
     const std::string shape = f.group_data_key();
@@ -697,10 +815,32 @@ std::string GroupRunner::tally_text() const {
   if (t.not_computable > 0)
     text += "; " + std::to_string(t.not_computable) +
             " with too few valid rounds for a 95% interval (under 6)";
+  if (t.contended > 0) text += ", " + std::to_string(t.contended) + " contended";
   if (t.timed_out > 0)
     text +=
         "; timed-out entries say timing_stop: timed_out (raise --timing-max-time to narrow them)";
   return text;
+}
+
+std::string GroupRunner::contention_text() const {
+  const Tally& t = tally_;
+  if (t.contended == 0) return {};
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "CONTENDED: %zu of %zu group measurement(s) are not judged (timing_stop: "
+                "contended; %zu samples preempted, the busiest group ran beside %.2f cores of "
+                "other processes): their figures are what the scheduler did, not the code. "
+                "Measure on a quieter machine, or with fewer threads (--cpu-threads=1)",
+                t.contended, t.measurements, t.preempted, std::max(0.0, t.worst_foreign_cores));
+  return buf;
+}
+
+nlohmann::json GroupRunner::worst_load_json() const {
+  if (tally_.worst_group.empty()) return nullptr;
+  return {{"group", tally_.worst_group},
+          {"foreign_cpu_cores", tally_.worst_foreign_cores},
+          {"groups_contended", tally_.contended},
+          {"samples_dropped_preempted", tally_.preempted}};
 }
 
 }  // namespace fusebench::bench

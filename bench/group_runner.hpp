@@ -35,6 +35,8 @@ struct RunnerSettings {
   std::size_t cache_bytes = 0;     // last-level cache to defeat by rotation (0: unknown)
   std::size_t rotation_budget_bytes = std::size_t{1} << 30;  // per member
   const measure::MeasuredCeilings* ceilings = nullptr;       // null: no roofline_fraction
+  // The published ceilings, raised to what the sweep observed (null: the measured ones as is).
+  measure::CeilingsLog* ceilings_log = nullptr;
   // Blocks per group measurement (measure/blocks.hpp); 0: auto (measure::kAutoCpuBlocks for
   // every group on the CPU backend, else 1).
   std::size_t timing_blocks = 0;
@@ -77,9 +79,18 @@ class GroupRunner {
     std::string widest_group;
     std::size_t not_computable = 0;
     std::set<std::string> targets;  // what the groups targeted (speedup or median intervals)
+    std::size_t contended = 0;      // stopped timing_stop: contended
+    std::size_t preempted = 0;      // samples dropped as preempted, all groups
+    // The group during which other processes took the most CPU (foreign cores) and that load.
+    double worst_foreign_cores = -1;
+    std::string worst_group;
   };
   const Tally& tally() const { return tally_; }
   std::string tally_text() const;
+  // One plain line when groups were contended (how many, and what to do); empty otherwise.
+  std::string contention_text() const;
+  // The load over the groups measured so far, for context["host_load"]["worst_group"].
+  nlohmann::json worst_load_json() const;
 
  private:
   struct Member;
@@ -106,6 +117,13 @@ class GroupRunner {
                                       const std::vector<std::size_t>& timed,
                                       const std::vector<std::string>& cache_policy);
   void prepare(std::size_t group);
+  // The engine's settings for the active group: preempted samples are dropped unless the
+  // group's own threads outnumber the cores (in-process TP ranks on the CPU), where the
+  // group-level load decides instead (measure/interleave.hpp, contention_stop).
+  measure::EngineSettings engine_for_active();
+  // Why the active group's contention is not judged at all (ranks of a multi-process run that
+  // fill the cores: their waits and CPU time look like a neighbour's); empty when it is.
+  std::string contention_unjudged_;
   void fail_member(Member& m, const std::string& why);
   std::size_t blocks() const;  // per group measurement: --timing-blocks, else the backend's
   std::unique_ptr<Workspace> make_workspace(const Fixture& f);

@@ -23,6 +23,7 @@
 #include "group_runner.hpp"
 #include "groups.hpp"
 #include "launch_rank.hpp"
+#include "measure/contention.hpp"
 #include "options.hpp"
 #include "preflight.hpp"
 #include "progress.hpp"
@@ -123,7 +124,18 @@ int main(int argc, char** argv) {
       }
     }
 
+    // The CPU GEMM libraries' threads for the whole run, before the first GEMM (contention.hpp).
+    nlohmann::json cpu_threads;
+    if (comm.world != nullptr && options.cpu_threads == "auto") {
+      cpu_threads = {{"requested", "auto"},
+                     {"note",
+                      "multi-process run: the other ranks' polling would read as load, so each "
+                      "rank takes its share of the hardware threads (docs/tp.md)"}};
+    } else {
+      cpu_threads = bench::apply_cpu_thread_policy(options, backend);
+    }
     nlohmann::json context = collect_context(backend.context(), args);
+    context["cpu_threads"] = cpu_threads;
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
     // How each model was read: family, vLLM class, layers, what a fixture stands for, refusals.
@@ -224,10 +236,28 @@ int main(int argc, char** argv) {
     bench::ReportWriter writer(
         options.report, context, fields, bench::make_display_reporter(display),
         bench::Progress(std::move(planned), std::cerr, bench::Progress::stderr_is_terminal()));
+    // The host's load over the run (start here, end and the worst group at every write) and
+    // the ceilings as the sweep raised them, with every entry's roofline_fraction on them.
+    const nlohmann::json load_at_start = measure::to_json(measure::read_host_load());
+    writer.set_refresh([&](nlohmann::json& ctx, nlohmann::json& entries) {
+      ctx["host_load"] = {{"start", load_at_start},
+                          {"end", measure::to_json(measure::read_host_load())},
+                          {"worst_group", groups.worst_load_json()}};
+      if (timing.ceilings_log == nullptr) return;
+      ctx["ceilings"] = timing.ceilings_log->json();
+      for (auto& e : entries) {
+        if (!e.contains("roofline_fraction") || !e.contains("time_median")) continue;
+        const double frac = timing.ceilings_log->fraction(
+            bench::fixture_name(e.value("run_name", "")), e["time_median"].get<double>());
+        if (frac >= 0) e["roofline_fraction"] = frac;
+      }
+    });
     benchmark::RunSpecifiedBenchmarks(&writer);
     groups.release();
     TpRun::release_followers(comm);
     std::cerr << "fusebench: " << groups.tally_text() << "\n";
+    if (const std::string line = groups.contention_text(); !line.empty())
+      std::cerr << "fusebench: " << line << "\n";
     benchmark::Shutdown();
     if (!options.report.empty()) {
       if (!writer.flush()) return 2;

@@ -24,6 +24,15 @@ std::optional<std::size_t> parse_timing_blocks(const std::string& text) {
   return static_cast<std::size_t>(n);
 }
 
+std::optional<int> parse_cpu_threads(const std::string& text) {
+  if (text.empty() || text.size() > 4 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const int n = std::stoi(text);
+  if (n < 1 || n > 1024) return std::nullopt;
+  return n;
+}
+
 namespace {
 
 bool is_number(std::string_view text) {
@@ -124,6 +133,10 @@ void validate(const CLI::App& app, const Options& o) {
       throw std::invalid_argument("--timing-blocks: '" + o.timing_blocks +
                                   "' is invalid (auto, or a whole number of blocks 1..100)");
     }
+  }
+  if (o.cpu_threads != "auto" && !parse_cpu_threads(o.cpu_threads)) {
+    throw std::invalid_argument("--cpu-threads: '" + o.cpu_threads +
+                                "' is invalid (auto, or a whole number of threads 1..1024)");
   }
   for (int tp : o.tp) {
     if (tp < 1)
@@ -267,6 +280,9 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--timing-blocks", o.timing_blocks,
                  "measure each group in N blocks in a row and widen its intervals by their "
                  "spread (docs/timing.md): auto (5 on the CPU backend, 1 on a GPU) or 1..100");
+  app.add_option("--cpu-threads", o.cpu_threads,
+                 "CPU backend: threads of the GEMM libraries: auto (the cores not busy with "
+                 "other processes at the start, at least 1; docs/timing.md, Contention) or N");
   app.add_option("--gemm-algo", o.gemm_algo,
                  "timed: fastest of the top cuBLASLt heuristics per shape; heuristic: the first")
       ->check(CLI::IsMember({"timed", "heuristic"}));

@@ -46,12 +46,17 @@ struct Options {
   // GPU) or a count 1..100.
   std::string timing_blocks = "auto";
   std::string gemm_algo = "timed";  // timed | heuristic
+  // CPU GEMM libraries' threads (measure/contention.hpp): "auto" (the cores not busy with other
+  // processes at the start) or a count 1..1024.
+  std::string cpu_threads = "auto";
 };
 
 // Parses argv after Google Benchmark removed its own flags and checks the values (ranges,
 // duplicates, combinations). Returns -1 when the run should go on, else the exit code: 0 after
 // printing help, 2 after printing "fusebench: error: ..." (rank 0 alone prints under mpirun).
 int parse_options(int argc, char** argv, Options& options);
+// --cpu-threads=N: the count, or nullopt when N is not a whole number 1..1024.
+std::optional<int> parse_cpu_threads(const std::string& text);
 // --timing-blocks=N: the count, or nullopt when N is not a whole number 1..100.
 std::optional<std::size_t> parse_timing_blocks(const std::string& text);
 

@@ -112,6 +112,7 @@ void ReportWriter::Finalize() {
 
 bool ReportWriter::flush() {
   if (path_.empty()) return true;
+  if (refresh_) refresh_(context_, entries_);
   std::vector<std::string> dropped;
   nlohmann::json report = {{"context", context_}, {"benchmarks", entries_}};
   report = sanitize(report, &dropped);

@@ -5,6 +5,7 @@
 // mid-sweep loses nothing already measured.
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,13 @@ class ReportWriter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
 
+  // Called before every write with the context and the entries so far: figures that depend on
+  // the whole run (ceilings raised by later entries, the host's load at the end) are brought
+  // up to date in every rewrite, so an interrupted run's report is as consistent as a finished
+  // one.
+  using Refresh = std::function<void(nlohmann::json& context, nlohmann::json& entries)>;
+  void set_refresh(Refresh refresh) { refresh_ = std::move(refresh); }
+
   // Writes the report (atomically). Returns false, with a message on stderr, on failure.
   bool flush();
   std::size_t failures() const { return failures_; }
@@ -41,6 +49,7 @@ class ReportWriter : public benchmark::BenchmarkReporter {
   std::unique_ptr<benchmark::BenchmarkReporter> display_;
   Progress progress_;
   std::string last_counted_;  // the fixture the progress line last counted
+  Refresh refresh_;
 };
 
 // "qkv/split/.../timing:eager/iterations:1/manual_time" -> "qkv/split/.../timing:eager"

@@ -9,9 +9,41 @@
 
 namespace fusebench::bench {
 
+nlohmann::json apply_cpu_thread_policy(const Options& o, Backend& backend) {
+  if (backend.name() != "cpu") {
+    return {{"requested", o.cpu_threads},
+            {"note", "the " + backend.name() + " backend runs no CPU GEMM: not applied"}};
+  }
+  const measure::ThreadPolicy policy = measure::measure_thread_policy(o.cpu_threads);
+  Backend::set_host_thread_budget(policy.threads);
+  return policy.json;
+}
+
 TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
                          nlohmann::json& context) {
   TimingSetup t;
+  // Preempted samples: our threads' run delay around every host-timed sample.
+  t.run_delay = std::make_unique<measure::RunDelayProbe>();
+  t.settings.engine.run_delay = t.run_delay.get();
+  context["contention"] = {
+      {"preemption_check",
+       t.run_delay->available()
+           ? nlohmann::json("/proc/self/task/*/schedstat run delay")
+           : nlohmann::json("unavailable: " + t.run_delay->unavailable_reason())},
+      {"preempted_fraction", measure::kPreemptedFraction},
+      {"contended_drop_share", measure::kContendedDropShare},
+      {"contended_foreign_cores", measure::kContendedForeignCores},
+      {"method",
+       "host-timed samples (every CPU sample; eager and graph on a GPU): the run delay of this "
+       "process's threads (time runnable but waiting for a CPU, /proc/self/task/*/schedstat) "
+       "summed over the sample; above preempted_fraction of the sample's wall time the sample "
+       "is preempted: dropped and counted (samples_dropped_preempted). A group that did not "
+       "converge with at least contended_drop_share of its samples preempted stops "
+       "timing_stop: contended. A group whose own threads outnumber the cores (in-process TP "
+       "ranks) cannot tell its own waits from a neighbour's: it is contended when other "
+       "processes used more than contended_foreign_cores cores on average meanwhile "
+       "(/proc/stat minus this process). Contended entries are not judged by the charts, "
+       "summaries and gate."}};
   const bool gpu = backend.name() != "cpu";
   backend.set_gemm_algo_policy(o.gemm_algo);
   std::string why;
@@ -40,7 +72,9 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
   t.ceilings->json["measure_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   t.settings.ceilings = t.ceilings.get();
-  context["ceilings"] = t.ceilings->json;
+  t.ceilings_log = std::make_unique<measure::CeilingsLog>(*t.ceilings);
+  t.settings.ceilings_log = t.ceilings_log.get();
+  context["ceilings"] = t.ceilings_log->json();
 
   // The throttle rule compares each sample's clock with the clock a sustained GEMM load runs at
   // (probed while the ceilings were taken), not with the peak clock: at the power cap a big
@@ -140,7 +174,21 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
         {"sm_clock_mhz", "mean SM clock over the valid samples"},
         {"sm_clock_min_mhz", "lowest SM clock of a valid sample"},
         {"sm_clock_max_mhz", "highest SM clock of a valid sample"},
-        {"roofline_fraction", "roofline time (measured ceilings, per step) / time_median"}}}};
+        {"roofline_fraction",
+         "roofline time (the published ceilings, per step) / time_median; <= 1 by construction: "
+         "the ceilings are raised to any throughput the sweep observed (context.ceilings.raised)"},
+        {"contended",
+         "1 when the group stopped timing_stop: contended (not judged; timing_contended_note "
+         "says why); absent otherwise"},
+        {"samples_dropped_preempted",
+         "host-timed samples dropped: this process's threads waited for a CPU for more than "
+         "context.contention.preempted_fraction of the sample"},
+        {"host_wait_fraction",
+         "run delay of this process's threads over the entry's samples / their time"},
+        {"host_foreign_cores",
+         "CPU time other processes used while the group was measured, in cores (average)"},
+        {"host_psi_cpu_some",
+         "share of the group's time some task on the host waited for a CPU (PSI)"}}}};
   return t;
 }
 

@@ -19,8 +19,14 @@ namespace fusebench::bench {
 struct TimingSetup {
   std::unique_ptr<measure::DeviceTiming> device;
   std::unique_ptr<measure::MeasuredCeilings> ceilings;
+  std::unique_ptr<measure::CeilingsLog> ceilings_log;  // what the report publishes
+  std::unique_ptr<measure::RunDelayProbe> run_delay;   // preempted samples (contention.hpp)
   RunnerSettings settings;
 };
+// The CPU GEMM libraries' threads for the whole run (--cpu-threads; measure/contention.hpp),
+// set before anything runs a GEMM (the ceilings, verification and the sweep use them); the
+// choice and its reason for context["cpu_threads"]. A GPU backend runs no CPU GEMM: noted.
+nlohmann::json apply_cpu_thread_policy(const Options& options, Backend& backend);
 TimingSetup setup_timing(const Options& options, Backend& backend, const Sweep& sweep,
                          nlohmann::json& context);
 

@@ -125,6 +125,6 @@ def describe(c, threshold=None):
         return f"none: below {thr} at every token count ({span})"
     if kind == "not_resolved":
         if not c.get("has_intervals"):
-            return "not resolved (no intervals in the report: ratio of medians only)"
+            return "not resolved (no 95% interval at any token count: too few pairs, contended, or a ratio of medians)"
         return f"not resolved (vs {thr}: {_runs(states)})"
     return "no data"

@@ -38,6 +38,11 @@ EXTRA_COMPARISONS = {
 }
 # A layer segment with this value keeps the chart's historic file name (no layer suffix).
 DEFAULT_LAYER = {"qkv": "attention", "tp_attn": "attention", "gate_up": "dense", "tp_mlp": "dense"}
+# An interval needs this many paired ratios to exist at 95% (the order-statistic interval of a
+# median); below it an entry is "not judged: n < 6", whatever interval an older report carries.
+MIN_PAIRS = 6
+# timing_stop of a group that preemption kept from a valid interval (docs/timing.md, Contention).
+CONTENDED = "contended"
 # How a speedup was obtained (Ratio.method).
 PAIRED = "paired"  # the report's median of per-round paired ratios, interleaved measurement
 MEDIANS = "ratio of medians"  # baseline median / variant median; no interval
@@ -95,15 +100,39 @@ class Ratio:
     method: str  # PAIRED or MEDIANS
     over: str  # the variant it is measured against
     pairs: int | None = None
+    # Why no chart, summary or gate may judge it ("contended", "n < 6"), or None. Such a ratio
+    # never has an interval here.
+    not_judged: str | None = None
 
     @property
     def has_interval(self):
         return self.ci_low is not None and self.ci_high is not None
 
     def text(self, spec=".3g"):
+        if self.not_judged:
+            return f"{self.value:{spec}} (not judged: {self.not_judged})"
         if self.has_interval:
             return f"{self.value:{spec}} [{self.ci_low:{spec}}, {self.ci_high:{spec}}]"
         return f"{self.value:{spec}} (ratio of medians, no interval)"
+
+
+def not_judged_reason(e: Entry, pairs) -> str | None:
+    """Why entry e's speedup is no evidence: its group was contended, or it rests on too few
+    pairs for a 95% interval. None when it may be judged."""
+    if e.fields.get("timing_stop") == CONTENDED:
+        return CONTENDED
+    if pairs is not None and pairs < MIN_PAIRS:
+        return f"n < {MIN_PAIRS}"
+    return None
+
+
+def _judged(r: Ratio, e: Entry) -> Ratio:
+    """r without its interval when e's speedup may not be judged (not_judged_reason)."""
+    why = not_judged_reason(e, r.pairs)
+    if why:
+        r.ci_low = r.ci_high = None
+        r.not_judged = why
+    return r
 
 
 def _interval(value, lo, hi):
@@ -120,14 +149,14 @@ def _paired_ratio(e: Entry, over: str):
         v = e.counter("speedup")
         lo, hi = _interval(v, e.counter("speedup_ci_low"), e.counter("speedup_ci_high"))
         pairs = e.counter("speedup_pairs")
-        return Ratio(v, lo, hi, PAIRED, over, int(pairs) if pairs is not None else None)
+        return _judged(Ratio(v, lo, hi, PAIRED, over, int(pairs) if pairs is not None else None), e)
     so = e.fields.get("speedup_over")
     if isinstance(so, dict) and isinstance(so.get(over), dict) and _num(so[over].get("speedup")):
         d = so[over]
         v = _num(d["speedup"])
         lo, hi = _interval(v, d.get("ci_low"), d.get("ci_high"))
         pairs = _num(d.get("pairs"))
-        return Ratio(v, lo, hi, PAIRED, over, int(pairs) if pairs is not None else None)
+        return _judged(Ratio(v, lo, hi, PAIRED, over, int(pairs) if pairs is not None else None), e)
     return None
 
 
@@ -142,7 +171,7 @@ def speedup_between(e: Entry, base: Entry | None, over: str):
         inv = _paired_ratio(base, e.variant)
         if inv is not None and inv.value > 0:
             lo, hi = (1 / inv.ci_high, 1 / inv.ci_low) if inv.has_interval and inv.ci_low > 0 else (None, None)
-            return Ratio(1 / inv.value, lo, hi, PAIRED, over, inv.pairs)
+            return Ratio(1 / inv.value, lo, hi, PAIRED, over, inv.pairs, inv.not_judged)
         if base.time_ns and e.time_ns:
             return Ratio(base.time_ns / e.time_ns, None, None, MEDIANS, over)
     return None

@@ -131,6 +131,8 @@ def interval_text(value, lo, hi):
 def ratio_text(r):
     if r is None:
         return ""
+    if r.not_judged:
+        return f"{fmt(r.value)} (not judged: {r.not_judged})"
     if r.has_interval:
         return interval_text(r.value, r.ci_low, r.ci_high)
     return f"{fmt(r.value)} (ratio of medians)"

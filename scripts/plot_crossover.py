@@ -280,6 +280,11 @@ def build_figure(model, op, layer, groups, reports, args, summary):
                     model_why = "n/a (no model counters)"
             how = "" if methods == {fr.PAIRED} else (" [ratio of medians, no interval]" if methods == {fr.MEDIANS}
                                                      else " [intervals at some token counts only]")
+            unjudged = sorted({ratios[t].not_judged for t in toks if ratios[t].not_judged})
+            if unjudged:
+                # No band and no crossover rest on them (fusebench_report.not_judged_reason).
+                n = sum(1 for t in toks if ratios[t].not_judged)
+                how += f" [not judged at {n} token count(s): {', '.join(unjudged)}]"
             panel.notes.append(f"{variant} ({label}){how}: measured {fx.describe(cm, thr)} | model "
                                f"{fx.describe(cp, thr) if cp else model_why}")
             summary.append({
@@ -292,6 +297,7 @@ def build_figure(model, op, layer, groups, reports, args, summary):
                 "speedup_method": sorted(methods),
                 "speedup_measured": [[t, ratios[t].value, ratios[t].ci_low, ratios[t].ci_high, ratios[t].method]
                                      for t in toks],
+                "not_judged": {str(t): ratios[t].not_judged for t in toks if ratios[t].not_judged},
                 "speedup_model": predicted,
             })
 

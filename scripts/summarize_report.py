@@ -29,6 +29,8 @@ def fmt(v, spec=".3g"):
 def speedup_text(r):
     if r is None:
         return "n/a"
+    if r.not_judged:
+        return f"{r.value:.3f} (not judged: {r.not_judged})"
     if r.has_interval:
         return f"{r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
     return f"{r.value:.3f} (ratio of medians)"

@@ -450,3 +450,55 @@ TEST(GateReader, CounterKinds) {
   EXPECT_FALSE(is_bytes_counter("model_bytes"));
   EXPECT_FALSE(is_bytes_counter("bytes_per_second"));
 }
+
+// Issue 19: figures without evidence are not judged. A speedup on fewer than 6 pairs (even with
+// an older report's [min, max] "interval"), or a contended group's entry, fails nothing and is
+// said to be not judged; its counters are still gated.
+TEST_F(Gate, FewPairsAreNotJudged) {
+  const json base = entry(kA, 10,
+                          {{"speedup", 1.6},
+                           {"speedup_ci_low", 1.6},
+                           {"speedup_ci_high", 1.6},
+                           {"speedup_pairs", 1.0},
+                           {"samples", 1.0}});
+  const json cur = entry(kA, 20,  // twice as slow, and the speedup "lost"
+                         {{"speedup", 1.0},
+                          {"speedup_ci_low", 0.99},
+                          {"speedup_ci_high", 1.01},
+                          {"speedup_pairs", 2.0},
+                          {"samples", 2.0}});
+  EXPECT_EQ(run(report({base}), report({cur})), 0) << out;
+  EXPECT_NE(out.find("not judged: n < 6"), std::string::npos) << out;
+  EXPECT_EQ(out.find("LOST"), std::string::npos) << out;
+  EXPECT_EQ(out.find("SLOWER"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 benchmark(s) not judged"), std::string::npos) << out;
+  // Counters are still compared: a launch count change fails whatever the timing.
+  json changed = cur;
+  changed["launches"] = 4.0;
+  EXPECT_EQ(run(report({base}), report({changed})), 1) << out;
+}
+
+TEST_F(Gate, ContendedEntriesAreNotJudged) {
+  const json good = entry(kA, 10,
+                          {{"speedup", 1.5},
+                           {"speedup_ci_low", 1.45},
+                           {"speedup_ci_high", 1.55},
+                           {"speedup_pairs", 100.0},
+                           {"samples", 100.0}});
+  json contended = entry(kA, 30,
+                         {{"speedup", 1.0},
+                          {"speedup_ci_low", 0.98},
+                          {"speedup_ci_high", 1.02},
+                          {"speedup_pairs", 100.0},
+                          {"samples", 100.0},
+                          {"samples_dropped_preempted", 40.0}});
+  contended["timing_stop"] = "contended";
+  EXPECT_EQ(run(report({good}), report({contended})), 0) << out;
+  EXPECT_NE(out.find("not judged: contended (current)"), std::string::npos) << out;
+  EXPECT_EQ(run(report({contended}), report({good})), 0) << out;
+  EXPECT_NE(out.find("not judged: contended (baseline)"), std::string::npos) << out;
+  // The same intervals without the contention mark: LOST, exit 1 (the rule itself still bites).
+  contended.erase("timing_stop");
+  EXPECT_EQ(run(report({good}), report({contended})), 1) << out;
+  EXPECT_NE(out.find("LOST"), std::string::npos) << out;
+}

@@ -121,7 +121,10 @@ TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
       EXPECT_LE(b["speedup_ci_low"].get<double>(), b["speedup"].get<double>()) << name;
       EXPECT_GE(b["speedup_ci_high"].get<double>(), b["speedup"].get<double>()) << name;
       if (blocks > 1) {
-        EXPECT_EQ(b["speedup_blocks"].size(), blocks) << name;
+        // One value per block with a speedup (a block whose samples were all preempted, beside
+        // a busy neighbour, has none).
+        EXPECT_LE(b["speedup_blocks"].size(), blocks) << name;
+        EXPECT_GE(b["speedup_blocks"].size(), 1u) << name;
         // The reported interval holds the between-block one.
         EXPECT_LE(b["speedup_ci_low"].get<double>(),
                   b["speedup_ci_between_blocks"][0].get<double>() * (1 + 1e-12))

@@ -95,6 +95,11 @@ class Backend {
   // CPU: the threads this backend's GEMM libraries use from now on (0: their defaults). TP ranks
   // sharing one machine split its cores, as ranks on their own GPUs do not compete.
   virtual void set_host_threads(int threads) { (void)threads; }
+  // CPU: what "the defaults" (set_host_threads(0)) means for this process, and what TP ranks on
+  // this machine split among them: the run's thread policy (--cpu-threads). 0: every hardware
+  // thread, the libraries' own defaults.
+  static void set_host_thread_budget(int threads);
+  static int host_thread_budget();
   virtual void act_and_mul(const ActAndMulArgs& args) = 0;
   void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) {
     act_and_mul({gate, up, out});

@@ -39,7 +39,14 @@ struct Entry {
   std::map<std::string, double> counters;  // numeric top-level keys of the first repetition
   std::optional<SpeedupInterval> speedup;  // of the first repetition, when it has an interval
   std::map<std::string, std::string> counters_unavailable;  // counter -> why, as the report says
+  // Why its time and speedup are no evidence (the time and speedup rules skip it, saying so):
+  // "contended" (timing_stop: contended), "n < 6" (a speedup on fewer than 6 pairs, or a
+  // median of fewer than 6 samples: no 95% interval exists); empty when it may be judged.
+  std::string not_judged;
 };
+
+// The fewest values a 95% interval of a median exists for (the order-statistic interval).
+inline constexpr double kMinIntervalValues = 6;
 
 struct Report {
   std::string file;            // for messages
@@ -90,6 +97,7 @@ struct Result {
   std::vector<Finding> findings;
   std::string baseline_device, current_device;
   int compared = 0;
+  int not_judged = 0;  // benchmarks whose time and speedup were not judged (Entry::not_judged)
   SpeedupCoverage speedup;
   bool failed() const;
 };

@@ -1,8 +1,17 @@
 #include "fusebench/backend.hpp"
 
+#include <atomic>
 #include <stdexcept>
 
 namespace fusebench {
+namespace {
+std::atomic<int> g_host_thread_budget{0};
+}  // namespace
+
+void Backend::set_host_thread_budget(int threads) {
+  g_host_thread_budget = threads < 0 ? 0 : threads;
+}
+int Backend::host_thread_budget() { return g_host_thread_budget; }
 
 void Backend::gemm_grouped(std::span<const GemmArgs>) {
   throw std::runtime_error("the " + name() + " backend has no grouped GEMM");

@@ -238,13 +238,19 @@ void CpuGemm::set_threads(int threads) {
   threads_ = threads;
 }
 
-int CpuGemm::threads() const { return threads_ > 0 ? threads_ : default_blas_threads_; }
+int CpuGemm::threads() const {
+  if (threads_ > 0) return threads_;
+  const int budget = Backend::host_thread_budget();  // the run's policy (--cpu-threads)
+  return budget > 0 ? budget : default_blas_threads_;
+}
 
 void CpuGemm::apply_threads() const {
-  const int blas = threads_ > 0 ? threads_ : default_blas_threads_;
+  const int budget = Backend::host_thread_budget();
+  const int chosen = threads_ > 0 ? threads_ : budget;
+  const int blas = chosen > 0 ? chosen : default_blas_threads_;
   if (openblas_get_num_threads() != blas) openblas_set_num_threads(blas);
   if (default_omp_threads_ > 0) {
-    const int omp = threads_ > 0 ? threads_ : default_omp_threads_;
+    const int omp = chosen > 0 ? chosen : default_omp_threads_;
     if (omp_max_threads() != omp) omp_set_threads(omp);
   }
 }
@@ -370,7 +376,7 @@ nlohmann::json CpuGemm::context() const {
   j["openblas"] = {{"config", openblas_get_config()},
                    {"core", openblas_get_corename()},
                    {"threading", openblas_parallel()},
-                   {"threads", openblas_get_num_threads()}};
+                   {"threads", threads()}};
 #ifdef FUSEBENCH_HAVE_DNNL
   const dnnl_version_t* v = dnnl_version();
   const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP          ? "openmp"
@@ -378,11 +384,15 @@ nlohmann::json CpuGemm::context() const {
                         : v->cpu_runtime == DNNL_RUNTIME_SEQ        ? "sequential"
                         : v->cpu_runtime == DNNL_RUNTIME_THREADPOOL ? "threadpool"
                                                                     : "other";
-  j["onednn"] = {{"version", std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                                 std::to_string(v->patch)},
-                 {"git_hash", v->hash != nullptr ? v->hash : ""},
-                 {"threading", runtime},
-                 {"threads", v->cpu_runtime == DNNL_RUNTIME_OMP ? omp_max_threads() : -1}};
+  j["onednn"] = {
+      {"version",
+       std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch)},
+      {"git_hash", v->hash != nullptr ? v->hash : ""},
+      {"threading", runtime},
+      {"threads",
+       v->cpu_runtime == DNNL_RUNTIME_OMP
+           ? (threads_ > 0 || Backend::host_thread_budget() > 0 ? threads() : omp_max_threads())
+           : -1}};
 #else
   j["onednn"] = "unavailable: built without oneDNN (install libdnnl-dev)";
 #endif

@@ -175,7 +175,10 @@ measure::DeviceTiming* device_timing_for(Backend& backend,
 // with two library threads each oversubscribed them and moved sp/overlap ratios by up to 60%
 // between back-to-back runs (one thread each: within 10%). No effect on GPU backends.
 int host_threads_per_rank(int ranks) {
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The run's thread policy (--cpu-threads: the cores free at the start), else every core.
+  const int budget = Backend::host_thread_budget();
+  const int hw =
+      budget > 0 ? budget : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, hw / std::max(1, ranks));
 }
 
@@ -474,6 +477,13 @@ TpRun::TpRun(std::vector<Workspace*> workspaces, std::vector<TpMember> members, 
     local_.clear();
     throw;
   }
+}
+
+int TpRun::busy_threads(bool second_lane) const {
+  // A multi-process run's ranks on this machine are processes of their own, as busy as this one.
+  const int ranks = leader_ && comm_ != nullptr ? local_ranks(comm_->size())
+                                                : static_cast<int>(local_.size()) + 1;
+  return ranks * std::max(1, host_threads_) + (second_lane ? ranks : 0);
 }
 
 void TpRun::split_host_threads() {

@@ -88,6 +88,12 @@ class TpRun {
 
   std::size_t members() const { return members_.size(); }
   Communicator* comm() { return comm_; }
+  // Threads a pipeline runs on this machine: its ranks here (threads of this process, or the
+  // launcher's local processes) times their GEMM threads, plus one per rank for a plan's second
+  // lane. On a CPU backend, more than the
+  // cores means the ranks wait for each other's CPU, which a run-delay check cannot tell from a
+  // busy neighbour's (measure/contention.hpp).
+  int busy_threads(bool second_lane) const;
   // One run of member `member`'s pipeline on every rank (posts it to the other ranks, runs this
   // one).
   void region(std::size_t member = 0);

@@ -155,7 +155,14 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       continue;
     }
 
-    if (!o.ignore_time) {
+    const std::string& unjudged = !cur->not_judged.empty() ? cur->not_judged : base.not_judged;
+    if (!o.ignore_time && !unjudged.empty()) {
+      // A contended or few-sample figure is what the scheduler did, or no evidence at all:
+      // neither its time nor its speedup may fail (or pass) the gate.
+      add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
+          "not judged: " + unjudged + (cur->not_judged.empty() ? " (baseline)" : " (current)"));
+      ++r.not_judged;
+    } else if (!o.ignore_time) {
       if (base.time_ns <= 0) {
         add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
             "baseline time is 0: not compared");
@@ -292,6 +299,10 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
   }
   out << "\nfusebench-gate: speedup rule (a current interval wholly below the baseline's fails): "
       << speedup_rule_summary(r) << "\n";
+  if (r.not_judged > 0)
+    out << "fusebench-gate: " << r.not_judged
+        << " benchmark(s) not judged on time or speedup (contended, or fewer than 6 samples or "
+           "pairs: no 95% interval)\n";
   out << "fusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device << " vs "
       << r.current_device << "): " << failures << " regression(s), " << faster << " faster, "
       << added << " new, " << notes << " note(s): " << (r.failed() ? "FAIL" : "PASS") << "\n";
@@ -316,6 +327,10 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
       << plain_percent(o.bytes_tolerance) << "; exact counters within "
       << plain_percent(o.exact_tolerance) << ".\n\n";
   out << "Speedup rule: " << speedup_rule_summary(r) << "\n\n";
+  if (r.not_judged > 0)
+    out << "Not judged: " << r.not_judged
+        << " benchmark(s) on time and speedup (contended, or fewer than 6 samples or pairs: no "
+           "95% interval).\n\n";
   auto row = [&](const Finding& f) {
     std::string name = f.benchmark;
     for (auto& ch : name) {

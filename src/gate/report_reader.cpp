@@ -97,6 +97,18 @@ std::map<std::string, std::string> read_unavailable(const nlohmann::json& b) {
   return why;
 }
 
+// Why an element's time and speedup are no evidence (Entry::not_judged); empty: judged.
+std::string not_judged_reason(const nlohmann::json& b) {
+  const auto stop = b.find("timing_stop");
+  if (stop != b.end() && stop->is_string() && *stop == "contended") return "contended";
+  for (const char* key : {"speedup_pairs", "samples"}) {
+    const auto it = b.find(key);
+    if (it != b.end() && it->is_number() && it->get<double>() < kMinIntervalValues)
+      return std::string("n < 6 (") + key + " " + number(it->get<double>()) + ")";
+  }
+  return {};
+}
+
 // Per-benchmark accumulation before folding into an Entry.
 struct Pending {
   std::vector<double> rep_times_ns;
@@ -105,6 +117,7 @@ struct Pending {
   std::map<std::string, double> aggregate_counters;  // from the mean aggregate, as a fallback
   std::optional<SpeedupInterval> speedup, aggregate_speedup;
   std::map<std::string, std::string> unavailable;
+  std::string not_judged;
   int errors = 0;
   int runs = 0;
   std::string error_message;
@@ -237,6 +250,7 @@ Report parse_report(std::string_view text, const std::string& file) {
       }
       p.speedup = speedup;
       p.unavailable = read_unavailable(b);
+      p.not_judged = not_judged_reason(b);
     }
   }
 
@@ -250,6 +264,7 @@ Report parse_report(std::string_view text, const std::string& file) {
     e.counters = p.counters.empty() ? p.aggregate_counters : p.counters;
     e.speedup = p.counters.empty() ? p.aggregate_speedup : p.speedup;
     e.counters_unavailable = p.unavailable;
+    e.not_judged = p.not_judged;
     if (p.aggregates_ns.count("median")) {
       e.time_ns = p.aggregates_ns["median"];
     } else if (!p.rep_times_ns.empty()) {

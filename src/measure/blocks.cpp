@@ -151,10 +151,24 @@ GroupMeasurement combine_blocks(const std::vector<GroupMeasurement>& blocks,
   out.speedup.assign(k, std::vector<std::optional<Estimate>>(k));
   out.speedup_blocks.assign(k, std::vector<BlockSpread>(k));
   bool timed_out = false, max_samples = false;
+  out.preemption_checked = true;
+  out.contention_watched = true;
+  double foreign_core_seconds = 0, psi_seconds = 0;
+  bool foreign_known = true, psi_known = true;
   for (const GroupMeasurement& b : blocks) {
     out.rounds += b.rounds;
     out.wall_seconds += b.wall_seconds;
-    timed_out = timed_out || b.stop == StopReason::timed_out;
+    out.preemption_checked = out.preemption_checked && b.preemption_checked;
+    out.contention_watched = out.contention_watched && b.contention_watched;
+    // The load over the blocks: their seconds summed, the averages weighted by them.
+    out.load.wall_s += b.load.wall_s;
+    foreign_known = foreign_known && b.load.foreign_cores.has_value();
+    psi_known = psi_known && b.load.psi_some_fraction.has_value();
+    foreign_core_seconds += b.load.foreign_cores.value_or(0) * b.load.wall_s;
+    psi_seconds += b.load.psi_some_fraction.value_or(0) * b.load.wall_s;
+    // A contended block ran out of valid samples as a timed-out one ran out of time; whether
+    // the combined measurement is contended is decided on the totals below.
+    timed_out = timed_out || b.stop == StopReason::timed_out || b.stop == StopReason::contended;
     max_samples = max_samples || b.stop == StopReason::max_samples;
   }
   for (std::size_t m = 0; m < k; ++m) {
@@ -219,6 +233,11 @@ GroupMeasurement combine_blocks(const std::vector<GroupMeasurement>& blocks,
   } else {
     out.stop = StopReason::blocks_disagree;
   }
+  if (out.load.wall_s > 0) {
+    if (foreign_known) out.load.foreign_cores = foreign_core_seconds / out.load.wall_s;
+    if (psi_known) out.load.psi_some_fraction = psi_seconds / out.load.wall_s;
+  }
+  apply_contention(out);
   return out;
 }
 

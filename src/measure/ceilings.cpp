@@ -1,30 +1,81 @@
 #include "measure/ceilings.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 namespace fusebench::measure {
 namespace {
 
-double host_copy_bandwidth(std::size_t bytes, int reps) {
-  std::vector<char> a(bytes, 1), b(bytes, 2);
+using Clock = std::chrono::steady_clock;
+
+// CPU ceilings repeat until the best has not improved by kSettleGain over this many repeats:
+// one best-of-3 1024^3 GEMM gave bf16 "peaks" of 134-964 GFLOP/s between runs here.
+constexpr int kCpuSettleReps = 8;
+constexpr double kSettleGain = 0.01;
+constexpr double kCpuCopyCapS = 0.3;  // per measurement: the whole CPU set stays under ~1 s
+constexpr double kCpuGemmCapS = 0.3;
+
+// Whether a repeat loop should go on: before `min_reps`, or while the best improved recently.
+struct Settle {
+  int min_reps = 0, since_gain = 0, reps = 0;
   double best = 0;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::memcpy(i % 2 ? a.data() : b.data(), i % 2 ? b.data() : a.data(), bytes);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (s > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / s);
+  double cap_s = 0;
+  Clock::time_point start = Clock::now();
+  void add(double value) {
+    ++reps;
+    if (value > best * (1 + kSettleGain)) {
+      since_gain = 0;
+    } else {
+      ++since_gain;
+    }
+    best = std::max(best, value);
   }
-  return best;
+  bool more() const {
+    if (reps < min_reps) return true;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    return since_gain < kCpuSettleReps && elapsed < cap_s;
+  }
+};
+
+double host_copy_bandwidth(std::size_t bytes, int* reps_taken) {
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  Settle settle{4, 0, 0, 0, kCpuCopyCapS};
+  for (int i = 0; settle.more(); ++i) {
+    const auto t0 = Clock::now();
+    std::memcpy(i % 2 ? a.data() : b.data(), i % 2 ? b.data() : a.data(), bytes);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s > 0) settle.add(2.0 * static_cast<double>(bytes) / s);
+  }
+  *reps_taken = settle.reps;
+  return settle.best;
+}
+
+std::optional<std::string> cpuinfo_value(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string v = line.substr(colon + 1);
+    v.erase(0, v.find_first_not_of(" \t"));
+    return v;
+  }
+  return std::nullopt;
 }
 
 // Best FLOP/s of an n x n x n product y = x w^T on random data. With `device`, the GEMMs run
 // for at least `min_load_s` (sustained load, so the clock settles where the power cap puts it)
 // and the SM clock is probed right behind each one into `clocks`.
 double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps, DeviceTiming* device,
-                 double min_load_s, std::vector<double>* clocks) {
+                 double min_load_s, std::vector<double>* clocks, int* reps_taken) {
   const std::size_t elems = static_cast<std::size_t>(n * n);
   const std::size_t bytes = elems * dtype_size(dtype);
   // Random, never-zero values (power draw, hence clocks, depend on the data); a 1 Mi-element
@@ -51,7 +102,11 @@ double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps, Device
     auto timer = backend.make_timer();
     constexpr int kMaxReps = 400;
     double loaded = 0;
-    for (int i = 0; i < kMaxReps && (i < reps || loaded < min_load_s); ++i) {
+    // CPU: until the best settles (Settle); GPU: `reps` or more, for at least min_load_s.
+    Settle settle{reps, 0, 0, 0, kCpuGemmCapS};
+    for (int i = 0;
+         i < kMaxReps && (device == nullptr ? settle.more() : (i < reps || loaded < min_load_s));
+         ++i) {
       timer->start();
       backend.gemm(args);
       timer->stop();
@@ -59,7 +114,12 @@ double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps, Device
       if (device != nullptr) device->probe_clock();
       const double s = timer->seconds();
       loaded += s;
-      if (s > 0) best = std::max(best, 2.0 * static_cast<double>(n) * n * n / s);
+      if (s > 0) {
+        const double flops = 2.0 * static_cast<double>(n) * n * n / s;
+        best = std::max(best, flops);
+        settle.add(flops);
+      }
+      *reps_taken = i + 1;
       if (device != nullptr) {
         backend.synchronize();
         if (const double mhz = device->probed_clock_mhz(); mhz > 0 && clocks)
@@ -95,31 +155,45 @@ MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dt
   const bool gpu = device != nullptr;
   // GPU: 1 GiB per buffer is far beyond L2; CPU: 64 MiB beyond any LLC here, and cheap.
   const std::size_t copy_bytes = gpu ? (std::size_t{1} << 30) : (std::size_t{64} << 20);
-  const int copy_reps = gpu ? 10 : 4;
+  int copy_reps = gpu ? 10 : 0;
   out.bandwidth = gpu ? device->copy_bandwidth(copy_bytes, copy_reps)
-                      : host_copy_bandwidth(copy_bytes, copy_reps);
+                      : host_copy_bandwidth(copy_bytes, &copy_reps);
   const std::int64_t n = gpu ? 8192 : 1024;
-  const int reps = gpu ? 10 : 3;
+  const int reps = gpu ? 10 : 4;
+  int gemm_reps_max = 0;
   // GPU: 0.25 s of back-to-back GEMMs per dtype, long enough for the clock to settle under load.
   const double min_load_s = gpu ? 0.25 : 0;
   nlohmann::json by_dtype = nlohmann::json::object();
   std::vector<double> clocks;  // of the first dtype (the sweep's main one)
   for (DType d : dtypes) {
     if (!backend.unsupported_reason(d).empty() || out.peak_flops.count(d)) continue;
+    int taken = 0;
     out.peak_flops[d] = gemm_peak(backend, d, n, reps, device, min_load_s,
-                                  out.peak_flops.empty() ? &clocks : nullptr);
+                                  out.peak_flops.empty() ? &clocks : nullptr, &taken);
+    gemm_reps_max = std::max(gemm_reps_max, taken);
     by_dtype[std::string(to_string(d))] = out.peak_flops[d];
   }
-  out.json = {{"source", "measured"},
-              {"bandwidth", out.bandwidth},
-              {"bandwidth_method",
-               std::string(gpu ? "cudaMemcpyAsync device-to-device" : "memcpy") + " of " +
-                   std::to_string(copy_bytes >> 20) +
-                   " MiB, (read + written bytes) / time, best of " + std::to_string(copy_reps)},
-              {"peak_flops_by_dtype", by_dtype},
-              {"gemm_method", "backend GEMM " + std::to_string(n) + "^3 on random data, best of " +
-                                  std::to_string(reps) +
-                                  (gpu ? " or more (at least 0.25 s of GEMMs per dtype)" : "")}};
+  const std::string settle = gpu ? std::string()
+                                 : " (repeated until the best had not improved by 1% over " +
+                                       std::to_string(kCpuSettleReps) +
+                                       " repeats, at most 0.3 s; up to " +
+                                       std::to_string(gemm_reps_max) +
+                                       " GEMM repeats taken), with the run's GEMM "
+                                       "library path and threads";
+  out.json = {
+      {"source", "measured"},
+      {"bandwidth", out.bandwidth},
+      {"bandwidth_method",
+       std::string(gpu ? "cudaMemcpyAsync device-to-device" : "memcpy") + " of " +
+           std::to_string(copy_bytes >> 20) + " MiB, (read + written bytes) / time, best of " +
+           std::to_string(copy_reps) + (gpu ? "" : " (until the best settled, at most 0.3 s)")},
+      {"peak_flops_by_dtype", by_dtype},
+      {"gemm_method",
+       "backend GEMM " + std::to_string(n) + "^3 on random data, best of " +
+           (gpu ? std::to_string(reps) + " or more (at least 0.25 s of GEMMs per dtype)"
+                : "the repeats") +
+           settle}};
+  if (!gpu) out.json["physical_peak"] = cpu_physical_peak();
   if (!clocks.empty()) {
     // The first probes may still see the idle-to-load transition: the second half settled.
     std::vector<double> settled(clocks.begin() + static_cast<std::ptrdiff_t>(clocks.size() / 2),
@@ -143,6 +217,118 @@ MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dt
     out.json["peak_flops_dtype"] = to_string(dtypes.front());
   }
   return out;
+}
+
+nlohmann::json cpu_physical_peak() {
+  std::ifstream in("/proc/cpuinfo");
+  if (!in) return {{"unavailable", "/proc/cpuinfo is not readable"}};
+  std::ostringstream all;
+  all << in.rdbuf();
+  const std::string text = all.str();
+  const auto flags = cpuinfo_value(text, "flags");
+  const auto mhz = cpuinfo_value(text, "cpu MHz");
+  const auto model = cpuinfo_value(text, "model name");
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (!flags || !mhz || cores < 1) return {{"unavailable", "/proc/cpuinfo lacks flags or cpu MHz"}};
+  const auto has = [&](const std::string& flag) {
+    std::istringstream f(*flags);
+    std::string w;
+    while (f >> w)
+      if (w == flag) return true;
+    return false;
+  };
+  const int lanes = has("avx512f") ? 16 : (has("avx2") || has("avx")) ? 8 : 4;
+  const bool fma = has("fma") || has("avx512f");
+  const double clock_hz = std::atof(mhz->c_str()) * 1e6;
+  const double per_unit_fp32 =
+      static_cast<double>(cores) * lanes * (fma ? 2 : 1) * clock_hz;  // one FMA: 2 FLOPs a lane
+  const bool bf16_dot = has("avx512_bf16");
+  nlohmann::json j = {
+      {"cpu", model.value_or("unknown")},
+      {"cores", cores},
+      {"clock_mhz", clock_hz / 1e6},
+      {"clock_source",
+       "/proc/cpuinfo cpu MHz (under a hypervisor the nominal clock: a boost clock above it "
+       "raises the true peak)"},
+      {"fp32_lanes", lanes},
+      {"fma", fma},
+      {"bf16_dot_product", bf16_dot},
+      {"fp32_per_fma_unit", per_unit_fp32},
+      {"fp32_two_fma_units", 2 * per_unit_fp32},
+      {"formula",
+       "cores x fp32 lanes x 2 (FMA) x clock per FMA unit; bf16 dot products (avx512_bf16) do "
+       "twice the fp32 FLOPs; FMA units per core (1 or 2 with AVX-512) are not exposed by "
+       "cpuid, so one and two units are given"}};
+  if (bf16_dot) {
+    j["bf16_per_fma_unit"] = 2 * per_unit_fp32;
+    j["bf16_two_fma_units"] = 4 * per_unit_fp32;
+  }
+  return j;
+}
+
+CeilingsLog::CeilingsLog(const MeasuredCeilings& measured)
+    : measured_(measured), bandwidth_(measured.bandwidth), peak_(measured.peak_flops) {}
+
+Ceilings CeilingsLog::for_dtype(DType dtype) const {
+  Ceilings c;
+  c.bandwidth = bandwidth_;
+  if (auto it = peak_.find(dtype); it != peak_.end()) c.peak_flops = it->second;
+  c.source = raised_.empty() ? "measured" : "measured, raised to what the sweep observed";
+  return c;
+}
+
+void CeilingsLog::observe(const std::string& name, DType dtype, const Plan& plan, double seconds) {
+  seen_.insert_or_assign(name, Seen{plan, dtype});
+  if (!(seconds > 0) || !peak_.count(dtype) || !(bandwidth_ > 0) || !(peak_[dtype] > 0)) return;
+  const double before_peak = peak_[dtype], before_bw = bandwidth_;
+  if (roofline_seconds(plan, for_dtype(dtype)) <= seconds) return;
+  const Cost cost = cost_of(plan);
+  peak_[dtype] = std::max(peak_[dtype], cost.flops / seconds);
+  bandwidth_ = std::max(bandwidth_, cost.bytes / seconds);
+  // Steps bound differently each may still sum above the time: scale both (the ridge stays).
+  const double over = roofline_seconds(plan, for_dtype(dtype)) / seconds;
+  if (over > 1) {
+    peak_[dtype] *= over;
+    bandwidth_ *= over;
+  }
+  ++raised_count_;
+  if (raised_.size() >= 32) return;  // the first ones say why; the count says how many
+  raised_.push_back({{"entry", name},
+                     {"dtype", to_string(dtype)},
+                     {"seconds", seconds},
+                     {"peak_flops_from", before_peak},
+                     {"peak_flops_to", peak_[dtype]},
+                     {"bandwidth_from", before_bw},
+                     {"bandwidth_to", bandwidth_}});
+}
+
+double CeilingsLog::fraction(const std::string& name, double seconds) const {
+  const auto it = seen_.find(name);
+  if (it == seen_.end()) return -1;
+  return roofline_fraction(it->second.plan, seconds, for_dtype(it->second.dtype));
+}
+
+nlohmann::json CeilingsLog::json() const {
+  nlohmann::json j = measured_.json;
+  if (raised_.empty()) return j;
+  j["source"] = "measured, raised to what the sweep observed";
+  j["measured_bandwidth"] = measured_.bandwidth;
+  j["measured_peak_flops_by_dtype"] = j["peak_flops_by_dtype"];
+  j["bandwidth"] = bandwidth_;
+  nlohmann::json by = nlohmann::json::object();
+  for (const auto& [d, v] : peak_) by[std::string(to_string(d))] = v;
+  j["peak_flops_by_dtype"] = by;
+  if (j.contains("peak_flops_dtype")) {
+    for (const auto& [d, v] : peak_)
+      if (to_string(d) == j["peak_flops_dtype"].get<std::string>()) j["peak_flops"] = v;
+  }
+  j["raised"] = raised_;
+  j["raised_count"] = raised_count_;
+  j["raised_note"] =
+      "the sweep ran faster than a measured ceiling: published ceilings are never below what "
+      "the sweep observed (each raise names its entry), so roofline_fraction <= 1 by "
+      "construction";
+  return j;
 }
 
 double roofline_fraction(const Plan& plan, double measured_s, const Ceilings& c) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "fusebench/backend.hpp"
@@ -27,10 +28,48 @@ struct MeasuredCeilings {
   Ceilings for_dtype(DType dtype) const;  // source "measured"
 };
 
-// `device` null: the backend's memory is host memory (CPU backend). Sizes are chosen so the
-// CPU measurement stays under ~2 s on two cores.
+// `device` null: the backend's memory is host memory (CPU backend): each measurement repeats
+// until its best has not improved by 1% over kCpuSettleReps repeats (within a time cap), so a
+// slow first repeat or a busy moment does not become the ceiling; context gets the CPU's
+// physical peak (cpu_physical_peak) beside it.
 MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dtypes,
                                   DeviceTiming* device);
+
+// The CPU's physical peak from its own figures (/proc/cpuinfo: cores, flags, clock): FLOP/s per
+// FMA unit = cores x fp32 lanes x 2 x clock, bf16 twice that with avx512_bf16 dot products; the
+// number of FMA units per core is not exposed by cpuid (1 or 2 on x86 cores with AVX-512), so
+// both bounds are given. Empty where /proc/cpuinfo is unreadable.
+nlohmann::json cpu_physical_peak();
+
+// The ceilings a run publishes: the measured ones, raised wherever the sweep itself ran faster,
+// so no entry's roofline_fraction exceeds 1 by construction (a ceiling below a throughput the
+// sweep observed is a measurement that went wrong: a cold start, a busy moment). An entry above
+// the roofline first raises the peak to its FLOP/s and the bandwidth to its byte rate; if its
+// steps' roofline still exceeds its time (mixed-bound steps), both are scaled by that factor
+// (which keeps the ridge). Every raise is recorded with the entry that caused it.
+class CeilingsLog {
+ public:
+  explicit CeilingsLog(const MeasuredCeilings& measured);
+  // Entry `name` ran `plan` in `seconds` per run: raises the ceilings where needed.
+  void observe(const std::string& name, DType dtype, const Plan& plan, double seconds);
+  Ceilings for_dtype(DType dtype) const;  // the current ceilings
+  // roofline_fraction of `name` at `seconds` on the current ceilings; < 0 when unknown.
+  double fraction(const std::string& name, double seconds) const;
+  // context["ceilings"]: the measured ceilings, what the sweep raised and why.
+  nlohmann::json json() const;
+
+ private:
+  MeasuredCeilings measured_;
+  double bandwidth_ = 0;
+  std::map<DType, double> peak_;
+  struct Seen {
+    Plan plan;
+    DType dtype;
+  };
+  std::map<std::string, Seen> seen_;
+  nlohmann::json raised_ = nlohmann::json::array();
+  std::size_t raised_count_ = 0;
+};
 
 // The entry's fraction of the roofline: roofline_seconds(plan) (each step bound by its own
 // arithmetic intensity) / measured time; 1 = at the ceiling. Negative when not computable.

@@ -33,7 +33,7 @@ void GroupSamples::add(std::size_t m, const std::optional<Sample>& s) {
   if (rounds_ == 0) throw std::logic_error("GroupSamples::add before begin_round");
   if (!s) return;
   samples_.at(m).push_back(*s);
-  if (is_throttled(*s, rule_)) return;
+  if (is_dropped(*s, rule_)) return;
   values_.at(m).back() = s->seconds;
   ++valid_[m];
   measured_[m] += s->total_seconds;
@@ -107,6 +107,19 @@ StopReason decide(const Assessment& a, const GroupSamples& g, double wall_elapse
       g.rounds() >= rule.timeout_min_rounds)
     return StopReason::timed_out;
   return StopReason::keep_going;
+}
+
+StopReason contention_stop(StopReason stop, bool host_timed, bool checked, std::size_t samples,
+                           std::size_t dropped_preempted, std::optional<double> foreign_cores) {
+  if (!host_timed || stop == StopReason::keep_going) return stop;
+  if (checked) {
+    if (stop == StopReason::converged || dropped_preempted == 0) return stop;
+    return static_cast<double>(dropped_preempted) >=
+                   kContendedDropShare * static_cast<double>(std::max<std::size_t>(samples, 1))
+               ? StopReason::contended
+               : stop;
+  }
+  return foreign_cores && *foreign_cores > kContendedForeignCores ? StopReason::contended : stop;
 }
 
 }  // namespace fusebench::measure

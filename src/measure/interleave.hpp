@@ -78,6 +78,19 @@ struct Assessment {
 };
 Assessment assess(const GroupSamples& g, std::optional<std::size_t> baseline);
 
+// Contention (contention.hpp) and a measurement's stop reason. Host-timed groups only (eager,
+// graph, every CPU group); device-timed ones keep `stop`.
+//   checked (each sample tested for preemption): converged stays (its valid samples waited for
+//     no CPU); otherwise contended when preempted samples are at least kContendedDropShare of
+//     all samples taken: preemption, not noise, kept it from its interval;
+//   not checked (its own threads outnumber the cores, or the run delay is unreadable): contended
+//     when other processes used more than kContendedForeignCores cores on average meanwhile,
+//     converged or not: nothing tells which of its samples they hit.
+inline constexpr double kContendedDropShare = 0.10;
+inline constexpr double kContendedForeignCores = 0.25;
+StopReason contention_stop(StopReason stop, bool host_timed, bool checked, std::size_t samples,
+                           std::size_t dropped_preempted, std::optional<double> foreign_cores);
+
 // Converged, else max_samples (rounds), else timed_out (wall time >= max_time_s x members, once
 // rule.timeout_min_rounds rounds are taken), else keep_going.
 StopReason decide(const Assessment& a, const GroupSamples& g, double wall_elapsed_s);

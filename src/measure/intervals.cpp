@@ -88,7 +88,9 @@ std::string interval_method_text(double confidence) {
          "samples taken in the same round of the interleaved measurement); time_median: this "
          "entry's own samples. Under 6 values no interval reaches " +
          std::to_string(pct) +
-         "%: [min, max] is given and the entry says so (speedup_ci_note, time_median_ci_note)";
+         "%: the entry then has no *_ci_low/high at all, only its value, and says why "
+         "(speedup_ci_note, time_median_ci_note); charts, summaries and the gate judge nothing "
+         "from it";
 }
 
 }  // namespace fusebench::measure

@@ -6,8 +6,9 @@
 // l whose coverage is still at least the confidence asked (95%). It needs no bootstrap (no
 // random numbers: the same samples always give the same interval) and no normality, and timing
 // samples are skewed (long right tails), which is why the median is reported in the first place.
-// Below 6 values no pair of ranks reaches 95% (1 - 2^(1-n) < 0.95): the widest interval,
-// [min, max], is given with its true, lower coverage and flagged.
+// Below 6 values no pair of ranks reaches 95% (1 - 2^(1-n) < 0.95): the estimate is flagged
+// (reaches_confidence false, low/high hold [min, max] for the arithmetic only) and no report,
+// chart or gate shows or judges an interval from it.
 #include <cstddef>
 #include <optional>
 #include <string>

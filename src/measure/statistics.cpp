@@ -17,6 +17,8 @@ const char* to_string(StopReason reason) {
       return "max_samples";
     case StopReason::blocks_disagree:
       return "blocks_disagree";
+    case StopReason::contended:
+      return "contended";
   }
   return "unknown";
 }
@@ -27,6 +29,10 @@ bool is_throttled(const Sample& s, const StoppingRule& rule) {
          s.sm_clock_mhz < rule.throttle_fraction * rule.reference_clock_mhz;
 }
 
+bool is_dropped(const Sample& s, const StoppingRule& rule) {
+  return s.preempted || is_throttled(s, rule);
+}
+
 Summary summarize(const std::vector<Sample>& samples, const StoppingRule& rule) {
   Summary out;
   std::vector<double> values;
@@ -34,11 +40,20 @@ Summary summarize(const std::vector<Sample>& samples, const StoppingRule& rule) 
   double clock_sum = 0;
   std::size_t clock_n = 0;
   for (const Sample& s : samples) {
+    if (s.waited_s >= 0) {
+      out.waited_s += s.waited_s;
+      out.waited_over_s += s.total_seconds;
+      out.waited_known = true;
+    }
     if (s.sm_clock_mhz >= 0) {
       out.all_clock_mhz_min =
           std::min(out.all_clock_mhz_min.value_or(s.sm_clock_mhz), s.sm_clock_mhz);
       out.all_clock_mhz_max =
           std::max(out.all_clock_mhz_max.value_or(s.sm_clock_mhz), s.sm_clock_mhz);
+    }
+    if (s.preempted) {
+      ++out.dropped_preempted;
+      continue;
     }
     if (is_throttled(s, rule)) {
       ++out.dropped_throttled;

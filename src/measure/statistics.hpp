@@ -14,6 +14,11 @@ struct Sample {
   double seconds = 0;        // time per run (the sample's total divided by its runs)
   double total_seconds = 0;  // time the sample covered (counts toward the minimum time)
   double sm_clock_mhz = -1;  // SM clock over the sample; < 0 when unknown
+  // Host-timed samples: seconds our threads waited for a CPU during the sample (run delay,
+  // contention.hpp); < 0 when not read. `preempted`: more than kPreemptedFraction of the
+  // sample, so it is dropped (kept for the counts, pairs with nothing).
+  double waited_s = -1;
+  bool preempted = false;
 };
 
 struct StoppingRule {
@@ -37,12 +42,18 @@ struct StoppingRule {
 
 // blocks_disagree: every block of a measurement in blocks (blocks.hpp) converged, but their
 // spread widened the combined interval past the target.
-enum class StopReason { keep_going, converged, timed_out, max_samples, blocks_disagree };
+// contended: preempted samples (contention.hpp) kept the group from a valid interval, or busy
+// neighbours took CPU time while a group whose own threads outnumber the cores was measured.
+enum class StopReason { keep_going, converged, timed_out, max_samples, blocks_disagree, contended };
 const char* to_string(StopReason reason);
 
 struct Summary {
   std::size_t samples = 0;            // valid samples the statistics use
   std::size_t dropped_throttled = 0;  // samples discarded for a throttled clock
+  std::size_t dropped_preempted = 0;  // samples discarded: our threads waited for a CPU
+  double waited_s = 0;                // run delay summed over every sample that read it
+  double waited_over_s = 0;           // those samples' own seconds (total_seconds)
+  bool waited_known = false;          // some sample read its run delay
   double median = 0, mean = 0, min = 0, max = 0, stdev = 0;
   double cv = 0;                         // stdev / mean (sample stdev, n-1); 0 with one sample
   double measured_seconds = 0;           // sum of total_seconds over valid samples
@@ -58,5 +69,7 @@ struct Summary {
 // Statistics of the valid samples (throttled ones counted and left out).
 Summary summarize(const std::vector<Sample>& samples, const StoppingRule& rule);
 bool is_throttled(const Sample& s, const StoppingRule& rule);
+// Throttled or preempted: kept for the counts, left out of the statistics and the pairing.
+bool is_dropped(const Sample& s, const StoppingRule& rule);
 
 }  // namespace fusebench::measure

@@ -105,11 +105,19 @@ class Sampler {
       }
       case Regime::eager:
       case Regime::graph: {
+        // Host wall time: a sample during which our threads waited for a CPU measured the
+        // scheduler (contention.hpp). The run delay is read outside the timed span.
+        RunDelays before;
+        if (st_.run_delay != nullptr) before = st_.run_delay->read();
         const auto t0 = Clock::now();
         for (std::int64_t r = 0; r < m.runs; ++r) m.run_or_replay(regime_);
         backend_.synchronize();
         s.total_seconds = since(t0);
         s.seconds = s.total_seconds / static_cast<double>(m.runs);
+        if (st_.run_delay != nullptr && !before.empty()) {
+          s.waited_s = RunDelayProbe::waited_seconds(before, st_.run_delay->read());
+          s.preempted = st_.drop_preempted && is_preempted(s.waited_s, s.total_seconds);
+        }
         break;
       }
     }
@@ -229,6 +237,7 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
   out.targets_speedup = targets_speedup(samples, baseline);
   out.target = target_text(out.targets_speedup, settings.rule.target_ci);
   Assessment assessment;
+  const HostLoad load_before = read_host_load();
   const auto start = Clock::now();
   const double budget = settings.rule.max_time_s * static_cast<double>(k);
   for (;;) {
@@ -252,6 +261,11 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
     if (out.stop != StopReason::keep_going) break;
   }
   out.wall_seconds = since(start);
+  out.load = load_between(load_before, read_host_load());
+  out.contention_watched = settings.run_delay != nullptr;
+  out.preemption_checked = settings.run_delay != nullptr && settings.run_delay->available() &&
+                           settings.drop_preempted &&
+                           (regime == Regime::eager || regime == Regime::graph);
   out.rounds = samples.rounds();
   // A retired member may have changed what was targeted.
   out.targets_speedup = targets_speedup(samples, baseline);
@@ -274,7 +288,20 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
       if (j != m) out.speedup[m][j] = speedup_estimate(samples, m, j);
     }
   }
+  apply_contention(out);
   return out;
+}
+
+void apply_contention(GroupMeasurement& g) {
+  if (!g.contention_watched) return;  // the caller did not ask (no run-delay probe)
+  std::size_t taken = 0, dropped = 0;
+  for (const MemberMeasurement& m : g.members) {
+    taken += m.samples.size();
+    dropped += m.summary.dropped_preempted;
+  }
+  const bool host_timed = g.regime == Regime::eager || g.regime == Regime::graph;
+  g.stop = contention_stop(g.stop, host_timed, g.preemption_checked, taken, dropped,
+                           g.load.foreign_cores);
 }
 
 }  // namespace fusebench::measure

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fusebench/backend.hpp"
+#include "measure/contention.hpp"
 #include "measure/interleave.hpp"
 #include "measure/intervals.hpp"
 #include "measure/statistics.hpp"
@@ -38,6 +39,12 @@ struct EngineSettings {
   // The blocking kernel gives up after this; a correct enqueue of a sample takes about 1 ms.
   double block_timeout_s = 0.5;
   DeviceTiming* device = nullptr;  // null on the CPU: eager only, no clock
+  // Host-timed regimes (eager, graph; every CPU sample): our threads' run delay is read around
+  // each sample (null: not read). With drop_preempted, a sample that waited for a CPU more than
+  // kPreemptedFraction of its time is dropped; without (a group whose own threads outnumber the
+  // cores waits for itself), the delay is only recorded and the group-level load decides.
+  RunDelayProbe* run_delay = nullptr;
+  bool drop_preempted = true;
   // Called just before each sample (member, round): traces and tests of the order.
   std::function<void(std::size_t member, std::size_t round)> on_sample;
 };
@@ -102,6 +109,11 @@ struct GroupMeasurement {
   // (empty with one block).
   std::size_t blocks = 1;
   std::size_t blocks_asked = 1;
+  // The host's load while the group was measured (summed over blocks); whether samples were
+  // checked for preemption (drop_preempted with a readable run delay).
+  LoadBetween load;
+  bool contention_watched = false;  // settings.run_delay was given: contention is judged
+  bool preemption_checked = false;
   std::string blocks_note;  // why fewer blocks than asked were measured; empty otherwise
   std::vector<BlockSpread> median_blocks;                // [m]
   std::vector<std::vector<BlockSpread>> speedup_blocks;  // [m][j]
@@ -114,6 +126,10 @@ struct MemberFailure : std::runtime_error {
       : std::runtime_error(what), member(failed_member) {}
   std::size_t member;  // index into measure_group's `members`
 };
+
+// What contention did to a finished measurement (its members' summaries, load and
+// preemption_checked set): stop becomes contended where contention_stop() says so.
+void apply_contention(GroupMeasurement& g);
 
 // Measures `members` (all on `backend`) in `regime` under settings.rule. `baseline`: the index
 // of the op's baseline variant when it is a member. Throws std::runtime_error when the regime

@@ -95,7 +95,7 @@ class CrossoverTest(unittest.TestCase):
         c = fx.crossover(pts([1.3, 1.2, 1.0, 0.9], tokens=(1, 16, 256, 1024), hw=None), THR)
         self.assertEqual(c["kind"], "not_resolved")
         self.assertFalse(c["has_intervals"])
-        self.assertIn("no intervals", fx.describe(c))
+        self.assertIn("no 95% interval", fx.describe(c))
 
     def test_exact_values_as_for_the_model(self):
         c = pc.crossover([(1, 1.2), (16, 1.1), (256, 1.0), (1024, 0.9)], THR)
@@ -299,6 +299,33 @@ class ChartTest(unittest.TestCase, LayoutChecks):
         self.assertTrue(any("ratio of medians" in a.get_text() for a in artists(fig, "crossover-notes")))
         self.assert_readable(fig)
 
+    def test_few_pairs_and_contended_entries_draw_no_band_and_no_crossover(self):
+        # Issue 19: the same curve as the resolved crossing above, but resting on 1-2 pairs (with
+        # an older report's zero-width [min, max]), or measured contended: nothing is judged.
+        for mark in ("pairs", "contended"):
+            ents = syn.curve("qkv", [(1, tight(0.9)), (16, tight(0.98)), (64, (1.06, 1.0, 1.12)),
+                                     (256, tight(1.1)), (1024, tight(1.2))])
+            for e in ents:
+                if "speedup" not in e:
+                    continue
+                if mark == "pairs":
+                    e["speedup_pairs"] = 2.0
+                    e["speedup_ci_low"] = e["speedup_ci_high"] = e["speedup"]
+                else:
+                    e["timing_stop"] = "contended"
+            figs, summary = draw(ents, self.tmp)
+            (_, fig), = figs
+            m = summary[0]["measured"]
+            self.assertEqual(m["kind"], "not_resolved", mark)
+            self.assertFalse(m["crossings"], mark)
+            self.assertFalse(artists(fig, "interval-band"), mark)
+            self.assertFalse(artists(fig, "crossing"), mark)
+            why = "n < 6" if mark == "pairs" else "contended"
+            self.assertEqual(set(summary[0]["not_judged"].values()), {why})
+            self.assertTrue(any(f"not judged at 5 token count(s): {why}" in a.get_text()
+                                for a in artists(fig, "crossover-notes")), mark)
+            plt.close("all")
+
     def tp_entries(self):
         ents = []
         for tp, dtype, t in itertools.product((1, 2, 4), ("fp32", "bf16"), (1, 64, 1024, 4096)):
@@ -394,7 +421,7 @@ class HtmlTest(unittest.TestCase):
         self.assertIn("(ratio of medians) over split", page)
         # The crossover table states resolution.
         self.assertIn("rises above 1.05x between 1-16 tokens", page)
-        self.assertIn("not resolved (no intervals in the report", page)
+        self.assertIn("not resolved (no 95% interval at any token count", page)
         # The verification block is a table, not JSON.
         vt = re.search(r"<table class='sortable verify'>(.*?)</table>", page, re.S).group(1)
         heads = re.findall(r"<th class='s'>([^<]*)</th>", vt)
@@ -429,6 +456,16 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(sum(" fp32 " in r for r in rows), 2)
         self.assertTrue(any("0.950 [0.900, 1.000]" in r for r in rows), out)
         self.assertTrue(any("1.200 (ratio of medians)" in r for r in rows), out)
+        self.assertIn("fused over split: not resolved", out)
+
+    def test_entries_without_evidence_state_no_crossover(self):
+        ents = syn.curve("gate_up", [(256, (1.6, 1.6, 1.6)), (4096, (0.9, 0.9, 0.9))])
+        for e in ents:
+            if "speedup" in e:
+                e["speedup_pairs"] = 1.0
+        out = self.run_summary(ents)
+        self.assertIn("(not judged: n < 6)", out)
+        self.assertNotIn("falls under", out)
         self.assertIn("fused over split: not resolved", out)
 
     def test_gpu_device_and_tp_comparisons(self):

@@ -27,12 +27,15 @@ for b in rows:
     else:
         assert "comm_hidden_fraction" not in b, b["name"]
     if b["variant"] != "naive":
-        for k in ("speedup", "speedup_ci_low", "speedup_ci_high", "speedup_pairs"):
+        for k in ("speedup", "speedup_pairs"):
             assert k in b, b["name"] + " lacks " + k
-        assert b["speedup_ci_low"] <= b["speedup"] <= b["speedup_ci_high"], b["name"]
+        if b["speedup_pairs"] >= 6:
+            assert b["speedup_ci_low"] <= b["speedup"] <= b["speedup_ci_high"], b["name"]
+        else:  # a loaded machine in 0.1 s: no 95% interval exists, and the entry says why
+            assert "speedup_ci_low" not in b and "speedup_ci_note" in b, b["name"]
     else:
         assert "paired" in b["speedup_over"], b["name"]
 paired = sum(1 for b in rows if b["variant"] == "paired")
 assert paired == 4, f"{paired} paired entries (2 ops x 2 repetitions expected)"
-print(f"tp_mpi_interleaved: {len(rows)} entries, every non-naive one with a speedup interval")
+print(f"tp_mpi_interleaved: {len(rows)} entries, every non-naive one with a speedup (an interval from 6 pairs)")
 PY
