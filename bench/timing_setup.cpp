@@ -32,13 +32,15 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
            : nlohmann::json("unavailable: " + t.run_delay->unavailable_reason())},
       {"preempted_fraction", measure::kPreemptedFraction},
       {"contended_drop_share", measure::kContendedDropShare},
+      {"contended_min_drops", measure::kContendedMinDrops},
       {"contended_foreign_cores", measure::kContendedForeignCores},
       {"method",
        "host-timed samples (every CPU sample; eager and graph on a GPU): the run delay of this "
        "process's threads (time runnable but waiting for a CPU, /proc/self/task/*/schedstat) "
        "summed over the sample; above preempted_fraction of the sample's wall time the sample "
        "is preempted: dropped and counted (samples_dropped_preempted). A group that did not "
-       "converge with at least contended_drop_share of its samples preempted stops "
+       "converge with at least contended_drop_share of its samples (and at least 6) preempted "
+       "stops "
        "timing_stop: contended. A group whose own threads outnumber the cores (in-process TP "
        "ranks) cannot tell its own waits from a neighbour's: it is contended when other "
        "processes used more than contended_foreign_cores cores on average meanwhile "

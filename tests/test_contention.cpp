@@ -95,7 +95,10 @@ TEST(ContentionRules, ContendedOnlyWherePreemptionOrANeighbourDecided) {
   EXPECT_EQ(contention_stop(S::converged, true, true, 100, 50, 2.0), S::converged);
   EXPECT_EQ(contention_stop(S::timed_out, true, true, 100, 10, 0.0), S::contended);
   EXPECT_EQ(contention_stop(S::timed_out, true, true, 100, 9, 0.0), S::timed_out);
-  EXPECT_EQ(contention_stop(S::blocks_disagree, true, true, 10, 5, 0.0), S::contended);
+  EXPECT_EQ(contention_stop(S::blocks_disagree, true, true, 20, 6, 0.0), S::contended);
+  // Few samples, a few lost: a slow group's wake-up hiccups, not contention.
+  EXPECT_EQ(contention_stop(S::timed_out, true, true, 20, kContendedMinDrops - 1, 0.0),
+            S::timed_out);
   EXPECT_EQ(contention_stop(S::timed_out, true, true, 100, 0, 2.0), S::timed_out);
   // Not checked (own threads fill the cores): the neighbours' CPU decides, converged or not.
   EXPECT_EQ(contention_stop(S::converged, true, false, 100, 0, 0.5), S::contended);
@@ -186,7 +189,7 @@ TEST(TimingEngine, DropsPreemptedSamplesAndSaysContended) {
     for (const auto& v : m.round_values) valid += v.has_value();
     EXPECT_EQ(valid + m.summary.dropped_preempted, m.samples.size());
   }
-  if (dropped * 10 >= taken) {
+  if (dropped * 10 >= taken && dropped >= kContendedMinDrops) {
     EXPECT_EQ(g.stop, StopReason::contended);
   }
   ASSERT_TRUE(g.load.foreign_cores);

@@ -113,7 +113,7 @@ StopReason contention_stop(StopReason stop, bool host_timed, bool checked, std::
                            std::size_t dropped_preempted, std::optional<double> foreign_cores) {
   if (!host_timed || stop == StopReason::keep_going) return stop;
   if (checked) {
-    if (stop == StopReason::converged || dropped_preempted == 0) return stop;
+    if (stop == StopReason::converged || dropped_preempted < kContendedMinDrops) return stop;
     return static_cast<double>(dropped_preempted) >=
                    kContendedDropShare * static_cast<double>(std::max<std::size_t>(samples, 1))
                ? StopReason::contended

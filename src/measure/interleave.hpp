@@ -82,11 +82,13 @@ Assessment assess(const GroupSamples& g, std::optional<std::size_t> baseline);
 // graph, every CPU group); device-timed ones keep `stop`.
 //   checked (each sample tested for preemption): converged stays (its valid samples waited for
 //     no CPU); otherwise contended when preempted samples are at least kContendedDropShare of
-//     all samples taken: preemption, not noise, kept it from its interval;
+//     all samples taken and at least kContendedMinDrops: preemption, not noise, kept it from its
+//     interval (a slow prefill group of 20 samples that lost 2 to a daemon's wake-up is not);
 //   not checked (its own threads outnumber the cores, or the run delay is unreadable): contended
 //     when other processes used more than kContendedForeignCores cores on average meanwhile,
 //     converged or not: nothing tells which of its samples they hit.
 inline constexpr double kContendedDropShare = 0.10;
+inline constexpr std::size_t kContendedMinDrops = 6;
 inline constexpr double kContendedForeignCores = 0.25;
 StopReason contention_stop(StopReason stop, bool host_timed, bool checked, std::size_t samples,
                            std::size_t dropped_preempted, std::optional<double> foreign_cores);
