@@ -2,7 +2,8 @@
 // the RMSNorm kernel and the unsharded pipelines against float64; the plan lanes on two streams
 // (a loopback communicator whose collectives are device copies, so a missing event between the
 // lanes shows as a race against the CPU run of the same plan); NCCL's row collectives and the
-// four variants across two or more GPUs of one process.
+// four variants across two or more GPUs of one process; the modelled collectives' spin kernel
+// against CUDA events (10 and 25 us within 2%, no backstop stop).
 #include <gtest/gtest.h>
 
 #ifdef FUSEBENCH_HAVE_CUDA
@@ -10,7 +11,9 @@
 #endif
 
 #include <cstring>
+#include <iostream>
 
+#include "comm/delay.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
@@ -136,4 +139,57 @@ TEST(GpuTp, NcclRowCollectivesAndEveryVariantAcrossGpus) {
       }
     }
   }
+}
+
+#ifdef FUSEBENCH_HAVE_CUDA
+namespace {
+
+// Device time of `count` spins of `seconds`, queued behind a 5 ms spin so that the host's launch
+// rate stays out of the events' span.
+double spins_seconds(cudaStream_t stream, double seconds, int count) {
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+    throw std::runtime_error("cudaEventCreate failed");
+  comm::enqueue_gpu_delay(stream, 5e-3);
+  cudaEventRecord(e0, stream);
+  for (int i = 0; i < count; ++i) comm::enqueue_gpu_delay(stream, seconds);
+  cudaEventRecord(e1, stream);
+  float ms = 0;
+  const bool ok =
+      cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  if (!ok) throw std::runtime_error("timing the spins failed");
+  return ms * 1e-3;
+}
+
+}  // namespace
+#endif
+
+// The modelled collectives' stand-in (delay_kernel.cu): a spin of d lasts d on the device. The
+// spins' launch gaps are measured by spins of 1e-12 s (0 ns: the same kernel, returning at once)
+// and taken off. The old spin (globaltimer alone) was short by up to one timer step: a 1 us step
+// made 10 us spins last 9-10 us, 5% short on average, which this test fails by.
+TEST(GpuTp, ModelledDelaySpinLastsItsTimeWithinTwoPercent) {
+  std::string why;
+  auto gpu = gpu_or_skip_reason(&why);
+  if (!gpu) GTEST_SKIP() << "needs a CUDA device: " << why;
+#ifdef FUSEBENCH_HAVE_CUDA
+  const double step = comm::gpu_globaltimer_step_ns();
+  std::cout << "global timer step: " << step << " ns\n";
+  ASSERT_GT(step, 0) << "the global timer did not advance";
+  const auto stream = static_cast<cudaStream_t>(gpu->stream());
+  constexpr int kCount = 200;
+  const unsigned long long stops_before = comm::gpu_delay_backstop_stops();
+  spins_seconds(stream, 10e-6, 10);  // warm-up: module load, first launches
+  const double gap = spins_seconds(stream, 1e-12, kCount) / kCount;
+  for (double want : {10e-6, 25e-6}) {
+    const double per = spins_seconds(stream, want, kCount) / kCount - gap;
+    std::cout << "spin of " << want * 1e6 << " us: " << per * 1e6
+              << " us on the device (launch gap " << gap * 1e6 << " us taken off)\n";
+    EXPECT_NEAR(per, want, 0.02 * want) << "timer step " << step << " ns";
+  }
+  EXPECT_EQ(comm::gpu_delay_backstop_stops(), stops_before)
+      << "the clock64 backstop ended spins: the global timer stalled";
+#endif
 }
