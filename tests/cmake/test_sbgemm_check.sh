@@ -49,10 +49,10 @@ for variant in with without; do
     echo '}'
     echo '#endif'
   } > "$p/include/cblas.h"
-  body='void cblas_sgemm(void) {}'
-  [ "$variant" = with ] && body="$body void cblas_sbgemm(void) {}"
-  echo "$body" > "$p/blas.c"
-  cc -shared -fPIC -o "$p/lib/libopenblas.so" "$p/blas.c"
+  body='extern "C" void cblas_sgemm(void) {}'
+  [ "$variant" = with ] && body="$body extern \"C\" void cblas_sbgemm(void) {}"
+  echo "$body" > "$p/blas.cpp"
+  c++ -shared -fPIC -o "$p/lib/libopenblas.so" "$p/blas.cpp"
 done
 no_pkg=(-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON)
 got=$(configure stand-in-with "${no_pkg[@]}" -DCMAKE_PREFIX_PATH="$work/blas-with")
