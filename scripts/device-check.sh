@@ -223,12 +223,12 @@ GXX_VERSION=$(g++ -dumpfullversion 2> /dev/null || echo "")
   [ -n "$REASONS_FIELD" ] && nvidia-smi --query-gpu="$REASONS_FIELD" --format=csv
   echo "== versions"
   echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1 | head -1)"
-  echo "nvcc: $(version nvcc --version | tail -1) ($(command -v nvcc || echo 'not on PATH'))"
+  echo "nvcc: $(nvcc --version 2>&1 | grep -m1 release || echo 'unavailable: nvcc not found') ($(command -v nvcc || echo 'not on PATH'))"
   echo "g++: $(version g++ --version)"
   echo "cmake: $(version cmake --version)"
   echo "ninja: $(version ninja --version)"
   echo "python3: $(version python3 --version)"
-  echo "ncu: $(version ncu --version | tail -1)"
+  echo "ncu: $(ncu --version 2>&1 | grep -m1 -i '^version' || echo 'unavailable: ncu not found')"
   echo "kernel: $(uname -r)"
   echo "clock-limit field: ${REASONS_FIELD:-none answered}"
   echo "NCCL: ${NCCL_HINT:-no nvidia.nccl wheel}"
@@ -290,7 +290,7 @@ else
     done
     [ "$BUILD_OK" -eq 1 ] && check build PASS "$(grep -m1 -o 'CUDA=ON.*' "$OUT/build-and-test.log")"
     grep -q "CUPTI=ON" "$OUT/build-and-test.log" || check "build: CUPTI" FAIL "CUPTI=OFF: no counters"
-    if ldd build-device/bin/fusebench | grep "not found"; then
+    if ldd build-device/bin/fusebench 2>&1 | grep "not found"; then
       echo "MISSING LIBRARIES (add their .debs to scripts/fetch-device-deps.sh)"
       check libraries FAIL "ldd: a library is not found (see build-and-test.log)"
       BUILD_OK=0

@@ -103,7 +103,7 @@ def delay_row(build_log):
     except OSError as e:
         return [(name, "SKIP", f"cannot read {build_log}: {e.strerror}")]
     notes = [line.strip() for line in text.splitlines()
-             if line.startswith(("global timer step:", "spin of "))]
+             if line.startswith(("global timer step:", "SM clock:", "spin of "))]
     for line in text.splitlines():
         m = RESULT.match(line)
         if m and m.group(2) == DELAY_TEST:

@@ -21,17 +21,24 @@ __device__ unsigned long long g_backstop_stops = 0;
 // One thread: the globaltimer's tick edges calibrate clock64, which prices the partial ticks at
 // either end (spin_clock.hpp says why: a 1 us tick made 10 us delays up to 10% short), and
 // clock64 alone ends a spin whose timer stalls.
-__global__ void spin_kernel(unsigned long long ns, unsigned long long backstop) {
+__global__ void spin_kernel(unsigned long long ns, unsigned long long backstop, SpinTrace* trace) {
   const auto c0 = static_cast<unsigned long long>(clock64());
-  SpinClock clock(global_ns(), c0);
+  const unsigned long long t0 = global_ns();
+  SpinClock clock(t0, c0);
   const auto want = static_cast<double>(ns);
   for (;;) {
     const auto c = static_cast<unsigned long long>(clock64());
-    if (clock.elapsed_ns(global_ns(), c) >= want) return;
+    if (clock.elapsed_ns(global_ns(), c) >= want) break;
     if (c - c0 >= backstop) {
       atomicAdd(&g_backstop_stops, 1ull);
-      return;
+      break;
     }
+  }
+  if (trace != nullptr) {
+    trace->timer_end = global_ns();
+    trace->cycles_end = static_cast<unsigned long long>(clock64());
+    trace->timer_start = t0;
+    trace->cycles_start = c0;
   }
 }
 
@@ -81,15 +88,20 @@ double max_clock_khz() {
 
 }  // namespace
 
-void enqueue_gpu_delay(void* stream, double seconds) {
-  if (seconds <= 0) return;
+void enqueue_gpu_delay_traced(void* stream, double seconds, SpinTrace* trace) {
+  if (seconds <= 0 && trace == nullptr) return;
   (void)cudaGetLastError();  // an earlier, handled error must not be blamed on this launch
+  const double s = seconds > 0 ? seconds : 0;
   spin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<unsigned long long>(seconds * 1e9), backstop_cycles(seconds, max_clock_khz()));
+      static_cast<unsigned long long>(s * 1e9), backstop_cycles(s, max_clock_khz()), trace);
   if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) {
     throw std::runtime_error(std::string("modelled collective delay kernel: ") +
                              cudaGetErrorString(err));
   }
+}
+
+void enqueue_gpu_delay(void* stream, double seconds) {
+  enqueue_gpu_delay_traced(stream, seconds, nullptr);
 }
 
 unsigned long long gpu_delay_backstop_stops() {
