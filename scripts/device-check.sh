@@ -196,7 +196,8 @@ export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/usr/lib/x86_64-linu
 export PKG_CONFIG_SYSROOT_DIR="$DEPS"
 export PKG_CONFIG_PATH="$DEPS/usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig:$DEPS/usr/lib/x86_64-linux-gnu/pkgconfig"
 # The image's nvcc may sit off PATH.
-command -v nvcc > /dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"; }
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+command -v nvcc > /dev/null || { [ -x "$CUDA_HOME/bin/nvcc" ] && export PATH="$CUDA_HOME/bin:$PATH"; }
 # NCCL from the image's pip wheel (lib/libnccl.so.2 only, no libnccl.so link): name it exactly.
 NCCL_ARGS=()
 # __path__, not __file__: nvidia.nccl may be a namespace package, whose __file__ is None.
@@ -253,7 +254,7 @@ finish setup 0
 begin build
 BUILD_OK=0
 missing=()
-command -v nvcc > /dev/null || missing+=("nvcc not on PATH (nor /usr/local/cuda/bin/nvcc)")
+command -v nvcc > /dev/null || missing+=("nvcc not on PATH (nor at $CUDA_HOME/bin/nvcc)")
 command -v cmake > /dev/null || missing+=("cmake not on PATH")
 command -v ninja > /dev/null || missing+=("ninja not on PATH")
 [ -n "$GXX_VERSION" ] || missing+=("g++ not on PATH")

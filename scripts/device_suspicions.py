@@ -16,6 +16,7 @@ SKIP says what was missing (no report, no such entries, a counter unavailable an
 """
 import argparse
 import json
+import os
 import re
 import sys
 
@@ -29,8 +30,10 @@ def entries(paths):
             with open(p) as f:
                 out += [b for b in json.load(f).get("benchmarks", [])
                         if b.get("run_type", "iteration") == "iteration"]
+        except FileNotFoundError:
+            problems.append(f"no {os.path.basename(p)} (its sweep did not run)")
         except (OSError, ValueError) as e:
-            problems.append(f"{p}: {e}")
+            problems.append(f"{os.path.basename(p)}: {e}")
     return out, problems
 
 

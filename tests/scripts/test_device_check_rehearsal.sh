@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # helpers called through check() look unreachable to shellcheck
 # scripts/device-check.sh rehearsed end to end on a CPU machine (issue 21): the device machine's
 # tools are stand-ins (tests/scripts/device_check_stubs/: nvidia-smi, nvcc, cmake that "builds"
 # stand-in binaries, ncu, the PyTorch baseline), the rest is the real script and its real
-# summaries, in a scratch copy with a real (tiny) .deb in .deps. Three runs:
+# summaries, in a scratch copy with a real (tiny) .deb in .deps. Four runs:
 #   pass:   every row PASS, exit 0; stage 1's table written before stage 2 began; the 8 files.
 #   fail:   a GPU test fails, an entry shows split-K, the blocks step outlives its cap (CAP_SCALE
 #           shrinks the caps), the driver answers only clocks_throttle_reasons: exit 1, those
 #           rows FAIL, stage 1's answers are all there, temp files gone, at most 8 files.
 #   nocuda: the build's cache says FUSEBENCH_WITH_CUDA is OFF: the build row FAILs naming it.
+#   nonvcc: no nvcc on PATH nor under CUDA_HOME: the build row FAILs naming it.
 # Usage: test_device_check_rehearsal.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -44,7 +46,7 @@ run() { # run MODE [env...]: the check in mode MODE; sets $out, $w, $console, $r
     bash "$work/repo/scripts/device-check.sh" > "$console" 2>&1 || rc=$?
 }
 row() { # row NAME STATUS: the final table has NAME with STATUS
-  sed -n '/^##### all checks/,$p' "$out/summary.txt" | grep -Eq "^$1 +$2 "
+  sed -n '/^##### all checks/,$p' "$out/summary.txt" | grep -Eq "^$1 +$2( |$)"
 }
 files() { (cd "$out" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' '); }
 
@@ -98,8 +100,20 @@ check "nocuda: exit 1 (got $rc)" [ "$rc" -eq 1 ]
 check "nocuda: the build row names the cache" row build "FAIL +FUSEBENCH_WITH_CUDA is OFF"
 check "nocuda: stage 2 skipped" row "TP pipelines" SKIP
 
+# --- no nvcc: the stand-in removed and every PATH entry holding an nvcc dropped
+mkdir -p "$work/bin-nonvcc"
+cp "$work/bin"/* "$work/bin-nonvcc/"
+rm "$work/bin-nonvcc/nvcc"
+no_nvcc_path=$(tr ':' '\n' <<< "$PATH" | while read -r d; do [ -x "$d/nvcc" ] || printf '%s:' "$d"; done)
+out="$work/out-nonvcc" w="$work/w-nonvcc" console="$work/console-nonvcc" rc=0
+env PATH="$work/bin-nonvcc:$no_nvcc_path" CUDA_HOME=/nonexistent REHEARSAL_MODE=pass OUT="$out" \
+  DEVICE_CHECK_WORK="$w" bash "$work/repo/scripts/device-check.sh" > "$console" 2>&1 || rc=$?
+check "nonvcc: exit 1 (got $rc)" [ "$rc" -eq 1 ]
+check "nonvcc: the build row names nvcc" row build "FAIL +nvcc not on PATH \(nor at /nonexistent/bin/nvcc\)"
+check "nonvcc: gpu.txt says so" grep -q "^nvcc: unavailable: nvcc not found (not on PATH)" "$out/gpu.txt"
+
 if [ "$fail" -ne 0 ]; then
-  for m in pass fail nocuda; do
+  for m in pass fail nocuda nonvcc; do
     echo "----- console ($m)"
     tail -60 "$work/console-$m" 2> /dev/null || true
   done
