@@ -155,9 +155,9 @@ TEST(CliInputs, ListForCudaListsTheGpuSweepWithBytes) {
   const CliResult cpu = run("--list --models=qwen3-0.6b --ops=qkv --tokens=1 --dtypes=bf16");
   EXPECT_EQ(cpu.exit_code, 0) << cpu.output;
   EXPECT_EQ(cpu.output.find("qkv/grouped/"), std::string::npos) << cpu.output;
-  const CliResult r = run(
-      "--list --list-for=cuda --list-bytes --models=qwen3-0.6b --ops=qkv --tokens=1 "
-      "--dtypes=bf16 --timing=graph");
+  const CliResult r =
+      run("--list --list-for=cuda --list-bytes --models=qwen3-0.6b --ops=qkv --tokens=1 "
+          "--dtypes=bf16 --timing=graph");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // qwen3-0.6b qkv: w [(16 + 2 x 8) x 128, 1024] bf16 = 8 MiB, x [1, 1024], y [1, 4096].
   const std::string want =

@@ -59,6 +59,8 @@ got=$(configure stand-in-with "${no_pkg[@]}" -DCMAKE_PREFIX_PATH="$work/blas-wit
 expect "stand-in exporting cblas_sbgemm, no pkg-config" ON "$got"
 expect "found without pkg-config" "find_library: $work/blas-with/lib/libopenblas.so" \
   "$(field stand-in-with found_by)"
+pkg_config=$(grep -c '^PKG_CONFIG_EXECUTABLE' "$work/stand-in-with/CMakeCache.txt" || true)
+expect "PKG_CONFIG_EXECUTABLE unset in that cache" 0 "$pkg_config"
 got=$(configure stand-in-without "${no_pkg[@]}" -DCMAKE_PREFIX_PATH="$work/blas-without")
 expect "stand-in without cblas_sbgemm, no pkg-config" OFF "$got"
 
