@@ -100,6 +100,10 @@ std::string number(double v) {
 
 // Checks what CLI11 cannot see: ranges, duplicates, combinations. Throws std::invalid_argument.
 void validate(const CLI::App& app, const Options& o) {
+  if ((!o.list_for.empty() || o.list_bytes) && !o.list) {
+    throw std::invalid_argument(std::string(o.list_bytes ? "--list-bytes" : "--list-for") +
+                                " only changes what --list prints: add --list");
+  }
   if (app.count("--timing-target-cv") > 0) {
     throw std::invalid_argument(
         "--timing-target-cv is retired: variants are measured interleaved and the stopping rule "
@@ -242,6 +246,13 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_flag("--verify", o.verify,
                "check every fused variant against split and a float64 reference first");
   app.add_flag("--list", o.list, "list the fixtures and exit");
+  app.add_option("--list-for", o.list_for,
+                 "with --list: the sweep as the cuda backend would form it, here without a GPU "
+                 "(GPU defaults, regimes and one-launch variants; nothing runs)")
+      ->check(CLI::IsMember({"cuda"}));
+  app.add_flag("--list-bytes", o.list_bytes,
+               "with --list: each fixture's buffer bytes, comparison group and shared-data group, "
+               "tab-separated");
   app.add_option(
          "--comm", o.comm,
          "TP collectives: auto (CPU: inprocess; GPU: nccl when tp GPUs, else modelled; under "

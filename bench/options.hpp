@@ -28,6 +28,11 @@ struct Options {
   std::uint64_t seed = 0;           // 0: fresh random seed, recorded in the report
   bool verify = false;              // check every variant before the sweep
   bool list = false;                // print the fixtures and exit
+  // With --list: the sweep as the cuda backend would form it (GPU defaults, regimes and one-launch
+  // variants) on a machine without one, and each fixture's buffer bytes and groups (the device
+  // check's --plan sizes its steps from them).
+  std::string list_for;     // "" | cuda
+  bool list_bytes = false;  // name<TAB>bytes<TAB>group_key<TAB>group_data_key
   // Tensor-parallel fixtures (docs/tp.md).
   std::string comm = "auto";                 // auto | nccl | modelled | inprocess | mpi
   std::string link_profile = "nvlink-h200";  // link model of comm:modelled entries

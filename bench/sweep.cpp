@@ -65,7 +65,9 @@ TpMember tp_member(const Fixture& f, std::size_t index) {
 }
 
 Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
-  const bool gpu = backend.name() != "cpu";
+  // --list-for=cuda: the sweep a GPU run would form, listed where there is none (nothing runs).
+  const bool plan_for_gpu = o.list && o.list_for == "cuda";
+  const bool gpu = backend.name() != "cpu" || plan_for_gpu;
   Sweep s;
   // Defaults: the GPU sweep covers decode to long prefill on every preset; the CPU sweep is
   // sized to finish in about a minute on two cores.
@@ -206,7 +208,8 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
           }
           // One-launch variants (grouped/batched GEMM) where the backend cannot issue them as one
           // launch: skipped by default, refused when asked for (timing them would mislead).
-          if (const auto caveat = backend.one_launch_gemm_caveat(); !caveat.empty()) {
+          if (const auto caveat = backend.one_launch_gemm_caveat();
+              !caveat.empty() && !plan_for_gpu) {
             const Plan probe = build_plan(op.name, variant, shard_shape, 1, dtypes.front());
             const bool one_launch = std::any_of(
                 probe.steps.begin(), probe.steps.end(),

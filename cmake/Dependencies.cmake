@@ -9,25 +9,7 @@ if(NOT CLI11_FOUND)
   target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
 endif()
 
-# BLAS for the CPU backend: OpenBLAS through pkg-config (cblas_sbgemm gives bf16 support).
-# Without pkg-config (the GPU box's image), look for Debian's layout directly.
-add_library(fusebench_openblas INTERFACE)
-find_package(PkgConfig QUIET)
-if(PKG_CONFIG_FOUND)
-  pkg_check_modules(OPENBLAS QUIET IMPORTED_TARGET openblas)
-endif()
-if(OPENBLAS_FOUND)
-  target_link_libraries(fusebench_openblas INTERFACE PkgConfig::OPENBLAS)
-else()
-  find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas REQUIRED)
-  find_library(OPENBLAS_LIBRARY openblas PATH_SUFFIXES openblas-pthread x86_64-linux-gnu/openblas-pthread REQUIRED)
-  target_include_directories(fusebench_openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
-  target_link_libraries(fusebench_openblas INTERFACE ${OPENBLAS_LIBRARY})
-endif()
-include(CheckSymbolExists)
-set(CMAKE_REQUIRED_LIBRARIES fusebench_openblas)
-check_symbol_exists(cblas_sbgemm "cblas.h" FUSEBENCH_HAVE_SBGEMM)
-unset(CMAKE_REQUIRED_LIBRARIES)
+include(${CMAKE_CURRENT_LIST_DIR}/OpenBLAS.cmake)  # fusebench_openblas, FUSEBENCH_HAVE_SBGEMM
 
 # oneDNN for the CPU backend's GEMMs (src/backends/cpu_gemm.hpp says which path runs when).
 # Found by header and library, not by its CMake package: Debian's package config requires the

@@ -141,3 +141,35 @@ TEST(CliInputs, HelpExitsZeroAndStillListsGoogleBenchmarksFlags) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--benchmark_filter"), std::string::npos) << r.output;
 }
+
+// --list-for and --list-bytes only shape what --list prints (the device check's --plan).
+TEST(CliInputs, ListForAndListBytesNeedListAndAKnownBackend) {
+  expect_refused({"--list-bytes", "--list-bytes only changes what --list prints: add --list"});
+  expect_refused({"--list-for=cuda", "--list-for only changes what --list prints: add --list"});
+  expect_refused({"--list --list-for=rocm", "--list-for"});
+}
+
+// The sweep a GPU run would form, listed without one: GPU regimes and one-launch variants, each
+// fixture's buffer bytes (the plan's weights and activations) and its two group keys.
+TEST(CliInputs, ListForCudaListsTheGpuSweepWithBytes) {
+  const CliResult cpu = run("--list --models=qwen3-0.6b --ops=qkv --tokens=1 --dtypes=bf16");
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_EQ(cpu.output.find("qkv/grouped/"), std::string::npos) << cpu.output;
+  const CliResult r =
+      run("--list --list-for=cuda --list-bytes --models=qwen3-0.6b --ops=qkv --tokens=1 "
+          "--dtypes=bf16 --timing=graph");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // qwen3-0.6b qkv: w [(16 + 2 x 8) x 128, 1024] bf16 = 8 MiB, x [1, 1024], y [1, 4096].
+  const std::string want =
+      "qkv/grouped/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:bf16/weights:random/"
+      "timing:graph\t";
+  const auto at = r.output.find(want);
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  const std::string bytes = line.substr(want.size(), line.find('\t', want.size()) - want.size());
+  EXPECT_GE(std::stoull(bytes), 4096ull * 1024 * 2) << line;
+  EXPECT_NE(line.find("\tqkv/*/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:bf16/"
+                      "weights:random/timing:graph\tqkv/*/model:qwen3-0.6b/"),
+            std::string::npos)
+      << line;
+}

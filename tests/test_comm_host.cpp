@@ -1,11 +1,14 @@
 // Host logic of the GPU communicators, on the CPU: the NCCL monitor (collective_monitor.hpp)
 // with fake completion markers and a fake library, and the device a process of a multi-process
 // run opens (local_device.hpp) with faked launcher variables and device counts; the start line
-// every rank of a single-process run waits at before a compute pass (start_line.hpp).
+// every rank of a single-process run waits at before a compute pass (start_line.hpp); the
+// modelled-collective spin's clock (spin_clock.hpp) on a simulated coarse global timer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "comm/collective_monitor.hpp"
+#include "comm/spin_clock.hpp"
 #include "comm/start_line.hpp"
 #include "fusebench/local_device.hpp"
 
@@ -302,4 +306,88 @@ TEST(StartLine, AMissingRankFailsThePassNamingTheTimeout) {
   std::thread other([&] { line.arrive_and_wait(30.0); });
   line.arrive_and_wait(30.0);
   other.join();
+}
+
+namespace {
+
+// A simulated GPU for the spin's arithmetic: real time in ns; %globaltimer advances in ticks of
+// `tick` ns (starting at a phase inside a tick), clock64 at `ghz` cycles per ns. One loop
+// iteration of the spin (two reads and the test) takes `iteration` ns.
+struct SimulatedTimers {
+  double tick = 1000, ghz = 1.98, phase = 0, iteration = 40;
+  double now = 0;
+  std::uint64_t timer() const {
+    return static_cast<std::uint64_t>(std::floor((now + phase) / tick) * tick) + 5000000;
+  }
+  std::uint64_t cycles() const { return static_cast<std::uint64_t>(now * ghz) + 123456; }
+};
+
+// How long the spin of delay_kernel.cu lasts, in real ns, for `want` ns; `clock64` false: the
+// old rule (globaltimer - start >= want).
+double spin(SimulatedTimers g, double want, bool clock64) {
+  const double start = g.now;
+  const std::uint64_t t0 = g.timer();
+  SpinClock clock(t0, g.cycles());
+  for (int i = 0; i < 10000000; ++i) {
+    g.now += g.iteration / 2;
+    const std::uint64_t c = g.cycles();
+    g.now += g.iteration / 2;
+    const std::uint64_t t = g.timer();
+    const double elapsed = clock64 ? clock.elapsed_ns(t, c) : static_cast<double>(t - t0);
+    if (elapsed >= want) return g.now - start;
+  }
+  return -1;  // never ended
+}
+
+}  // namespace
+
+TEST(SpinClock, TenMicrosecondsOnAOneMicrosecondTickAreExactToAnIterationAtEveryPhase) {
+  for (double ghz : {1.98, 0.345}) {
+    double worst_old = 0, worst_new = 0;
+    for (double phase = 0; phase < 1000; phase += 37) {
+      SimulatedTimers g;
+      g.ghz = ghz;
+      g.phase = phase;
+      const double old_rule = spin(g, 10000, false), with_clock = spin(g, 10000, true);
+      worst_old = std::max(worst_old, std::abs(old_rule - 10000));
+      worst_new = std::max(worst_new, std::abs(with_clock - 10000));
+    }
+    // The defect as the issue describes it, on this simulation: up to a tick (10%) short.
+    EXPECT_GT(worst_old, 800) << ghz;
+    // The fix: off by at most about two loop iterations, whatever the phase.
+    EXPECT_LE(worst_new, 2 * SimulatedTimers{}.iteration + 1) << ghz;
+  }
+}
+
+TEST(SpinClock, AFineTimerAndLongDelaysStayAccurate) {
+  for (double tick : {32.0, 1000.0}) {
+    for (double want : {10e3, 25e3, 1e6}) {
+      SimulatedTimers g;
+      g.tick = tick;
+      g.phase = tick * 0.7;
+      EXPECT_NEAR(spin(g, want, true), want, 2 * g.iteration + 1) << tick << " " << want;
+    }
+  }
+}
+
+TEST(SpinClock, BeforeTwoTickEdgesTheTimerAloneDecides) {
+  SpinClock clock(1000, 0);
+  EXPECT_DOUBLE_EQ(clock.elapsed_ns(1000, 500), 0);     // no edge yet
+  EXPECT_DOUBLE_EQ(clock.elapsed_ns(2000, 900), 1000);  // one edge: no rate yet
+  // Second edge: 2000 cycles per 1000 ns; 900 cycles before the first edge = 450 ns.
+  EXPECT_DOUBLE_EQ(clock.elapsed_ns(3000, 2900), 450 + 1000);
+  EXPECT_DOUBLE_EQ(clock.elapsed_ns(3000, 3900), 450 + 1000 + 500);
+}
+
+TEST(SpinClock, BackstopBoundsAStalledTimer) {
+  // A timer that never advances: the estimate stays 0, so only the backstop ends the spin.
+  SpinClock clock(77, 0);
+  EXPECT_DOUBLE_EQ(clock.elapsed_ns(77, 1u << 30), 0);
+  // kBackstopFactor times the delay at the highest clock, with a floor.
+  EXPECT_EQ(backstop_cycles(1e-3, 1.98e6), static_cast<std::uint64_t>(1e-3 * 1.98e9 * 4));
+  EXPECT_EQ(backstop_cycles(10e-6, 1.98e6), kMinBackstopCycles);  // 79200 cycles: the floor
+  EXPECT_EQ(backstop_cycles(0, 1.98e6), kMinBackstopCycles);
+  EXPECT_EQ(backstop_cycles(-1, 1.98e6), kMinBackstopCycles);
+  EXPECT_EQ(backstop_cycles(std::nan(""), 1.98e6), kMinBackstopCycles);
+  EXPECT_EQ(backstop_cycles(1e12, 3e6), UINT64_MAX);
 }

@@ -2,15 +2,21 @@
 // the RMSNorm kernel and the unsharded pipelines against float64; the plan lanes on two streams
 // (a loopback communicator whose collectives are device copies, so a missing event between the
 // lanes shows as a race against the CPU run of the same plan); NCCL's row collectives and the
-// four variants across two or more GPUs of one process.
+// four variants across two or more GPUs of one process; the modelled collectives' spin kernel
+// timed in SM cycles (10 and 25 us within 2%, no backstop stop).
 #include <gtest/gtest.h>
 
 #ifdef FUSEBENCH_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
+#include <iostream>
+#include <random>
+#include <utility>
 
+#include "comm/delay.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
@@ -136,4 +142,85 @@ TEST(GpuTp, NcclRowCollectivesAndEveryVariantAcrossGpus) {
       }
     }
   }
+}
+
+#ifdef FUSEBENCH_HAVE_CUDA
+namespace {
+
+// `count` traced spins of `seconds`, each after a filler spin of a random 0-3 us, so that they
+// start at random phases of the global timer's step.
+std::vector<comm::SpinTrace> traced_spins(cudaStream_t stream, double seconds, int count,
+                                          std::mt19937& rng) {
+  comm::SpinTrace* dev = nullptr;
+  const std::size_t bytes = sizeof(comm::SpinTrace) * static_cast<std::size_t>(count);
+  if (cudaMalloc(reinterpret_cast<void**>(&dev), bytes) != cudaSuccess)
+    throw std::runtime_error("cudaMalloc failed");
+  std::uniform_real_distribution<double> filler(0, 3e-6);
+  for (int i = 0; i < count; ++i) {
+    comm::enqueue_gpu_delay(stream, filler(rng));
+    comm::enqueue_gpu_delay_traced(stream, seconds, dev + i);
+  }
+  std::vector<comm::SpinTrace> out(static_cast<std::size_t>(count));
+  const bool ok = cudaStreamSynchronize(stream) == cudaSuccess &&
+                  cudaMemcpy(out.data(), dev, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+  cudaFree(dev);
+  if (!ok) throw std::runtime_error("the traced spins failed");
+  return out;
+}
+
+// SM cycles per ns over spins of 2 ms, whose timer readings are off by one step at most (0.05%
+// of them at a 1 us step).
+double cycles_per_ns(cudaStream_t stream, std::mt19937& rng) {
+  std::vector<double> rates;
+  for (const auto& t : traced_spins(stream, 2e-3, 3, rng))
+    rates.push_back(static_cast<double>(t.cycles_end - t.cycles_start) /
+                    static_cast<double>(t.timer_end - t.timer_start));
+  std::sort(rates.begin(), rates.end());
+  return rates[1];
+}
+
+}  // namespace
+#endif
+
+// The modelled collectives' stand-in (delay_kernel.cu): a spin of d lasts d. Its own timer
+// cannot judge that (the old spin, globaltimer alone, ended on a tick edge and read exactly d
+// while it lasted d minus the start's phase in the tick: 9-10 us for 10 us on a 1 us step), so
+// each spin's length is read in SM cycles (clock64 at its start and end) converted at the clock
+// rate measured over 2 ms spins before and after. The spins start at random phases of the step.
+TEST(GpuTp, ModelledDelaySpinLastsItsTimeWithinTwoPercent) {
+  std::string why;
+  auto gpu = gpu_or_skip_reason(&why);
+  if (!gpu) GTEST_SKIP() << "needs a CUDA device: " << why;
+#ifdef FUSEBENCH_HAVE_CUDA
+  const double step = comm::gpu_globaltimer_step_ns();
+  std::cout << "global timer step: " << step << " ns\n";
+  ASSERT_GT(step, 0) << "the global timer did not advance";
+  const auto stream = static_cast<cudaStream_t>(gpu->stream());
+  std::mt19937 rng(21);
+  const unsigned long long stops_before = comm::gpu_delay_backstop_stops();
+  traced_spins(stream, 10e-6, 20, rng);  // warm-up: module load, clocks up
+  const double before = cycles_per_ns(stream, rng);
+  const auto ten = traced_spins(stream, 10e-6, 200, rng);
+  const auto twenty_five = traced_spins(stream, 25e-6, 100, rng);
+  const double after = cycles_per_ns(stream, rng);
+  std::cout << "SM clock: " << before << " then " << after << " cycles per ns\n";
+  ASSERT_NEAR(after, before, 0.01 * before) << "the SM clock changed during the test";
+  const double rate = (before + after) / 2;
+  for (const auto& [want, spins] : {std::pair{10e3, ten}, std::pair{25e3, twenty_five}}) {
+    double sum = 0, lo = 1e300, hi = 0;
+    for (const auto& t : spins) {
+      const double ns = static_cast<double>(t.cycles_end - t.cycles_start) / rate;
+      sum += ns;
+      lo = std::min(lo, ns);
+      hi = std::max(hi, ns);
+    }
+    const double mean = sum / static_cast<double>(spins.size());
+    std::cout << "spin of " << want / 1e3 << " us: mean " << mean / 1e3 << " us, range ["
+              << lo / 1e3 << ", " << hi / 1e3 << "] us over " << spins.size() << " spins\n";
+    EXPECT_NEAR(mean, want, 0.02 * want) << "timer step " << step << " ns";
+    EXPECT_GE(lo, 0.95 * want) << "timer step " << step << " ns";
+  }
+  EXPECT_EQ(comm::gpu_delay_backstop_stops(), stops_before)
+      << "the clock64 backstop ended spins: the global timer stalled";
+#endif
 }

@@ -139,9 +139,8 @@ class CudaBackend final : public Backend {
       FUSEBENCH_CUDA(cudaMalloc(&workspace_, kWorkspaceBytes));
       // cuBLAS (grouped GEMM) with its own workspace so graph capture never allocates.
       FUSEBENCH_CUBLAS(cublasCreate(&blas_));
-      FUSEBENCH_CUBLAS(cublasSetStream(blas_, stream_));
       FUSEBENCH_CUDA(cudaMalloc(&blas_workspace_, kWorkspaceBytes));
-      FUSEBENCH_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kWorkspaceBytes));
+      bind_blas(stream_);
     } catch (...) {
       release_handles();  // the destructor does not run for a half-built object
       throw;
@@ -254,7 +253,7 @@ class CudaBackend final : public Backend {
     }
     void** dev = pointer_array(a.ptrs);
     const cudaDataType_t type = cuda_type(gemms[0].x.dtype);
-    FUSEBENCH_CUBLAS(cublasSetStream(blas_, lane()));
+    bind_blas(lane());
     FUSEBENCH_CUBLAS(cublasGemmGroupedBatchedEx(
         blas_, a.ta.data(), a.tb.data(), a.m.data(), a.n.data(), a.k.data(), a.alpha.data(),
         const_cast<const void* const*>(dev), type, a.lda.data(),
@@ -461,6 +460,13 @@ class CudaBackend final : public Backend {
   }
 
   cudaStream_t lane() const { return lane_ == 0 ? stream_ : lane_stream_; }
+  // cublasSetStream resets the handle's workspace to cuBLAS's default pool (cuBLAS docs,
+  // cublasSetStream): our workspace is set again after it, every time, as PyTorch does, so
+  // the grouped GEMM never allocates (inside a graph capture least of all).
+  void bind_blas(cudaStream_t s) {
+    FUSEBENCH_CUBLAS(cublasSetStream(blas_, s));
+    FUSEBENCH_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kWorkspaceBytes));
+  }
 
   // Frees what the constructor made (null handles are skipped).
   void release_handles() noexcept {
