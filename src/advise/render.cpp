@@ -536,10 +536,13 @@ TABLES = [
       for (const auto& r : t.comparisons[ci].ranges) {
         std::string variant;
         for (const auto& v : r.variants) variant += (variant.empty() ? "" : ",") + v;
-        ops[keys[ci].op_key].push_back("(" + std::to_string(r.low) + ", " + std::to_string(r.high) +
-                                       ", " + py_str(to_string(r.decision)) + ", " +
-                                       py_str(variant) + ", " + py_str(r.label) + ", " +
-                                       py_str(r.basis) + ")");
+        std::string row = "(";  // built by appending: GCC 12 -Wrestrict false positive on "(" + ...
+        row.append(std::to_string(r.low)).append(", ").append(std::to_string(r.high));
+        for (const std::string& f : {py_str(to_string(r.decision)), py_str(variant), py_str(r.label),
+                                     py_str(r.basis)}) {
+          row.append(", ").append(f);
+        }
+        ops[keys[ci].op_key].push_back(row + ")");
       }
     }
     o << "    {\n        \"device\": " << py_str(key->device)
