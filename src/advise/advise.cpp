@@ -262,7 +262,9 @@ struct Segment {
 std::optional<std::vector<Segment>> model_gap(const Comparison& c, const Point& a, const Point& b,
                                               double margin, std::string& why) {
   if (!c.ceilings) {
-    why = "the cost model is not evaluated (" + c.model_note + ")";
+    const std::string prefix = "not evaluated: ";
+    why = "no cost model (" +
+          (c.model_note.rfind(prefix, 0) == 0 ? c.model_note.substr(prefix.size()) : c.model_note) + ")";
     return std::nullopt;
   }
   if (!a.model || !b.model) {
