@@ -20,11 +20,12 @@ std::string without_device(const advise::Key& k) {
 }  // namespace
 
 void compare_advice(const advise::Table& baseline, const advise::Table& current, Result& r) {
+  // Matched on every axis but the device (the name shown leaves the backend out too).
   std::map<std::string, const advise::Comparison*> base;
-  for (const auto& c : baseline.comparisons) base[without_device(c.key)] = &c;
+  for (const auto& c : baseline.comparisons) base[without_device(c.key) + "|" + c.key.backend] = &c;
   for (const auto& cur : current.comparisons) {
     const std::string name = without_device(cur.key);
-    const auto it = base.find(name);
+    const auto it = base.find(name + "|" + cur.key.backend);
     if (it == base.end()) continue;
     ++r.advice.comparisons;
     // Runs of consecutive common token counts with the same change form one finding.
