@@ -108,8 +108,9 @@ def html_table(comparisons):
     if not comparisons:
         return ""
     rows = []
+    devices = len({c.get("device") for c in comparisons}) > 1
     for c in comparisons:
-        config = " ".join(x for x in (c.get("dtype"), f"tp{c.get('tp')}", c.get("timing"),
+        config = " ".join(x for x in (c.get("device") if devices else "", c.get("dtype"), f"tp{c.get('tp')}", c.get("timing"),
                                       f"comm:{c['comm']}" if c.get("comm") else "",
                                       f"weights:{c['weights']}" if c.get("weights") not in ("", "random", None)
                                       else "") if x)
