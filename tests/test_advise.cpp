@@ -130,7 +130,8 @@ TEST(Advise, MustShowRanges) {
   EXPECT_EQ(c.variants, (std::vector<std::string>{"split", "fused"}));
   expect_ranges(c, kMustShow);
   // Without ceilings the cost model is not evaluated, and the ends say so.
-  EXPECT_NE(c.ranges[0].high_end.find("measured point (no cost model (no report of this comparison has ceilings))"),
+  EXPECT_NE(c.ranges[0].high_end.find(
+                "measured point (no cost model (no report of this comparison has ceilings))"),
             std::string::npos)
       << c.ranges[0].high_end;
   EXPECT_EQ(c.ranges[0].points, (std::vector<std::int64_t>{1, 4, 16, 64}));

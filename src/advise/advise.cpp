@@ -264,7 +264,8 @@ std::optional<std::vector<Segment>> model_gap(const Comparison& c, const Point& 
   if (!c.ceilings) {
     const std::string prefix = "not evaluated: ";
     why = "no cost model (" +
-          (c.model_note.rfind(prefix, 0) == 0 ? c.model_note.substr(prefix.size()) : c.model_note) + ")";
+          (c.model_note.rfind(prefix, 0) == 0 ? c.model_note.substr(prefix.size()) : c.model_note) +
+          ")";
     return std::nullopt;
   }
   if (!a.model || !b.model) {
