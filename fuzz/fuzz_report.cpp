@@ -1,10 +1,12 @@
-// libFuzzer target: the gate's report reader and rules on arbitrary bytes. Only InputError (the
-// documented rejection) may escape parse_report; anything else, or a sanitizer report, is a bug.
+// libFuzzer target: the gate's report reader and rules, and the advisor's reader, decisions and
+// four formats (docs/advise.md), on arbitrary bytes. Only InputError (the documented rejection)
+// may escape the readers; anything else, or a sanitizer report, is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
 #include <string_view>
 
+#include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -25,6 +27,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Result missing = compare(report, empty, options);
     print_table(missing, sink, false);
   } catch (const InputError&) {
+  }
+  try {
+    fusebench::advise::Table table =
+        fusebench::advise::build({fusebench::advise::parse_report(text, "fuzz.json")});
+    std::ostringstream sink;
+    sink << fusebench::advise::to_json(table).dump() << fusebench::advise::to_markdown(table)
+         << fusebench::advise::to_cpp(table) << fusebench::advise::to_python(table);
+    // The gate's advice rule: the table against itself (nothing may flip) and against none.
+    Result flips;
+    compare_advice(table, table, flips);
+    if (flips.failed()) __builtin_trap();
+    compare_advice(table, fusebench::advise::Table{}, flips);
+  } catch (const fusebench::advise::InputError&) {
   }
   return 0;
 }

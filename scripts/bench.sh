@@ -17,7 +17,7 @@ scripts/bench.sh [FUSEBENCH FLAGS...]
   Installs what is missing, builds Release, then runs
     build/bin/fusebench --verify --report=reports/latest/report.json [FUSEBENCH FLAGS...]
   and writes reports/latest/: report.json, console.txt (everything shown, stdout and stderr),
-  the crossover charts and index.html. A run that stops before measuring anything leaves
+  advice.md and advice.json (when to fuse, docs/advise.md), the crossover charts and index.html. A run that stops before measuring anything leaves
   reports/latest as it was (its output goes to reports/last-failed/).
 
 build/bin/fusebench --help:
@@ -79,9 +79,23 @@ settle
 
 # The run measured something: it is reports/latest.
 echo "bench: report in $out/report.json"
+# When to fuse: the dispatch table of the report (docs/advise.md), written before the charts,
+# which shade its ranges, and the page, which shows it beside them. A failure is reported but does
+# not hide the sweep's own status.
+advice_args=()
+write_advice() {
+  if build/bin/fusebench-advise "$out/report.json" --format=json -o "$out/advice.json" &&
+    build/bin/fusebench-advise "$out/report.json" --format=markdown -o "$out/advice.md"; then
+    advice_args=(--advice "$out/advice.json")
+    echo "bench: advice in $out/advice.md and $out/advice.json"
+  else
+    echo "bench: WARNING: $out/advice.md and advice.json not written"
+  fi
+}
+write_advice
 # Crossover charts and the offline HTML page beside the report (docs/charts.md). A chart failure
 # is reported but does not hide the sweep's own status.
-python3 scripts/plot_crossover.py "$out/report.json" -o "$out" ||
+python3 scripts/plot_crossover.py "$out/report.json" -o "$out" "${advice_args[@]}" ||
   echo "bench: WARNING: charts not written (is matplotlib installed? scripts/install-deps.sh)"
 python3 scripts/make_html.py "$out/report.json" -o "$out/index.html" ||
   echo "bench: WARNING: $out/index.html not written"

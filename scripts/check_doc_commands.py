@@ -36,10 +36,11 @@ from dataclasses import dataclass
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROGRAMS = {"python3", "python", "cmake", "ctest", "mpirun", "srun", "ncu", "nsys", "fusebench",
-            "fusebench-gate", "fusebench-region", "git", "bash", "sh", "all_reduce_perf"}
+            "fusebench-gate", "fusebench-region", "fusebench-advise", "git", "bash", "sh",
+            "all_reduce_perf"}
 SHELL_INFO = {"", "sh", "bash", "shell", "console", "zsh"}
-INLINE_START = re.compile(r"^(build[\w-]*/bin/|scripts/|python3 |fusebench(-gate|-region)?\s|mpirun |"
-                          r"srun |cmake |ctest |ncu |nsys )")
+INLINE_START = re.compile(r"^(build[\w-]*/bin/|scripts/|python3 |fusebench(-gate|-region|-advise)?\s|"
+                          r"mpirun |srun |cmake |ctest |ncu |nsys )")
 
 # (regex searched in the command with its comment removed, what to do, why). Actions: "skip",
 # "exit N" (expected status), "tree" (run in the tree, not the scratch copy), "no-gpu exit N"

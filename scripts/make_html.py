@@ -16,6 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusebench_advice as fa  # noqa: E402
 import fusebench_crossover as fx  # noqa: E402
 import fusebench_report as fr  # noqa: E402
 
@@ -38,6 +39,9 @@ tr:nth-child(even) td{background:#fafafa} td.err{color:#b00}
 .ctx th{cursor:auto;position:static;background:#f7f7f9} .ctx .ctx{margin:0;font-size:11px}
 .wrap{overflow-x:auto;max-height:80vh}
 .note{color:#555;font-size:.9em}
+.chart-row{display:flex;gap:1em;align-items:flex-start} .chart-row .chart{flex:0 1 70%}
+.advice-side{flex:1 1 30%;overflow-x:auto} table.advice td{white-space:normal;vertical-align:top}
+td.adv-use{font-weight:bold} td.adv-unresolved{color:#777} td.adv-ev{font-size:11px;min-width:14em}
 """
 
 # Sorting: click a header to sort ascending, again for descending; numbers compare as numbers,
@@ -321,12 +325,31 @@ def crossover_table(summary):
             f"between the token counts around it).</p>" + "".join(rows))
 
 
+def advice_beside(chart_html, doc, chart_file):
+    """The chart with the advice of its comparisons beside it (fusebench-advise's advice.json)."""
+    rows = [c for c in (doc or {}).get("comparisons", []) if fa.chart_name(c) + ".svg" == chart_file]
+    if not rows:
+        return chart_html
+    return (f"<div class='chart-row'>{chart_html}<div class='advice-side'><p class='note'>When to fuse "
+            f"(fusebench-advise, margin {doc.get('margin', 0):g}: decided only where the 95% intervals say so; "
+            f"the chart's strips show the same ranges)</p>{fa.html_table(rows)}</div></div>")
+
+
+def advice_section(doc, charts):
+    """The advice of comparisons that have no chart on the page."""
+    rest = [c for c in (doc or {}).get("comparisons", []) if fa.chart_name(c) + ".svg" not in charts]
+    if not rest:
+        return ""
+    return "<h2>When to fuse (fusebench-advise)</h2>" + fa.html_table(rest)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("reports", nargs="+")
     p.add_argument("--charts", help="folder with crossover_*.png/svg and crossover.json (default: beside -o)")
     p.add_argument("-o", "--output", default="reports/latest/index.html")
     p.add_argument("--title", default="fusebench report")
+    p.add_argument("--advice", help="fusebench-advise's JSON (default: advice.json beside the charts, when present)")
     p.add_argument("--labels", help="comma-separated labels, one per report (default: device name), "
                                     "as for scripts/plot_crossover.py")
     args = p.parse_args(argv)
@@ -348,6 +371,14 @@ def main(argv=None):
             summary = json.load(f)
     except (OSError, ValueError):
         pass
+    advice_path = args.advice or os.path.join(charts_dir, "advice.json")
+    advice = None
+    if args.advice or os.path.exists(advice_path):
+        try:
+            advice = fa.load(advice_path)
+        except (OSError, ValueError) as exc:
+            print(f"make_html: --advice: {exc}", file=sys.stderr)
+            return 2
     charts = sorted(n for n in os.listdir(charts_dir) if n.startswith("crossover_") and n.endswith(".svg")) \
         if os.path.isdir(charts_dir) else []
 
@@ -362,8 +393,9 @@ def main(argv=None):
     for name in charts:
         rel = os.path.relpath(os.path.join(charts_dir, name), out_dir)
         png = rel[:-4] + ".png"
-        parts.append(f"<div class='chart'><a href='{html.escape(png)}'><img src='{html.escape(rel)}' "
-                     f"alt='{html.escape(name)}'></a></div>")
+        parts.append(advice_beside(f"<div class='chart'><a href='{html.escape(png)}'><img src='{html.escape(rel)}' "
+                                   f"alt='{html.escape(name)}'></a></div>", advice, name))
+    parts.append(advice_section(advice, charts))
     parts.append(crossover_table(summary))
     for r in reports:
         parts.append(f"<h2>Entries: {html.escape(r.label)}</h2>")

@@ -23,6 +23,7 @@ import textwrap
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusebench_advice as fa  # noqa: E402
 import fusebench_crossover as fx  # noqa: E402
 import fusebench_report as fr  # noqa: E402
 
@@ -149,6 +150,7 @@ class Panel:
         self.crossings = []  # (series, crossover dict, kind)
         self.notes = []
         self.methods = set()
+        self.advice = []  # [(series key, advice comparison)]: strips drawn by fa.shade
 
     def add(self, series, kind, pts, lo=None, hi=None, linestyle=None):
         pts = [(t, y) for t, y in pts if y is not None and math.isfinite(y)]
@@ -301,6 +303,8 @@ def build_figure(model, op, layer, groups, reports, args, summary):
                 "speedup_model": predicted,
             })
 
+    add_advice(speed_panels.get(baseline), keys, reports, model, op, layer, args)
+
     # Eager vs graph, per variant, when both regimes are present.
     for key in keys:
         if key[3] != "eager":
@@ -335,6 +339,18 @@ def build_figure(model, op, layer, groups, reports, args, summary):
     return fig
 
 
+def add_advice(panel, keys, reports, model, op, layer, args):
+    """The advice (fusebench-advise's advice.json, --advice) of each series of the panel over the
+    baseline, drawn as strips at its bottom (the legend says which strip is which)."""
+    doc = getattr(args, "advice_doc", None)
+    if not doc or panel is None:
+        return
+    for key in keys:
+        c = fa.find(doc, reports[key[0]].context, model, op, layer, key[1], key[2], key[3], key[4], key[5])
+        if c is not None and any(ln["series"][1] == key for ln in panel.lines):
+            panel.advice.append((key, c))
+
+
 def _note_text(panel, ridge_notes, threshold):
     lines = []
     if panel.speedup_over:
@@ -359,7 +375,8 @@ def draw(model, op, layer, panels, styles, reports, keys, multi, ridges, ridge_n
     # Legend: one entry per series drawn, then the style key.
     drawn_series = sorted({ln["series"] for p in panels for ln in p.lines},
                           key=lambda s: (styles.variants.index(s[0]), keys.index(s[1])))
-    n_legend = len(drawn_series) + 8 + len(ridges)
+    n_legend = len(drawn_series) + 8 + len(ridges) + \
+        ((len(styles.variants) + 3 + sum(len(p.advice) for p in panels)) if any(p.advice for p in panels) else 0)
     height = max(PANEL_HEIGHT_IN * len(panels) + NOTE_LINE_IN * note_lines + 1.2, 4.5)
     rows_fit = max(int((height - 0.6) / LEGEND_ROW_IN), 8)
     ncol = max(1, math.ceil(n_legend / rows_fit))
@@ -370,6 +387,7 @@ def draw(model, op, layer, panels, styles, reports, keys, multi, ridges, ridge_n
     thr = args.threshold
     ridge_handles = []
     note_artists = []
+    advice_drawn = set()
     for ax, panel, note in zip(axes, panels, notes):
         ax.set_gid(f"panel:{panel.pid}")
         for ln in panel.lines:
@@ -403,6 +421,7 @@ def draw(model, op, layer, panels, styles, reports, keys, multi, ridges, ridge_n
                                     gid="crossing")
                     elif x["tokens"]:
                         ax.axvline(x["tokens"], color=color, linewidth=1, linestyle="--", gid="model-crossing")
+        advice_drawn |= fa.shade(ax, panel.advice, lambda v, k: styles.by_series.get((v, k), (None,))[0])
         for i, (rt, _) in enumerate(ridges):
             ax.axvline(rt, color="0.25", linestyle=RIDGE_STYLES[i % len(RIDGE_STYLES)], linewidth=1.2, gid="ridge")
         ax.set_ylabel(panel.ylabel)
@@ -442,6 +461,8 @@ def draw(model, op, layer, panels, styles, reports, keys, multi, ridges, ridge_n
         if any(c["crossings"] for p in panels for _, c, k in p.crossings if k == "model"):
             handles.append(Line2D([], [], color="0.3", linestyle="--", label="model crossover"))
     handles += ridge_handles
+    strips = [series_label(reports, k, multi) for p in panels for k, _ in p.advice]
+    handles += advice_handles(advice_drawn, strips)
     handles.append(Patch(color="tab:green", alpha=0.2, label=f"decode (<= {args.decode_max} tokens)"))
     handles.append(Patch(color="tab:orange", alpha=0.2, label=f"prefill (>= {args.prefill_min} tokens)"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=7, ncol=ncol, frameon=True)
@@ -473,6 +494,22 @@ def draw(model, op, layer, panels, styles, reports, keys, multi, ridges, ridge_n
     return fig
 
 
+def advice_handles(drawn, strips):
+    """Legend entries for the advice strips drawn (fa.shade): which strip is which, and colours."""
+    out = []
+    if strips:
+        out.append(Patch(facecolor="none", edgecolor="none",
+                         label="advice strips (fusebench-advise), bottom up:\n  " + "\n  ".join(strips)))
+    for kind, variant, color in sorted(drawn):
+        if kind == "use":
+            out.append(Patch(facecolor=color, alpha=0.55, label=f"advice strip: use {variant}"))
+        elif kind == "either":
+            out.append(Patch(facecolor=color, alpha=0.7, label="advice strip: either"))
+        else:
+            out.append(Patch(facecolor="none", edgecolor="0.6", hatch="////", label="advice strip: unresolved"))
+    return out
+
+
 def plot_all(reports, args):
     """[(base path, figure)], summary. Figures are left open for the caller to save or inspect."""
     figs = group_entries(reports)
@@ -499,6 +536,7 @@ def parse_args(argv=None):
     p.add_argument("--launch-overhead-us", type=float,
                    help="per-launch cost in the model prediction (default 3 on cuda, 1 on cpu)")
     p.add_argument("--formats", default="png,svg", help="comma-separated (default png,svg)")
+    p.add_argument("--advice", help="fusebench-advise's JSON (advice.json): shade each token range by its decision")
     args = p.parse_args(argv)
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if args.threshold <= 0:
@@ -517,6 +555,11 @@ def main(argv=None):
         reports = fr.load_all(args.reports, labels)
     except (OSError, ValueError) as exc:
         print(f"plot_crossover: {exc}", file=sys.stderr)
+        return 2
+    try:
+        args.advice_doc = fa.load(args.advice) if args.advice else None
+    except (OSError, ValueError) as exc:
+        print(f"plot_crossover: --advice: {exc}", file=sys.stderr)
         return 2
     if not group_entries(reports):
         print("plot_crossover: no benchmark entries with tokens in the reports", file=sys.stderr)

@@ -501,4 +501,99 @@ TEST_F(Gate, ContendedEntriesAreNotJudged) {
   contended.erase("timing_stop");
   EXPECT_EQ(run(report({good}), report({contended})), 1) << out;
   EXPECT_NE(out.find("LOST"), std::string::npos) << out;
+namespace {
+
+// split and fused qkv of one model at `tokens`, fused's paired speedup with 40 pairs (evidence
+// for the advice rule, docs/advise.md).
+std::vector<json> advised(std::int64_t tokens, double s, double low, double high) {
+  const std::string tail = "/model:qwen3-0.6b/layer:attention/tokens:" + std::to_string(tokens) +
+                           "/tp:1/dtype:bf16/timing:batch";
+  json split = entry("qkv/split" + tail, 10, {{"speedup_baseline", "split"}});
+  json fused = entry("qkv/fused" + tail, 10,
+                     {{"speedup", s},
+                      {"speedup_ci_low", low},
+                      {"speedup_ci_high", high},
+                      {"speedup_pairs", 40},
+                      {"speedup_baseline", "split"}});
+  return {split, fused};
+}
+
+json advised_report(std::vector<std::vector<json>> points) {
+  std::vector<json> all;
+  for (auto& p : points) all.insert(all.end(), p.begin(), p.end());
+  return report(all);
+}
+
+}  // namespace
+
+TEST_F(Gate, AdviceThatFlippedFailsNamingTheComparisonAndTokens) {
+  const auto md = (dir / "summary.md").string();
+  // Baseline: use: fused at 16 tokens; current: use: split there (the speedup rule fails it too,
+  // as LOST; the next test has a flip the speedup rule does not see).
+  const json base = advised_report({advised(1, 1.2, 1.15, 1.25), advised(16, 1.2, 1.15, 1.25)});
+  const json cur = advised_report({advised(1, 1.2, 1.15, 1.25), advised(16, 0.8, 0.77, 0.83)});
+  EXPECT_EQ(run(base, cur, {"--summary-md", md}), 1) << out;
+  EXPECT_NE(out.find("FLIPPED  qkv model:qwen3-0.6b layer:attention dtype:bf16 tp:1 timing:batch"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("tokens 16: use: fused -> use: split (the decision flipped)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("advice rule (a `use:` decision that flipped fails): 2 token count(s) of 1 "
+                     "comparison(s) measured in both: 1 flipped, 0 other change(s)."),
+            std::string::npos)
+      << out;
+  std::ifstream in(md);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(
+      text.find("| FLIPPED | `qkv model:qwen3-0.6b layer:attention dtype:bf16 tp:1 timing:batch` | "
+                "advice |"),
+      std::string::npos)
+      << text;
+}
+
+TEST_F(Gate, AdviceFlipFailsEvenWhereTheSpeedupRuleIsSilent) {
+  // use: split (0.80) became use: fused (1.20): the speedup rose, so only the advice rule fails.
+  const json base = advised_report({advised(64, 0.8, 0.77, 0.83), advised(256, 0.8, 0.77, 0.83)});
+  const json cur = advised_report({advised(64, 1.2, 1.15, 1.25), advised(256, 1.2, 1.15, 1.25)});
+  EXPECT_EQ(run(base, cur), 1) << out;
+  EXPECT_EQ(out.find("LOST"), std::string::npos) << out;
+  EXPECT_NE(out.find("tokens 64-256: use: split -> use: fused (the decision flipped)"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(Gate, AdviceChangesToOrFromEitherOrUnresolvedAreReportedNotFailed) {
+  const json base = advised_report({advised(16, 1.2, 1.15, 1.25), advised(256, 1.0, 0.99, 1.01)});
+  // 16: use: fused -> either (within the margin); 256: either -> unresolved (straddles).
+  const json cur = advised_report({advised(16, 1.0, 0.99, 1.01), advised(256, 1.0, 0.95, 1.05)});
+  EXPECT_EQ(run(base, cur), 1) << out;  // the 16-token speedup interval fell wholly below: LOST
+  EXPECT_NE(out.find("LOST"), std::string::npos) << out;
+  EXPECT_EQ(out.find("FLIPPED"), std::string::npos) << out;
+  EXPECT_NE(out.find("tokens 16: use: fused -> either (reported, not failed)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("tokens 256: either -> unresolved (reported, not failed)"), std::string::npos)
+      << out;
+  // Without the LOST row the changes alone pass.
+  const json cur2 = advised_report({advised(16, 1.2, 1.15, 1.25), advised(256, 1.0, 0.95, 1.05)});
+  EXPECT_EQ(run(base, cur2), 0) << out;
+  EXPECT_NE(out.find("0 flipped, 1 other change(s)"), std::string::npos) << out;
+  // --ignore-time leaves the advice rule out too, and says so; a bad margin is unusable input.
+  EXPECT_EQ(run(base, cur2, {"--ignore-time"}), 0) << out;
+  EXPECT_NE(
+      out.find("advice rule (a `use:` decision that flipped fails): not applied: --ignore-time"),
+      std::string::npos)
+      << out;
+  EXPECT_EQ(run(base, cur2, {"--advice-margin=2"}), 2) << err;
+  EXPECT_NE(err.find("--advice-margin: 2 is outside [0, 1)"), std::string::npos) << err;
+  // The margin is the advisor's: under 0.25, 1.2 [1.15, 1.25] lies within it (either) and
+  // 0.8 [0.77, 0.83] straddles it, so the flip of the first test is no flip (LOST still fails).
+  const json fb = advised_report({advised(16, 1.2, 1.15, 1.25)});
+  const json fc = advised_report({advised(16, 0.8, 0.77, 0.83)});
+  EXPECT_EQ(run(fb, fc), 1) << out;
+  EXPECT_NE(out.find("FLIPPED"), std::string::npos) << out;
+  EXPECT_EQ(run(fb, fc, {"--advice-margin=0.25"}), 1) << out;
+  EXPECT_EQ(out.find("FLIPPED"), std::string::npos) << out;
+  EXPECT_NE(out.find("tokens 16: either -> unresolved (reported, not failed)"), std::string::npos)
+      << out;
 }

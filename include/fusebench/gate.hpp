@@ -11,6 +11,10 @@
 #include <string_view>
 #include <vector>
 
+namespace fusebench::advise {
+struct Table;
+}
+
 namespace fusebench::gate {
 
 // Thrown for input the gate cannot judge: malformed JSON, wrong schema, non-finite numbers,
@@ -71,10 +75,24 @@ struct Options {
   bool allow_device_mismatch = false;
   bool allow_missing_counters = false;  // a counter in BASELINE absent in CURRENT: note, not fail
   bool ignore_time = false;  // counters only: no time or speedup rule (e.g. a shared, noisy runner)
+  double advice_margin = 0.03;  // the advice rule's margin (fusebench-advise --margin)
 };
 
 // kLost: a speedup whose interval lies wholly below the baseline report's (the benefit was lost).
-enum class Status { kPass, kFaster, kSlower, kChanged, kMissing, kNew, kError, kNote, kLost };
+// kFlipped: the advice said `use: X` in the baseline and `use: Y` now at a token count both
+// measured.
+enum class Status {
+  kPass,
+  kFaster,
+  kSlower,
+  kChanged,
+  kMissing,
+  kNew,
+  kError,
+  kNote,
+  kLost,
+  kFlipped
+};
 const char* to_string(Status s);
 bool is_failure(Status s);
 
@@ -93,12 +111,21 @@ struct SpeedupCoverage {
   std::string off;  // non-empty when the rule did not run at all: why
 };
 
+// What the advice rule compared (docs/gate.md, "The advice rule").
+struct AdviceCoverage {
+  int comparisons = 0;  // comparisons in both reports
+  int points = 0;       // token counts both measured
+  int flipped = 0, changed = 0;
+  std::string off;  // non-empty when the rule did not run: why
+};
+
 struct Result {
   std::vector<Finding> findings;
   std::string baseline_device, current_device;
   int compared = 0;
   int not_judged = 0;  // benchmarks whose time and speedup were not judged (Entry::not_judged)
   SpeedupCoverage speedup;
+  AdviceCoverage advice;
   bool failed() const;
 };
 
@@ -109,6 +136,11 @@ bool is_bytes_counter(const std::string& key);
 
 // Throws InputError on a device mismatch unless allowed.
 Result compare(const Report& baseline, const Report& current, const Options& options);
+
+// The advice rule: the two reports' dispatch tables (fusebench-advise, one report each) compared
+// point by point; a `use:` that became another `use:` fails, any other change is a note.
+void compare_advice(const advise::Table& baseline, const advise::Table& current, Result& result);
+std::string advice_rule_summary(const Result& result);
 
 // Where the speedup rule applied and why not elsewhere, e.g. "applied to 3 entries." (console
 // and Markdown).

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 
+#include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
 
 namespace fusebench::gate {
@@ -34,7 +35,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "compare reports from different devices");
   app.add_flag("--allow-missing-counters", o.allow_missing_counters,
                "a counter in BASELINE but absent in CURRENT is a note, not a failure");
-  app.add_flag("--ignore-time", o.ignore_time, "gate counters only (no time or speedup rule)");
+  app.add_flag("--ignore-time", o.ignore_time,
+               "gate counters only (no time, speedup or advice rule)");
+  std::string advice_margin = "0.03";
+  app.add_option("--advice-margin", advice_margin,
+                 "the advice rule's margin, as fusebench-advise --margin")
+      ->capture_default_str();
   app.add_option("--summary-md", summary_md,
                  "also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
   app.add_flag("-v,--verbose", verbose, "list passing counters too");
@@ -50,7 +56,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     const Report baseline = load_report(baseline_path);
     const Report current = load_report(current_path);
-    const Result result = compare(baseline, current, o);
+    Result result = compare(baseline, current, o);
+    if (o.ignore_time) {
+      result.advice.off = "--ignore-time (counters only)";
+    } else {
+      // The same code as fusebench-advise, one report per side (docs/gate.md).
+      try {
+        o.advice_margin = advise::parse_margin(advice_margin, "--advice-margin");
+        compare_advice(advise::build({advise::load_report(baseline_path)}, o.advice_margin),
+                       advise::build({advise::load_report(current_path)}, o.advice_margin), result);
+      } catch (const advise::InputError& e) {
+        throw InputError(e.what());
+      }
+    }
     print_table(result, out, verbose);
     if (!summary_md.empty()) {
       // Appends, as GitHub's step summary expects several writers.

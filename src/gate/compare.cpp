@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
 
 namespace fusebench::gate {
@@ -25,11 +26,6 @@ std::string plain_percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * fraction);
   return buf;
-}
-
-std::string context_string(const nlohmann::json& context, const char* key) {
-  auto it = context.find(key);
-  return it != context.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::string format_value(const std::string& metric, std::optional<double> v) {
@@ -81,13 +77,15 @@ const char* to_string(Status s) {
       return "note";
     case Status::kLost:
       return "LOST";
+    case Status::kFlipped:
+      return "FLIPPED";
   }
   return "?";
 }
 
 bool is_failure(Status s) {
   return s == Status::kSlower || s == Status::kChanged || s == Status::kMissing ||
-         s == Status::kError || s == Status::kLost;
+         s == Status::kError || s == Status::kLost || s == Status::kFlipped;
 }
 
 bool Result::failed() const {
@@ -110,12 +108,8 @@ bool is_bytes_counter(const std::string& key) {
 }
 
 std::string device_identity(const Report& report) {
-  const auto& c = report.context;
-  const std::string backend = context_string(c, "backend");
-  const std::string gpu = context_string(c, "gpu_name");
-  if (!gpu.empty() && backend != "cpu") return "gpu: " + gpu;
-  const std::string cpu = context_string(c, "cpu_model");
-  return (backend.empty() ? std::string("cpu") : backend) + ": " + (cpu.empty() ? "unknown" : cpu);
+  // One definition for the gate and the advisor: they must agree on what one device is.
+  return advise::device_identity(report.context);
 }
 
 Result compare(const Report& baseline, const Report& current, const Options& o) {
@@ -303,6 +297,8 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
     out << "fusebench-gate: " << r.not_judged
         << " benchmark(s) not judged on time or speedup (contended, or fewer than 6 samples or "
            "pairs: no 95% interval)\n";
+  out << "fusebench-gate: advice rule (a `use:` decision that flipped fails): "
+      << advice_rule_summary(r) << "\n";
   out << "fusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device << " vs "
       << r.current_device << "): " << failures << " regression(s), " << faster << " faster, "
       << added << " new, " << notes << " note(s): " << (r.failed() ? "FAIL" : "PASS") << "\n";
@@ -331,6 +327,7 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
     out << "Not judged: " << r.not_judged
         << " benchmark(s) on time and speedup (contended, or fewer than 6 samples or pairs: no "
            "95% interval).\n\n";
+  out << "Advice rule: " << advice_rule_summary(r) << "\n\n";
   auto row = [&](const Finding& f) {
     std::string name = f.benchmark;
     for (auto& ch : name) {

@@ -2,21 +2,22 @@
 # scripts/bench.sh on bad input and --help (issue 14 item 12): it exits with the binary's status,
 # leaves reports/latest as it was, draws no charts and points to no page; a good run replaces it.
 # Runs in a scratch copy of the scripts with a stub build step and the real fusebench binary.
-# Usage: test_bench_sh.sh SOURCE_DIR FUSEBENCH_BINARY
+# Usage: test_bench_sh.sh SOURCE_DIR FUSEBENCH_BINARY [FUSEBENCH_ADVISE_BINARY]
 set -euo pipefail
-src=$1 bin=$(realpath "$2")
+src=$1 bin=$(realpath "$2") advise=${3:+$(realpath "$3")}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/scripts" "$work/build/bin" "$work/reports/latest"
 cp "$src/scripts/bench.sh" "$work/scripts/"
 printf '#!/bin/sh\nexit 0\n' >"$work/scripts/build.sh"  # the binary is already built
 # Chart and page stubs that leave a trace when called.
-printf '#!/usr/bin/env python3\nimport pathlib; pathlib.Path("%s/charts_called").touch()\n' "$work" \
-  >"$work/scripts/plot_crossover.py"
+printf '#!/usr/bin/env python3\nimport pathlib, sys; pathlib.Path("%s/charts_called").write_text(" ".join(sys.argv))\n' \
+  "$work" >"$work/scripts/plot_crossover.py"
 printf '#!/usr/bin/env python3\nimport sys, pathlib; pathlib.Path(sys.argv[-1]).write_text("page")\n' \
   >"$work/scripts/make_html.py"
 chmod +x "$work"/scripts/*
 ln -s "$bin" "$work/build/bin/fusebench"
+if [ -n "$advise" ]; then ln -s "$advise" "$work/build/bin/fusebench-advise"; fi
 echo previous >"$work/reports/latest/report.json"
 echo previous >"$work/reports/latest/console.txt"
 
@@ -75,6 +76,12 @@ check "console.txt has the verification lines" grep -q "verification passed" \
 check "console.txt has no escape codes" bash -c '! grep -q $'"'"'\x1b'"'"' "$1"' _ \
   "$work/reports/latest/console.txt"
 check "the charts were drawn" [ -e "$work/charts_called" ]
+if [ -n "$advise" ]; then  # when to fuse (docs/advise.md): written, and the charts shade it
+  check "advice.json is fusebench-advise's" grep -q '"schema": "fusebench-advice"' \
+    "$work/reports/latest/advice.json"
+  check "advice.md is written" grep -q "^# When to fuse" "$work/reports/latest/advice.md"
+  check "the charts get the advice" grep -q -- "--advice reports/latest/advice.json" "$work/charts_called"
+fi
 check "no reports/latest.old is left behind" [ ! -e "$work/reports/latest.old" ]
 check "the report names its final path" grep -q -- "--report=reports/latest/report.json" \
   "$work/reports/latest/report.json"

@@ -1,0 +1,88 @@
+// fusebench-advise's command line, kept in the library so tests drive it without a subprocess.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "fusebench/advise.hpp"
+
+namespace fusebench::advise {
+
+double parse_margin(const std::string& text, const std::string& flag) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v)) {
+    throw InputError(flag + ": \"" + text + "\" is not a number (a fraction, e.g. 0.03 for 3%)");
+  }
+  if (v < 0 || v >= 1) {
+    throw InputError(flag + ": " + text + " is outside [0, 1) (a fraction, e.g. 0.03 for 3%)");
+  }
+  return v;
+}
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "fusebench-advise: per comparison, the token ranges where each variant is the one to run, "
+      "decided only where the 95% intervals say so (docs/advise.md). Exit 0 written, 2 unusable "
+      "input."};
+  std::vector<std::string> paths;
+  std::string format = "json", output, margin_text = "0.03";
+  app.add_option("REPORT", paths, "fusebench reports (JSON); several of one device are pooled")
+      ->required();
+  app.add_option("--format", format, "json, markdown, cpp or python")->capture_default_str();
+  app.add_option("-o,--output", output, "write here instead of stdout");
+  app.add_option("--margin", margin_text,
+                 "a variant is `use:` when its interval lies above 1 + margin; `either` within it")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (format != "json" && format != "markdown" && format != "cpp" && format != "python") {
+      throw InputError("--format: unknown format \"" + format +
+                       "\" (valid: json, markdown, cpp, python)");
+    }
+    const double margin = parse_margin(margin_text);
+    std::vector<Report> reports;
+    for (const auto& p : paths) reports.push_back(load_report(p));
+    const Table table = build(std::move(reports), margin);
+    std::string text;
+    if (format == "json") {
+      text = to_json(table).dump(1) + "\n";
+    } else if (format == "markdown") {
+      text = to_markdown(table);
+    } else if (format == "cpp") {
+      text = to_cpp(table);
+    } else {
+      text = to_python(table);
+    }
+    if (output.empty()) {
+      out << text;
+      return 0;
+    }
+    // Written beside and renamed, so a reader never sees half a table.
+    const std::string tmp = output + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      if (!f || !(f << text) || !(f.flush())) throw InputError("-o: cannot write " + tmp);
+    }
+    if (std::rename(tmp.c_str(), output.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      throw InputError("-o: cannot write " + output);
+    }
+    return 0;
+  } catch (const InputError& e) {
+    err << "fusebench-advise: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace fusebench::advise

@@ -1,0 +1,278 @@
+// Reads what the advisor needs from a fusebench report (Google Benchmark JSON). Every rejection
+// names the file, the field and the value: a malformed interval must not decide a dispatch.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "fusebench/advise.hpp"
+
+namespace fusebench::advise {
+namespace {
+
+[[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& what) {
+  throw InputError(file + ": " + field + ": " + what);
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string shown(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string context_string(const nlohmann::json& c, const char* key) {
+  const auto it = c.find(key);
+  return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Name segments: op/variant/key:value/...; the entry's own fields win where both exist.
+std::map<std::string, std::string> parse_name(const std::string& name) {
+  std::map<std::string, std::string> out;
+  std::size_t start = 0;
+  int index = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string seg = name.substr(start, end - start);
+    if (index == 0) {
+      out["op"] = seg;
+    } else if (index == 1) {
+      out["variant"] = seg;
+    } else if (const auto colon = seg.find(':'); colon != std::string::npos) {
+      out[seg.substr(0, colon)] = seg.substr(colon + 1);
+    }
+    ++index;
+    start = end + 1;
+  }
+  return out;
+}
+
+struct Reader {
+  const std::string& file;
+  const nlohmann::json& b;
+  std::string at;
+
+  std::optional<std::string> text(const char* key) const {
+    const auto it = b.find(key);
+    if (it == b.end()) return std::nullopt;
+    if (!it->is_string()) fail(file, at + "." + key, "expected a string, got " + shown(*it));
+    return it->get<std::string>();
+  }
+  std::optional<double> num(const char* key) const {
+    const auto it = b.find(key);
+    if (it == b.end()) return std::nullopt;
+    if (!it->is_number()) fail(file, at + "." + key, "expected a number, got " + shown(*it));
+    const double v = it->get<double>();
+    if (!std::isfinite(v)) fail(file, at + "." + key, "not a finite number");
+    return v;
+  }
+};
+
+// A ratio and its interval; one bound without the other, a non-positive value or low > high is
+// unusable input.
+Ratio read_ratio(const std::string& file, const std::string& at, std::optional<double> speedup,
+                 std::optional<double> low, std::optional<double> high, std::optional<double> pairs,
+                 const char* low_key, const char* high_key, const char* speedup_key,
+                 const char* pairs_key) {
+  if (!speedup) fail(file, at + "." + speedup_key, "missing");
+  if (low.has_value() != high.has_value()) {
+    fail(file, at + "." + (low ? high_key : low_key),
+         std::string("missing while ") + (low ? low_key : high_key) + " is present");
+  }
+  const std::pair<const char*, std::optional<double>> values[] = {
+      {speedup_key, speedup}, {low_key, low}, {high_key, high}};
+  for (const auto& [key, v] : values) {
+    if (v && !(*v > 0))
+      fail(file, at + "." + key, number(*v) + " is not positive (a ratio of two times)");
+  }
+  if (low && *low > *high) {
+    fail(file, at + "." + low_key,
+         number(*low) + " is greater than " + high_key + " " + number(*high));
+  }
+  Ratio r;
+  r.speedup = *speedup;
+  r.low = low;
+  r.high = high;
+  if (pairs) {
+    if (*pairs < 0 || *pairs != std::floor(*pairs)) {
+      fail(file, at + "." + pairs_key, number(*pairs) + " is not a count of pairs");
+    }
+    r.pairs = static_cast<int>(std::min(*pairs, 1e9));
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string device_identity(const nlohmann::json& c) {
+  const std::string backend = context_string(c, "backend");
+  const std::string gpu = context_string(c, "gpu_name");
+  if (!gpu.empty() && backend != "cpu") return "gpu: " + gpu;
+  const std::string cpu = context_string(c, "cpu_model");
+  return (backend.empty() ? std::string("cpu") : backend) + ": " + (cpu.empty() ? "unknown" : cpu);
+}
+
+std::optional<Ceilings> Report::ceilings_for(const std::string& dtype) const {
+  const auto it = context.find("ceilings");
+  if (it == context.end() || !it->is_object()) return std::nullopt;
+  auto positive = [](const nlohmann::json& o, const char* key) -> std::optional<double> {
+    const auto v = o.find(key);
+    if (v == o.end() || !v->is_number()) return std::nullopt;
+    const double d = v->get<double>();
+    return std::isfinite(d) && d > 0 ? std::optional<double>(d) : std::nullopt;
+  };
+  std::optional<double> peak;
+  const auto by = it->find("peak_flops_by_dtype");
+  if (by != it->end() && by->is_object()) peak = positive(*by, dtype.c_str());
+  if (!peak) peak = positive(*it, "peak_flops");
+  const auto bw = positive(*it, "bandwidth");
+  if (!peak || !bw) return std::nullopt;
+  const auto src = it->find("source");
+  return Ceilings{*peak, *bw,
+                  src != it->end() && src->is_string() ? src->get<std::string>() : "context"};
+}
+
+Report parse_report(std::string_view text, const std::string& file) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, "document", std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object())
+    fail(file, "top level", "expected an object with \"context\" and \"benchmarks\"");
+  const auto ctx = root.find("context");
+  if (ctx == root.end()) fail(file, "context", "missing (not a Google Benchmark report?)");
+  if (!ctx->is_object()) fail(file, "context", "expected an object, got " + shown(*ctx));
+  const auto benches = root.find("benchmarks");
+  if (benches == root.end()) fail(file, "benchmarks", "missing (not a Google Benchmark report?)");
+  if (!benches->is_array()) fail(file, "benchmarks", "expected an array, got " + shown(*benches));
+  for (const char* key : {"git_revision", "date", "backend", "gpu_name", "cpu_model"}) {
+    const auto it = ctx->find(key);
+    if (it != ctx->end() && !it->is_string()) {
+      fail(file, std::string("context.") + key, "expected a string, got " + shown(*it));
+    }
+  }
+
+  Report report;
+  report.file = file;
+  report.context = *ctx;
+  report.device = device_identity(*ctx);
+  report.backend = context_string(*ctx, "backend");
+  report.git_revision = context_string(*ctx, "git_revision");
+  report.date = context_string(*ctx, "date");
+  if (report.git_revision.empty()) report.git_revision = "unknown (the report has no git_revision)";
+
+  for (std::size_t i = 0; i < benches->size(); ++i) {
+    const auto& b = (*benches)[i];
+    const std::string where = "benchmarks[" + std::to_string(i) + "]";
+    if (!b.is_object()) fail(file, where, "expected an object, got " + shown(b));
+    const auto name_it = b.find("name");
+    if (name_it == b.end() || !name_it->is_string() || name_it->get<std::string>().empty()) {
+      fail(file, where + ".name", "missing or not a non-empty string");
+    }
+    Reader r{file, b, where + " (" + name_it->get<std::string>() + ")"};
+    Entry e;
+    e.name = r.text("run_name").value_or(name_it->get<std::string>());
+    const std::string run_type = r.text("run_type").value_or("iteration");
+    if (run_type != "iteration" && run_type != "aggregate") {
+      fail(file, r.at + ".run_type",
+           "expected \"iteration\" or \"aggregate\", got \"" + run_type + "\"");
+    }
+    // Aggregates of repetitions are no paired measurement (a mean of bounds is no interval); the
+    // repetitions themselves are read.
+    if (run_type == "aggregate") continue;
+    if (const auto it = b.find("error_occurred"); it != b.end()) {
+      if (!it->is_boolean())
+        fail(file, r.at + ".error_occurred", "expected true or false, got " + shown(*it));
+      e.error = it->get<bool>();
+    }
+    e.error_message = r.text("error_message").value_or(e.error ? "no error_message" : "");
+    const auto seg = parse_name(e.name);
+    auto field = [&](const char* key, const std::string& fallback) {
+      if (auto v = r.text(key)) return *v;
+      const auto s = seg.find(key);
+      return s != seg.end() ? s->second : fallback;
+    };
+    e.op = field("op", "");
+    e.variant = field("variant", "");
+    e.model = field("model", "");
+    e.layer = field("layer", "");
+    e.dtype = field("dtype", "");
+    e.timing = field("timing", "");
+    e.weights = field("weights", "");
+    e.comm = field("comm", "");
+    e.backend = field("backend", report.backend);
+    auto integer = [&](const char* key, std::int64_t fallback) -> std::optional<std::int64_t> {
+      if (const auto v = r.num(key)) {
+        if (*v < 1 || *v != std::floor(*v) || *v > 9.0e15) {
+          fail(file, r.at + "." + key, number(*v) + " is not a positive integer");
+        }
+        return static_cast<std::int64_t>(*v);
+      }
+      const auto s = seg.find(key);
+      if (s == seg.end())
+        return fallback > 0 ? std::optional<std::int64_t>(fallback) : std::nullopt;
+      char* endp = nullptr;
+      const long long v = std::strtoll(s->second.c_str(), &endp, 10);
+      if (endp == s->second.c_str() || *endp != '\0' || v < 1) {
+        fail(file, r.at + ".name",
+             key + std::string(":") + s->second + " is not a positive integer");
+      }
+      return v;
+    };
+    const auto tokens = integer("tokens", 0);
+    e.tp = static_cast<int>(std::min<std::int64_t>(integer("tp", 1).value_or(1), 1 << 20));
+    if (const auto rep = r.num("repetition_index")) e.repetition = static_cast<int>(*rep);
+    e.timing_stop = r.text("timing_stop").value_or("");
+    e.samples_dropped_preempted = r.num("samples_dropped_preempted");
+    e.modelled = r.num("comm_modelled").value_or(0) == 1 || e.comm == "modelled" ||
+                 e.name.find("comm:modelled") != std::string::npos;
+    e.speedup_baseline = r.text("speedup_baseline").value_or("");
+    e.speedup_ci_note = r.text("speedup_ci_note").value_or("");
+    e.model_flops = r.num("model_flops");
+    e.model_bytes = r.num("model_bytes");
+    e.model_launches = r.num("model_launches");
+    e.comm_bytes = r.num("comm_bytes");
+    const auto sp = r.num("speedup");
+    const auto lo = r.num("speedup_ci_low"), hi = r.num("speedup_ci_high");
+    if (sp || lo || hi) {
+      e.speedup = read_ratio(file, r.at, sp, lo, hi, r.num("speedup_pairs"), "speedup_ci_low",
+                             "speedup_ci_high", "speedup", "speedup_pairs");
+    }
+    if (const auto it = b.find("speedup_over"); it != b.end()) {
+      if (!it->is_object())
+        fail(file, r.at + ".speedup_over", "expected an object, got " + shown(*it));
+      for (const auto& [other, v] : it->items()) {
+        Reader o{file, v, r.at + ".speedup_over." + other};
+        if (!v.is_object()) fail(file, o.at, "expected an object, got " + shown(v));
+        e.over[other] = read_ratio(file, o.at, o.num("speedup"), o.num("ci_low"), o.num("ci_high"),
+                                   o.num("pairs"), "ci_low", "ci_high", "speedup", "pairs");
+      }
+    }
+    if (e.op.empty() || e.variant.empty() || !tokens || e.model.empty()) {
+      report.skipped.push_back(e.name +
+                               ": no op, variant, model or tokens (not a fusebench fixture)");
+      continue;
+    }
+    e.tokens = *tokens;
+    report.entries.push_back(std::move(e));
+  }
+  return report;
+}
+
+Report load_report(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "file", "cannot be opened");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_report(buf.str(), path);
+}
+
+}  // namespace fusebench::advise

@@ -1,0 +1,527 @@
+// fusebench-advise (docs/advise.md) on synthetic reports whose intervals the tests construct: the
+// decisions, the ranges and their ends, what is never evidence, pooling, devices, bad input.
+// tests/advise/test_advise_formats.py compiles the generated header and imports the module.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fusebench/advise.hpp"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace fusebench::advise;
+
+namespace {
+
+json context(const std::string& cpu = "AMD EPYC", const std::string& rev = "abc123") {
+  return {{"backend", "cpu"},
+          {"cpu_model", cpu},
+          {"git_revision", rev},
+          {"date", "2026-12-02T10:00:00"}};
+}
+
+struct Fixture {
+  std::string op = "qkv", model = "qwen3-0.6b", layer = "attention", dtype = "fp32",
+              timing = "eager", comm = "";
+  int tp = 1;
+};
+
+std::string name_of(const Fixture& f, const std::string& variant, std::int64_t tokens) {
+  std::string n = f.op + "/" + variant + "/model:" + f.model + "/layer:" + f.layer +
+                  "/tokens:" + std::to_string(tokens) + "/tp:" + std::to_string(f.tp) +
+                  "/dtype:" + f.dtype + "/weights:random";
+  if (!f.comm.empty()) n += "/comm:" + f.comm;
+  return n + "/timing:" + f.timing + "/iterations:1/manual_time";
+}
+
+json entry(const Fixture& f, const std::string& variant, std::int64_t tokens,
+           json extra = json::object()) {
+  const std::string n = name_of(f, variant, tokens);
+  json e = {{"name", n},
+            {"run_name", n},
+            {"run_type", "iteration"},
+            {"real_time", 10.0},
+            {"time_unit", "us"},
+            {"op", f.op},
+            {"variant", variant},
+            {"model", f.model},
+            {"layer", f.layer},
+            {"tokens", tokens},
+            {"tp", f.tp},
+            {"dtype", f.dtype},
+            {"timing", f.timing},
+            {"weights", "random"},
+            {"backend", "cpu"},
+            {"timing_stop", "converged"},
+            {"speedup_baseline", f.op.rfind("tp_", 0) == 0 ? "naive" : "split"}};
+  if (!f.comm.empty()) e["comm"] = f.comm;
+  for (const auto& [k, v] : extra.items()) e[k] = v;
+  return e;
+}
+
+// split and fused at one token count, fused's paired speedup over split as given.
+void add_pair(json& benches, const Fixture& f, std::int64_t tokens, double s, double lo, double hi,
+              int pairs = 30, json extra = json::object()) {
+  json split = entry(f, "split", tokens, extra);
+  split["speedup_over"] = {
+      {"fused", {{"speedup", 1 / s}, {"ci_low", 1 / hi}, {"ci_high", 1 / lo}, {"pairs", pairs}}}};
+  json fused = entry(f, "fused", tokens, extra);
+  fused["speedup"] = s;
+  fused["speedup_ci_low"] = lo;
+  fused["speedup_ci_high"] = hi;
+  fused["speedup_pairs"] = pairs;
+  fused["speedup_over"] = {
+      {"split", {{"speedup", s}, {"ci_low", lo}, {"ci_high", hi}, {"pairs", pairs}}}};
+  benches.push_back(split);
+  benches.push_back(fused);
+}
+
+// The issue's report: fused wins at 1-64 tokens, loses at 1024-16384, within the margin at 256.
+json must_show_report(const json& ctx = context()) {
+  json b = json::array();
+  const Fixture f;
+  for (std::int64_t t : {1, 4, 16, 64}) add_pair(b, f, t, 1.20, 1.15, 1.25);
+  add_pair(b, f, 256, 1.00, 0.99, 1.01);
+  for (std::int64_t t : {1024, 4096, 16384}) add_pair(b, f, t, 0.80, 0.77, 0.83);
+  return {{"context", ctx}, {"benchmarks", b}};
+}
+
+Table table_of(const std::vector<json>& reports, double margin = kDefaultMargin) {
+  std::vector<Report> rs;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    std::string file = "r";
+    file.append(std::to_string(i))
+        .append(".json");  // not "r" + ...: GCC 12 -Wrestrict false positive
+    rs.push_back(parse_report(reports[i].dump(), file));
+  }
+  return build(std::move(rs), margin);
+}
+
+struct Expected {
+  std::int64_t low, high;
+  std::string label, basis;
+};
+
+void expect_ranges(const Comparison& c, const std::vector<Expected>& want) {
+  ASSERT_EQ(c.ranges.size(), want.size()) << to_json(Table{}).dump();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(c.ranges[i].low, want[i].low) << i;
+    EXPECT_EQ(c.ranges[i].high, want[i].high) << i;
+    EXPECT_EQ(c.ranges[i].label, want[i].label) << i;
+    EXPECT_EQ(c.ranges[i].basis, want[i].basis) << i;
+  }
+}
+
+const std::vector<Expected> kMustShow = {{1, 64, "use: fused", "measured"},
+                                         {65, 255, "unresolved", "not measured"},
+                                         {256, 256, "either", "measured"},
+                                         {257, 1023, "unresolved", "not measured"},
+                                         {1024, 16384, "use: split", "measured"}};
+
+}  // namespace
+
+TEST(Advise, MustShowRanges) {
+  const Table t = table_of({must_show_report()});
+  ASSERT_EQ(t.comparisons.size(), 1u);
+  const Comparison& c = t.comparisons[0];
+  EXPECT_EQ(c.variants, (std::vector<std::string>{"split", "fused"}));
+  expect_ranges(c, kMustShow);
+  // Without ceilings the cost model is not evaluated, and the ends say so.
+  EXPECT_NE(c.ranges[0].high_end.find(
+                "measured point (no cost model (no report of this comparison has ceilings))"),
+            std::string::npos)
+      << c.ranges[0].high_end;
+  EXPECT_EQ(c.ranges[0].points, (std::vector<std::int64_t>{1, 4, 16, 64}));
+  EXPECT_NE(c.point(16)->reason.find("fused over split 1.200 [1.150, 1.250] > 1.030"),
+            std::string::npos)
+      << c.point(16)->reason;
+  EXPECT_NE(c.point(256)->reason.find("within [0.971, 1.030]"), std::string::npos)
+      << c.point(256)->reason;
+
+  // JSON: versioned, each range with its evidence, device and revision.
+  const json j = to_json(t);
+  EXPECT_EQ(j["schema"], "fusebench-advice");
+  EXPECT_EQ(j["version"], kSchemaVersion);
+  const auto& ranges = j["comparisons"][0]["ranges"];
+  ASSERT_EQ(ranges.size(), kMustShow.size());
+  for (std::size_t i = 0; i < kMustShow.size(); ++i) {
+    EXPECT_EQ(ranges[i]["tokens_low"], kMustShow[i].low);
+    EXPECT_EQ(ranges[i]["tokens_high"], kMustShow[i].high);
+    EXPECT_EQ(ranges[i]["label"], kMustShow[i].label);
+    EXPECT_EQ(ranges[i]["device"], "cpu: AMD EPYC");
+    EXPECT_EQ(ranges[i]["reports"][0]["git_revision"], "abc123");
+  }
+  EXPECT_EQ(ranges[0]["evidence"].size(), 4u);
+  EXPECT_EQ(ranges[0]["evidence"][2]["tokens"], 16);
+  EXPECT_EQ(ranges[0]["evidence"][2]["pairs"][0]["ci_low"], 1.15);
+  EXPECT_EQ(ranges[0]["evidence"][2]["pairs"][0]["observations"][0]["entry"],
+            name_of(Fixture{}, "fused", 16));
+  EXPECT_EQ(ranges[4]["decision"], "use");
+  EXPECT_EQ(ranges[4]["variants"], json::array({"split"}));
+
+  // Markdown and the generated code carry the same ranges.
+  const std::string md = to_markdown(t);
+  for (const char* row :
+       {"| 1-64 | **use: fused** | measured |", "| 65-255 | unresolved | not measured |",
+        "| 256 | **either** | measured |", "| 1024-16384 | **use: split** | measured |"}) {
+    EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+  }
+  const std::string cpp = to_cpp(t);
+  EXPECT_NE(cpp.find("namespace cpu_amd_epyc::qwen3_0_6b::fp32_tp1_eager {"), std::string::npos)
+      << cpp;
+  EXPECT_NE(cpp.find(R"({"qkv", 1, 64, Decision::kUse, "fused", "use: fused", "measured"})"),
+            std::string::npos)
+      << cpp;
+  EXPECT_NE(cpp.find(R"({"qkv", 1024, 16384, Decision::kUse, "split", "use: split", "measured"})"),
+            std::string::npos);
+  const std::string py = to_python(t);
+  EXPECT_NE(py.find(R"((256, 256, "either", "split,fused", "either", "measured"))"),
+            std::string::npos)
+      << py;
+}
+
+TEST(Advise, RangeEndsAtTheCostModelCrossoverWhereItAgreesWithBothNeighbours) {
+  // A cost model (ceilings + model counters) that gives fused its launch saving at small M and
+  // lets it fade into the margin: it agrees at 64 (use: fused) and 256 (either), and not at 1024
+  // (it says either, measured use: split).
+  json r = must_show_report();
+  r["context"]["ceilings"] = {{"peak_flops", 1e13}, {"bandwidth", 1e12}, {"source", "measured"}};
+  const double N = 3072, K = 1024;
+  auto counters = [&](const std::string& variant, double m) {
+    const double reads = variant == "split" ? 3 : 1;
+    return json{{"model_flops", 2 * m * N * K},
+                {"model_bytes", 4 * (reads * m * K + N * K + m * N)},
+                {"model_launches", variant == "split" ? 3.0 : 1.0}};
+  };
+  for (auto& e : r["benchmarks"]) {
+    const json c = counters(e["variant"].get<std::string>(), e["tokens"].get<double>());
+    e.update(c);
+  }
+  auto model_ratio = [&](double m) {  // split time / fused time, as docs/advise.md defines it
+    auto secs = [&](const std::string& v) {
+      const json c = counters(v, m);
+      return std::max(c["model_flops"].get<double>() / 1e13,
+                      c["model_bytes"].get<double>() / 1e12) +
+             c["model_launches"].get<double>() * 1e-6;
+    };
+    return secs("split") / secs("fused");
+  };
+  const Table t = table_of({r});
+  const Comparison& c = t.comparisons.at(0);
+  ASSERT_EQ(c.ranges.size(), 4u) << to_markdown(t);
+  const Range& fused = c.ranges[0];
+  EXPECT_EQ(fused.label, "use: fused");
+  EXPECT_EQ(fused.low, 1);
+  EXPECT_GT(fused.high, 64);
+  EXPECT_LT(fused.high, 256);
+  EXPECT_GT(model_ratio(static_cast<double>(fused.high)), 1.03);
+  EXPECT_LE(model_ratio(static_cast<double>(fused.high + 1)), 1.03);
+  EXPECT_NE(fused.high_end.find("cost model crossover between " + std::to_string(fused.high) +
+                                " and " + std::to_string(fused.high + 1)),
+            std::string::npos)
+      << fused.high_end;
+  EXPECT_NE(fused.high_end.find("agrees with both neighbours"), std::string::npos);
+  EXPECT_EQ(c.ranges[1].label, "either");
+  EXPECT_EQ(c.ranges[1].low, fused.high + 1);
+  EXPECT_EQ(c.ranges[1].high, 256);
+  EXPECT_EQ(c.ranges[2].basis, "not measured");
+  EXPECT_NE(c.ranges[1].high_end.find(
+                "the cost model disagrees (it predicts either at 1024 tokens, measured "
+                "use: split)"),
+            std::string::npos)
+      << c.ranges[1].high_end;
+  EXPECT_EQ(c.ranges[3].low, 1024);
+}
+
+TEST(Advise, EntriesWithoutAnIntervalAreNeverEvidence) {
+  json b = json::array();
+  const Fixture f;
+  // Four pairs: today's reports give [min, max] with a note; it is not taken as an interval.
+  add_pair(b, f, 1, 1.40, 1.30, 1.50, 4,
+           {{"speedup_ci_note", "4 values: [min, max], coverage 87.5%"}});
+  // Three pairs under issue 19's contract: no interval fields at all.
+  json split = entry(f, "split", 16), fused = entry(f, "fused", 16);
+  fused["speedup"] = 1.5;
+  fused["speedup_pairs"] = 3;
+  fused["speedup_ci_note"] = "3 pairs: no 95% interval";
+  fused["speedup_over"] = {{"split", {{"speedup", 1.5}, {"pairs", 3}}}};
+  b.push_back(split);
+  b.push_back(fused);
+  add_pair(b, f, 64, 1.40, 1.30, 1.50, 30);
+  const Table t = table_of({{{"context", context()}, {"benchmarks", b}}});
+  const Comparison& c = t.comparisons.at(0);
+  EXPECT_EQ(c.point(1)->decision, Decision::kUnresolved);
+  EXPECT_NE(
+      c.point(1)->reason.find("no interval: 4 pairs < 6 (4 values: [min, max], coverage 87.5%)"),
+      std::string::npos)
+      << c.point(1)->reason;
+  EXPECT_EQ(c.point(16)->decision, Decision::kUnresolved);
+  EXPECT_NE(c.point(16)->reason.find("no interval: 3 pairs < 6"), std::string::npos)
+      << c.point(16)->reason;
+  EXPECT_EQ(c.point(64)->label, "use: fused");
+  expect_ranges(c, {{1, 16, "unresolved", "measured"},
+                    {17, 63, "unresolved", "not measured"},
+                    {64, 64, "use: fused", "measured"}});
+}
+
+TEST(Advise, ContendedEntriesAreNeverEvidence) {
+  json b = json::array();
+  const Fixture f;
+  add_pair(b, f, 16, 1.40, 1.30, 1.50, 40,
+           {{"timing_stop", "contended"}, {"samples_dropped_preempted", 7}});
+  const Table t = table_of({{{"context", context()}, {"benchmarks", b}}});
+  const Point* p = t.comparisons.at(0).point(16);
+  EXPECT_EQ(p->decision, Decision::kUnresolved);
+  EXPECT_NE(p->reason.find("contended (fused: timing_stop contended, 7 samples dropped preempted)"),
+            std::string::npos)
+      << p->reason;
+  // A contended run pooled with a clean one: the clean one decides, the contended one is listed.
+  json clean = json::array();
+  add_pair(clean, f, 16, 1.20, 1.15, 1.25);
+  const Table both = table_of({{{"context", context()}, {"benchmarks", b}},
+                               {{"context", context()}, {"benchmarks", clean}}});
+  const Point* q = both.comparisons.at(0).point(16);
+  EXPECT_EQ(q->label, "use: fused");
+  ASSERT_EQ(q->pairs.at(0).observations.size(), 2u);
+  EXPECT_NE(q->pairs[0].observations[0].excluded.find("contended"), std::string::npos);
+  EXPECT_TRUE(q->pairs[0].observations[1].excluded.empty());
+  EXPECT_DOUBLE_EQ(q->pairs[0].low, 1.15);
+}
+
+TEST(Advise, ModelledCommunicationIsNeverEvidenceButIsShownLabelled) {
+  Fixture f;
+  f.op = "tp_mlp";
+  f.layer = "dense";
+  f.tp = 4;
+  f.comm = "modelled";
+  json b = json::array();
+  for (std::int64_t t : {1, 16}) {
+    json naive = entry(f, "naive", t, {{"comm_modelled", 1}, {"comm_bytes", 4096}});
+    json paired = entry(f, "paired", t, {{"comm_modelled", 1}, {"comm_bytes", 4096}});
+    paired["speedup"] = 1.3;
+    paired["speedup_ci_low"] = 1.25;
+    paired["speedup_ci_high"] = 1.35;
+    paired["speedup_pairs"] = 50;
+    b.push_back(naive);
+    b.push_back(paired);
+  }
+  const Table t = table_of({{{"context", context()}, {"benchmarks", b}}});
+  const Comparison& c = t.comparisons.at(0);
+  EXPECT_TRUE(c.modelled);
+  for (const auto& p : c.points) {
+    EXPECT_EQ(p.decision, Decision::kUnresolved);
+    EXPECT_EQ(p.label, "modelled: use: paired");
+    EXPECT_NE(p.reason.find("modelled communication: not evidence"), std::string::npos) << p.reason;
+  }
+  ASSERT_EQ(c.ranges.size(), 1u);
+  EXPECT_EQ(c.ranges[0].decision, Decision::kUnresolved);
+  EXPECT_NE(
+      to_cpp(t).find(
+          R"({"tp_mlp/comm:modelled", 1, 16, Decision::kUnresolved, "", "modelled: use: paired")"),
+      std::string::npos)
+      << to_cpp(t);
+  EXPECT_NE(to_markdown(t).find("**Modelled communication**"), std::string::npos);
+}
+
+TEST(Advise, FailedEntriesAreSkippedWithTheReason) {
+  json b = json::array();
+  const Fixture f;
+  b.push_back(entry(f, "split", 16));
+  b.push_back(
+      entry(f, "fused", 16, {{"error_occurred", true}, {"error_message", "out of memory: 3 GiB"}}));
+  add_pair(b, f, 64, 1.2, 1.15, 1.25);
+  const Table t = table_of({{{"context", context()}, {"benchmarks", b}}});
+  const Point* p = t.comparisons.at(0).point(16);
+  EXPECT_EQ(p->decision, Decision::kUnresolved);
+  EXPECT_EQ(p->reason, "only split ran here");
+  ASSERT_EQ(p->skipped.size(), 1u);
+  EXPECT_EQ(p->skipped[0], "fused in r0.json: error: out of memory: 3 GiB");
+}
+
+TEST(Advise, ReportsOfOneDeviceArePooledByTheHullOfTheirIntervals) {
+  const Fixture f;
+  json a = json::array(), b = json::array();
+  add_pair(a, f, 1, 1.20, 1.15, 1.25);
+  add_pair(b, f, 1, 1.10, 1.05, 1.12);
+  add_pair(a, f, 16, 1.20, 1.15, 1.25);  // the second run disagrees: no decision
+  add_pair(b, f, 16, 0.97, 0.95, 1.00);
+  add_pair(a, f, 64, 1.20, 1.15, 1.25);  // measured by one run only
+  const Table t = table_of({{{"context", context("AMD EPYC", "rev1")}, {"benchmarks", a}},
+                            {{"context", context("AMD EPYC", "rev2")}, {"benchmarks", b}}});
+  ASSERT_EQ(t.comparisons.size(), 1u);
+  const Comparison& c = t.comparisons[0];
+  EXPECT_EQ(c.reports, (std::vector<int>{0, 1}));
+  const PairEvidence& one = c.point(1)->pairs.at(0);
+  EXPECT_EQ(c.point(1)->label, "use: fused");
+  EXPECT_DOUBLE_EQ(one.low, 1.05);
+  EXPECT_DOUBLE_EQ(one.high, 1.25);
+  EXPECT_DOUBLE_EQ(one.speedup, 1.15);
+  EXPECT_EQ(one.pairs, 60);
+  EXPECT_EQ(c.point(16)->decision, Decision::kUnresolved);
+  EXPECT_EQ(c.point(16)->pairs.at(0).note,
+            "the reports' intervals do not overlap (the runs disagree)");
+  EXPECT_EQ(c.point(64)->label, "use: fused");
+  // The range's evidence names both reports and their revisions.
+  const json j = to_json(t);
+  EXPECT_EQ(j["comparisons"][0]["ranges"][0]["reports"].size(), 2u);
+  EXPECT_EQ(j["comparisons"][0]["ranges"][0]["reports"][1]["git_revision"], "rev2");
+}
+
+TEST(Advise, DifferentDevicesAreNeverPooled) {
+  const Table t =
+      table_of({must_show_report(context("AMD EPYC")), must_show_report(context("Intel Xeon"))});
+  ASSERT_EQ(t.comparisons.size(), 2u);
+  EXPECT_EQ(t.comparisons[0].key.device, "cpu: AMD EPYC");
+  EXPECT_EQ(t.comparisons[1].key.device, "cpu: Intel Xeon");
+  EXPECT_EQ(t.comparisons[0].reports, std::vector<int>{0});
+  EXPECT_EQ(t.comparisons[1].reports, std::vector<int>{1});
+  const std::string cpp = to_cpp(t);
+  EXPECT_NE(cpp.find("namespace cpu_amd_epyc::qwen3_0_6b::fp32_tp1_eager"), std::string::npos);
+  EXPECT_NE(cpp.find("namespace cpu_intel_xeon::qwen3_0_6b::fp32_tp1_eager"), std::string::npos);
+  // A GPU report is its own device too.
+  const Table g = table_of(
+      {must_show_report(), must_show_report({{"backend", "cuda"}, {"gpu_name", "NVIDIA H200"}})});
+  ASSERT_EQ(g.comparisons.size(), 2u);
+  EXPECT_EQ(g.comparisons[1].key.device, "gpu: NVIDIA H200");
+}
+
+TEST(Advise, TpPipelinesChooseAmongAllVariants) {
+  Fixture f;
+  f.op = "tp_mlp";
+  f.layer = "dense";
+  f.tp = 2;
+  f.comm = "inprocess";
+  const std::vector<std::string> vars = {"naive", "paired", "sp", "overlap"};
+  // Time per variant; every pair's interval is +-2% around the ratio.
+  auto build_at = [&](std::int64_t t, std::map<std::string, double> time) {
+    json out = json::array();
+    for (const auto& v : vars) {
+      json e = entry(f, v, t, {{"comm_bytes", 4096}, {"comm_modelled", 0}});
+      for (const auto& w : vars) {
+        if (w == v) continue;
+        const double s = time[w] / time[v];
+        e["speedup_over"][w] = {
+            {"speedup", s}, {"ci_low", s * 0.98}, {"ci_high", s * 1.02}, {"pairs", 40}};
+      }
+      out.push_back(e);
+    }
+    return out;
+  };
+  json b = build_at(1, {{"naive", 10}, {"paired", 8}, {"sp", 9}, {"overlap", 9.5}});
+  for (const auto& e : build_at(16, {{"naive", 10}, {"paired", 8}, {"sp", 8}, {"overlap", 9.5}}))
+    b.push_back(e);
+  const Table t = table_of({{{"context", context()}, {"benchmarks", b}}});
+  const Comparison& c = t.comparisons.at(0);
+  EXPECT_EQ(c.variants, vars);
+  EXPECT_EQ(c.point(1)->label, "use: paired");
+  EXPECT_EQ(c.point(16)->label, "either: paired, sp");
+  EXPECT_EQ(c.model_note, "not evaluated: communication is not in the cost model");
+}
+
+TEST(Advise, MalformedReportsNameTheField) {
+  struct Case {
+    std::string text, message;
+  };
+  json bad_interval = must_show_report();
+  bad_interval["benchmarks"][1]["speedup_ci_low"] = 1.4;
+  bad_interval["benchmarks"][1]["speedup_ci_high"] = 1.2;
+  json half = must_show_report();
+  half["benchmarks"][1].erase("speedup_ci_high");
+  json tokens = must_show_report();
+  tokens["benchmarks"][0]["tokens"] = "many";
+  json zero = must_show_report();
+  zero["benchmarks"][0]["tokens"] = 0;
+  json over = must_show_report();
+  over["benchmarks"][0]["speedup_over"]["fused"]["ci_low"] = -1;
+  const std::string fused1 = name_of(Fixture{}, "fused", 1),
+                    split1 = name_of(Fixture{}, "split", 1);
+  const std::vector<Case> cases = {
+      {"{not json", "x.json: document: not valid JSON"},
+      {"[]", "x.json: top level: expected an object"},
+      {R"({"context": {}})", "x.json: benchmarks: missing"},
+      {R"({"context": {}, "benchmarks": {}})", "x.json: benchmarks: expected an array, got {}"},
+      {R"({"context": {"git_revision": 3}, "benchmarks": []})",
+       "x.json: context.git_revision: expected a string, got 3"},
+      {bad_interval.dump(), "x.json: benchmarks[1] (" + fused1 +
+                                ").speedup_ci_low: 1.4 is greater than speedup_ci_high 1.2"},
+      {half.dump(), "(" + fused1 + ").speedup_ci_high: missing while speedup_ci_low is present"},
+      {tokens.dump(), "(" + split1 + ").tokens: expected a number, got \"many\""},
+      {zero.dump(), "(" + split1 + ").tokens: 0 is not a positive integer"},
+      {over.dump(), "(" + split1 + ").speedup_over.fused.ci_low: -1 is not positive"},
+  };
+  for (const auto& c : cases) {
+    try {
+      parse_report(c.text, "x.json");
+      ADD_FAILURE() << "accepted: " << c.text.substr(0, 80);
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+}
+
+class AdviseCli : public ::testing::Test {
+ protected:
+  fs::path dir;
+  std::string out, err;
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("fusebench_advise_" +
+           std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    const auto p = (dir / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  int run(std::vector<std::string> args) {
+    args.insert(args.begin(), "fusebench-advise");
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    std::ostringstream o, e;
+    const int rc = run_cli(static_cast<int>(argv.size()), argv.data(), o, e);
+    out = o.str();
+    err = e.str();
+    return rc;
+  }
+};
+
+TEST_F(AdviseCli, WritesEachFormatAndRefusesBadFlags) {
+  const std::string r = write("r.json", must_show_report().dump());
+  EXPECT_EQ(run({r}), 0) << err;
+  EXPECT_EQ(json::parse(out)["schema"], "fusebench-advice");
+  const std::string md = (dir / "advice.md").string();
+  EXPECT_EQ(run({r, "--format=markdown", "-o", md}), 0) << err;
+  EXPECT_TRUE(out.empty());
+  std::ifstream in(md);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("| 1-64 | **use: fused** |"), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(md + ".tmp"));
+  // A wider margin turns the 20% wins into `either`.
+  EXPECT_EQ(run({r, "--format=markdown", "--margin=0.3"}), 0) << err;
+  EXPECT_NE(out.find("| 1-16384 | **either** |"), std::string::npos) << out;
+
+  EXPECT_EQ(run({r, "--format=xml"}), 2);
+  EXPECT_NE(err.find("fusebench-advise: error: --format: unknown format \"xml\" (valid: json, "
+                     "markdown, cpp, python)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(run({r, "--margin=abc"}), 2);
+  EXPECT_NE(err.find("--margin: \"abc\" is not a number"), std::string::npos) << err;
+  EXPECT_EQ(run({r, "--margin=1.5"}), 2);
+  EXPECT_NE(err.find("--margin: 1.5 is outside [0, 1)"), std::string::npos) << err;
+  EXPECT_EQ(run({r, "--margin=-0.01"}), 2);
+  EXPECT_EQ(run({r, "--margin=0.03x"}), 2);
+  EXPECT_EQ(run({(dir / "absent.json").string()}), 2);
+  EXPECT_NE(err.find("absent.json: file: cannot be opened"), std::string::npos) << err;
+  EXPECT_EQ(run({write("bad.json", "{")}), 2);
+  EXPECT_NE(err.find("bad.json: document: not valid JSON"), std::string::npos) << err;
+  EXPECT_EQ(run({}), 2);
+  EXPECT_EQ(run({r, "-o", (dir / "no" / "such" / "dir.md").string()}), 2);
+  EXPECT_NE(err.find("-o: cannot write"), std::string::npos) << err;
+}
