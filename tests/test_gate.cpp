@@ -501,6 +501,8 @@ TEST_F(Gate, ContendedEntriesAreNotJudged) {
   contended.erase("timing_stop");
   EXPECT_EQ(run(report({good}), report({contended})), 1) << out;
   EXPECT_NE(out.find("LOST"), std::string::npos) << out;
+}
+
 namespace {
 
 // split and fused qkv of one model at `tokens`, fused's paired speedup with 40 pairs (evidence
