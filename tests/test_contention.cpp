@@ -96,6 +96,9 @@ TEST(ContentionRules, ContendedOnlyWherePreemptionOrANeighbourDecided) {
   EXPECT_EQ(contention_stop(S::timed_out, true, true, 100, 10, 0.0), S::contended);
   EXPECT_EQ(contention_stop(S::timed_out, true, true, 100, 9, 0.0), S::timed_out);
   EXPECT_EQ(contention_stop(S::blocks_disagree, true, true, 20, 6, 0.0), S::contended);
+  // A member with every sample preempted has no figure: contended, however few were taken.
+  EXPECT_EQ(contention_stop(S::timed_out, true, true, 3, 1, 0.0, true), S::contended);
+  EXPECT_EQ(contention_stop(S::timed_out, true, false, 3, 1, 0.0, true), S::timed_out);
   // Few samples, a few lost: a slow group's wake-up hiccups, not contention.
   EXPECT_EQ(contention_stop(S::timed_out, true, true, 20, kContendedMinDrops - 1, 0.0),
             S::timed_out);

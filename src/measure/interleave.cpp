@@ -110,8 +110,10 @@ StopReason decide(const Assessment& a, const GroupSamples& g, double wall_elapse
 }
 
 StopReason contention_stop(StopReason stop, bool host_timed, bool checked, std::size_t samples,
-                           std::size_t dropped_preempted, std::optional<double> foreign_cores) {
+                           std::size_t dropped_preempted, std::optional<double> foreign_cores,
+                           bool member_emptied) {
   if (!host_timed || stop == StopReason::keep_going) return stop;
+  if (checked && member_emptied && stop != StopReason::converged) return StopReason::contended;
   if (checked) {
     if (stop == StopReason::converged || dropped_preempted < kContendedMinDrops) return stop;
     return static_cast<double>(dropped_preempted) >=

@@ -90,8 +90,11 @@ Assessment assess(const GroupSamples& g, std::optional<std::size_t> baseline);
 inline constexpr double kContendedDropShare = 0.10;
 inline constexpr std::size_t kContendedMinDrops = 6;
 inline constexpr double kContendedForeignCores = 0.25;
+//   A member that lost every sample to preemption makes any such group contended: it has no
+//   figure at all.
 StopReason contention_stop(StopReason stop, bool host_timed, bool checked, std::size_t samples,
-                           std::size_t dropped_preempted, std::optional<double> foreign_cores);
+                           std::size_t dropped_preempted, std::optional<double> foreign_cores,
+                           bool member_emptied = false);
 
 // Converged, else max_samples (rounds), else timed_out (wall time >= max_time_s x members, once
 // rule.timeout_min_rounds rounds are taken), else keep_going.

@@ -295,13 +295,15 @@ GroupMeasurement measure_group(Regime regime, Backend& backend, std::vector<Time
 void apply_contention(GroupMeasurement& g) {
   if (!g.contention_watched) return;  // the caller did not ask (no run-delay probe)
   std::size_t taken = 0, dropped = 0;
+  bool emptied = false;
   for (const MemberMeasurement& m : g.members) {
     taken += m.samples.size();
     dropped += m.summary.dropped_preempted;
+    emptied = emptied || (m.summary.samples == 0 && m.summary.dropped_preempted > 0);
   }
   const bool host_timed = g.regime == Regime::eager || g.regime == Regime::graph;
   g.stop = contention_stop(g.stop, host_timed, g.preemption_checked, taken, dropped,
-                           g.load.foreign_cores);
+                           g.load.foreign_cores, emptied);
 }
 
 }  // namespace fusebench::measure
