@@ -387,8 +387,8 @@ const Family kFamilies[] = {
     // --- MoE.
     {.model_type = "mixtral", .vllm_class = "MixtralForCausalLM", .moe = Moe::every,
      .experts = "num_local_experts", .expert_size = "intermediate_size", .aliases = kExperts},
-    {.model_type = "phimoe", .vllm_class = "PhiMoEForCausalLM", .qkv_bias = "true",
-     .o_bias = "true", .moe = Moe::every, .experts = "num_local_experts",
+    {.model_type = "phimoe", .vllm_class = "PhiMoEForCausalLM", .qkv_bias = "attention_bias",
+     .o_bias = "attention_bias", .moe = Moe::every, .experts = "num_local_experts",
      .expert_size = "intermediate_size", .aliases = kExperts},
     {.model_type = "olmoe", .vllm_class = "OlmoeForCausalLM", .derived_head_dim = true,
      .moe = Moe::every, .experts = "num_experts", .expert_size = "intermediate_size",
@@ -447,7 +447,6 @@ const Family kFamilies[] = {
      .o_bias = "true", .mlp_bias = "true", .moe = Moe::every, .experts = "num_local_experts",
      .expert_size = "intermediate_size", .aliases = kExperts},
 };
-// clang-format on
 // clang-format on
 
 std::string known_model_types() {
@@ -775,7 +774,14 @@ void read_moe(const ConfigReader& c, const Family& f, ModelShape& m) {
     if (count != nullptr && count->is_array())
       c.fail("field '" + c.stored_name(f.experts) + "' is a per-layer list: not mapped");
     m.experts = f.moe == Moe::every ? c.positive(f.experts) : c.non_negative_or(f.experts, 0);
-    if (f.moe == Moe::hunyuan && m.experts <= 1) m.experts = 0;  // _is_moe: more than one
+    if (f.moe == Moe::hunyuan && m.experts == 1) {
+      // _is_moe: vLLM builds a dense HunYuanMLP for one expert; transformers builds one routed
+      // expert and a shared MLP: the checkpoint's layout is not the one vLLM would load.
+      c.fail("field '" + c.stored_name(f.experts) +
+             "' = 1: vLLM's HunYuanMoEV1ForCausalLM builds a dense MLP for a single expert "
+             "(its MoE needs more than one), transformers one routed expert and a shared MLP: "
+             "the layouts disagree");
+    }
     if (f.moe == Moe::ernie && c.has("use_moe") && !c.flag_or("use_moe", true)) m.experts = 0;
   }
   if (m.experts == 0) {
@@ -964,14 +970,6 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
       }
     }
     read_moe(c, f, m);
-  }
-  if (f.model_type == "phimoe") {
-    // PhiMoE's attention bias follows attention_bias in transformers but is always built by vLLM.
-    if (c.has("attention_bias") && !c.flag_or("attention_bias", true)) {
-      c.fail(
-          "field 'attention_bias' is false, but vLLM's PhiMoEForCausalLM builds q/k/v and "
-          "o_proj with a bias the checkpoint then lacks");
-    }
   }
   refuse_unread_sparse_fields(c, m);
   if (m.attention == LayerKind::attention && m.heads % m.kv_heads != 0) {
