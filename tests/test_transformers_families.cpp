@@ -151,6 +151,7 @@ TEST_P(TransformersFamily, ShapesPerRankEqualTheRealLayersAsVllmShardsThem) {
   }
   for (const auto& [kind, r] : ours) EXPECT_TRUE(real.count(kind)) << name << ": extra " << kind;
   // Per rank, as vLLM shards: every tp of 1, 2, 4, 8.
+  int widest = 0;  // the largest of them every layer shards by (verified below)
   for (int tp : {1, 2, 4, 8}) {
     bool attn_ok = heads % tp == 0;
     if (!mla && attn_ok) attn_ok = kv_heads >= tp ? kv_heads % tp == 0 : tp % kv_heads == 0;
@@ -191,6 +192,7 @@ TEST_P(TransformersFamily, ShapesPerRankEqualTheRealLayersAsVllmShardsThem) {
       continue;
     }
     ASSERT_EQ(cli.exit_code, 0) << at << "\n" << cli.output;
+    widest = tp;
     const std::string model = "/model:" + m.name + "/layer:";
     const std::string suffix = "/tp:" + std::to_string(tp) + "/";
     const auto listed = [&](const std::string& op, const std::string& layer) {
@@ -202,6 +204,14 @@ TEST_P(TransformersFamily, ShapesPerRankEqualTheRealLayersAsVllmShardsThem) {
       EXPECT_EQ(listed("gate_up", kind), r.gated) << at << " " << kind << "\n" << cli.output;
     }
   }
+  // Every fixture of the model at one token, checked against the float64 reference, at the
+  // widest tp (the smallest shards: full-size models on the CPU).
+  ASSERT_GT(widest, 0) << name << ": no tp of 1, 2, 4, 8 shards it";
+  const auto verify = fusebench::testing::run_fusebench(
+      "--backend=cpu --model-config=" + path + " --tp=" + std::to_string(widest) +
+      " --verify --tokens=1 --dtypes=fp32 --timing-max-time=0.01");
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("verification passed"), std::string::npos) << verify.output;
 }
 
 std::vector<std::string> case_names() {
