@@ -641,10 +641,11 @@ void refuse_unread_sparse_fields(const ConfigReader& c, const ModelShape& m) {
   }
   if (fields.empty()) return;
   const bool dense = m.experts == 0 && m.attention != LayerKind::mla;
-  c.fail("field(s) " + fields + " set, but vLLM's " + m.vllm_class + " builds model_type '" +
-         m.family + "' " + (dense ? "without experts or MLA" : "without reading them") +
-         " as this config reads: an expert or MLA layout the suite would benchmark wrong "
-         "cannot be mapped (docs/models.md)");
+  c.fail("field(s) " + fields + " set, but vLLM's " + m.vllm_class +
+         (dense ? " builds model_type '" + m.family + "' without experts or MLA"
+                : " does not read them for model_type '" + m.family + "'") +
+         ": an expert or MLA layout the suite would benchmark wrong cannot be mapped "
+         "(docs/models.md)");
 }
 
 // The layers in [0, layers) the placement makes MoE.
