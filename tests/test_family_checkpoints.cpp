@@ -2,9 +2,9 @@
 // tests/families/make_tiny_checkpoints.py with save_pretrained): every logical weight fusebench
 // reads from layer 0 equals the rows transformers' own forward() cuts from the stored tensor
 // (expected.json: per logical tensor its row sums, computed there from the fused layouts as
-// GPTNeoXAttention, FalconAttention, GPTBigCodeAttention, Phi3Attention/Phi3MLP and Glm4MLP split
-// them), and `fusebench --weights=DIR --verify --tokens=1` passes, naming each weight's source
-// tensor in context.weights.
+// GPTNeoXAttention, FalconAttention, GPTBigCodeAttention, GPT2Attention (Conv1D),
+// Phi3Attention/Phi3MLP and Glm4MLP split them), and `fusebench --weights=DIR --verify --tokens=1`
+// passes, naming each weight's source tensor in context.weights.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -53,7 +53,7 @@ TEST_P(FamilyCheckpoint, LogicalWeightsAreTheRowsTransformersCutsAndVerify) {
     }
     ASSERT_TRUE(w.has(logical)) << name << " " << logical;
     const std::int64_t rows = want["rows"];
-    const std::int64_t cols = logical[0] == 'b' ? 1 : m.hidden;
+    const std::int64_t cols = logical[0] == 'b' ? 1 : logical == "w_o" ? m.q_size() : m.hidden;
     WindowRequest r;
     r.name = logical;
     r.logical_rows = rows;
@@ -93,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Transformers, FamilyCheckpoint, ::testing::ValuesIn(nam
 
 TEST(FamilyCheckpoints, CoverTheFusedLayoutsAnMoeAndAMultimodalModel) {
   for (const char* n : {"gpt_neox", "phi3", "falcon_40b_like", "falcon_7b_like", "qwen3_moe",
-                        "gemma3", "persimmon", "gpt_bigcode", "qwen3_o_bias"})
+                        "gemma3", "persimmon", "gpt_bigcode", "gpt2", "qwen3_o_bias"})
     EXPECT_TRUE(expected()["checkpoints"].contains(n)) << n;
   EXPECT_GE(expected()["checkpoints"].size(), 8u);
 }

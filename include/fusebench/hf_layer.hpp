@@ -57,6 +57,8 @@ struct StoredTensor {
   LayerKind group = LayerKind::attention;
   Presence presence = Presence::always;
   RowLayout layout = RowLayout::stacked;
+  // Stored [in, out] (GPT-2's Conv1D) instead of F.linear's [out, in]; vLLM's loader transposes.
+  bool transposed = false;
 };
 
 struct LayerFamily {
@@ -113,6 +115,7 @@ class HfLayerWeights : public TensorSource {
     // Grouped rows (RowLayout::grouped_qkv): the part's rows come in blocks of `block` rows,
     // block b stored at row0 + b * period; 0: contiguous from row0.
     std::int64_t block = 0, period = 0;
+    bool transposed = false;  // stored [cols, rows] (Conv1D)
   };
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::string family_;

@@ -287,6 +287,17 @@ const std::vector<LayerFamily>& layer_families() {
        fused_attention("transformer.h.{layer}.self_attention.query_key_value",
                        "transformer.h.{layer}.self_attention.dense", RowLayout::grouped_qkv),
        {}},
+      // GPT-2: c_attn and c_proj are Conv1D, stored [in, out]: [hidden, q; k; v] (vLLM's
+      // loader transposes them).
+      {"gpt2",
+       {"gpt2"},
+       [] {
+         auto t = fused_attention("transformer.h.{layer}.attn.c_attn",
+                                  "transformer.h.{layer}.attn.c_proj", RowLayout::stacked);
+         for (auto& s : t) s.transposed = true;
+         return t;
+       }(),
+       {}},
       // GPTBigCode: c_attn is an nn.Linear of rows [q; k; v].
       {"gpt_bigcode",
        {"gpt_bigcode"},
@@ -512,10 +523,15 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
     } else {
       expected = "[" + expected + "]";
     }
+    if (stored.transposed && want.size() == 2) {
+      std::swap(want[0], want[1]);
+      expected += " transposed (Conv1D stores [in, out])";
+    }
     if (t.info.shape != want) {
       fail("shape " + shape_text(t.info.shape) + " does not match the config: expected " +
            expected + " = " + shape_text(want));
     }
+    const std::int64_t stored_cols = want.size() == 2 ? want[stored.transposed ? 0 : 1] : 1;
     std::int64_t row0 = 0;
     if (stored.layout == RowLayout::grouped_qkv) {
       // [kv_heads, q_per_kv + 2, head_dim]: q blocks of q_per_kv heads, then one k, one v head.
@@ -530,7 +546,9 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
     }
     for (const auto& [logical, extent] : stored.parts) {
       const std::int64_t n = extent_of(model, extent);
-      parts_[logical] = {name, row0, n, stored.cols ? want[1] : 1};
+      Part part{name, row0, n, stored_cols};
+      part.transposed = stored.transposed && stored.cols.has_value();
+      parts_[logical] = part;
       row0 += n;
     }
   }
@@ -579,6 +597,15 @@ std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
     return out;
   };
   if (transposed_bias) return rows(r.col0, r.cols, 0, 1);
+  if (p.transposed) {
+    // Stored [in, out]: read the window's columns as stored rows, then transpose.
+    const auto stored =
+        read_window(t.file, t.info, r.col0, p.row0 + r.row0, r.cols, r.rows, r.dtype);
+    std::vector<float> out(stored.size());
+    for (std::int64_t i = 0; i < r.rows; ++i)
+      for (std::int64_t j = 0; j < r.cols; ++j) out[i * r.cols + j] = stored[j * r.rows + i];
+    return out;
+  }
   return rows(r.row0, r.rows, r.col0, r.cols);
 }
 
@@ -592,7 +619,12 @@ std::map<std::string, std::string> HfLayerWeights::sources() const {
   std::map<std::string, std::string> out;
   for (const auto& [logical, p] : parts_) {
     const auto t = checkpoint_->tensor(p.tensor);
-    const bool whole = p.row0 == 0 && p.rows == t.info.shape[0];
+    const bool whole = p.row0 == 0 && p.rows == t.info.shape[p.transposed ? 1 : 0];
+    if (p.transposed) {
+      out[logical] = p.tensor + " columns [" + std::to_string(p.row0) + ", " +
+                     std::to_string(p.row0 + p.rows) + "), transposed (Conv1D [in, out])";
+      continue;
+    }
     if (p.block > 0) {
       out[logical] = p.tensor + " rows [" + std::to_string(p.row0) + ", " +
                      std::to_string(p.row0 + p.block) + ") of every " + std::to_string(p.period) +

@@ -7,10 +7,10 @@
 Each is a model of two decoder layers and hidden size 64 built by transformers from its own
 config class (random weights, seed 0) and saved by save_pretrained as safetensors: the tensor
 names and fused layouts (GPT-NeoX's and Falcon's query_key_value, Phi-3's qkv_proj and
-gate_up_proj, GLM's gate_up_proj, GPTBigCode's c_attn, per-expert MoE tensors, Gemma-3's
+gate_up_proj, GLM's gate_up_proj, GPTBigCode's c_attn, GPT-2's Conv1D c_attn stored [in, out], per-expert MoE tensors, Gemma-3's
 language_model. prefix, Qwen3's o_proj.bias) are exactly what transformers writes.
 tests/test_family_checkpoints.cpp runs `fusebench --weights=DIR --verify --tokens=1` on each.
-Regenerate after changing the list below, and commit the result (about 3 MB).
+Regenerate after changing the list below, and commit the result (about 5 MB).
 """
 import json
 import os
@@ -36,6 +36,7 @@ CHECKPOINTS = {
                                        num_kv_heads=2, new_decoder_architecture=True, **TOKENS)),
     "falcon_7b_like": ("falcon", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                       multi_query=True, **TOKENS)),
+    "gpt2": ("gpt2", dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, **TOKENS)),
     "gpt_bigcode": ("gpt_bigcode", dict(n_embd=64, n_layer=2, n_head=4, n_positions=64,
                                         **TOKENS)),
     "qwen3_moe": ("qwen3_moe", dict(SMALL, num_key_value_heads=2, head_dim=16,
@@ -77,6 +78,13 @@ def split_as_transformers_does(name, model_type, cfg, layer):
         out["w_q"] = w[:, :-2].reshape(heads * hd, -1)
         out["w_k"] = w[:, -2].reshape(kv * hd, -1)
         out["w_v"] = w[:, -1].reshape(kv * hd, -1)
+    elif model_type == "gpt2":
+        # GPT2Attention: c_attn(x).split(embed_dim, dim=2); Conv1D stores its weight [in, out]
+        w = params["attn.c_attn.weight"].t()
+        out["w_q"], out["w_k"], out["w_v"] = w.split(heads * hd, dim=0)
+        out["b_q"], out["b_k"], out["b_v"] = params["attn.c_attn.bias"].reshape(-1, 1).split(
+            heads * hd, dim=0)
+        out["w_o"] = params["attn.c_proj.weight"].t()
     elif model_type == "gpt_bigcode":
         # GPTBigCodeAttention: c_attn(x).split((embed_dim, kv_dim, kv_dim)) (multi_query)
         w = params["attn.c_attn.weight"]
