@@ -29,7 +29,7 @@ if ((${#missing[@]})); then
 fi
 
 if [ -f scripts/requirements.txt ]; then
-  if ! python3 -c "import matplotlib, scipy, yaml, check_jsonschema, safetensors" 2>/dev/null; then
+  if ! python3 -c "import matplotlib, scipy, yaml, check_jsonschema, safetensors, transformers" 2>/dev/null; then
     echo "install-deps: installing Python requirements"
     # Not fatal: a GPU box without network still builds and measures; the charts then say why
     # they are missing.

@@ -128,7 +128,7 @@ TEST(CheckpointsCli, DenseCheckpointVerifiesOnItsOwnWeightsInItsOwnDtype) {
   EXPECT_EQ(layer_segments(report), (std::set<std::string>{"attention", "dense"}));
   const auto& c = checkpoint_context(report);
   EXPECT_EQ(c.at("model_type"), "qwen3");
-  EXPECT_EQ(c.at("mapping"), "llama");
+  EXPECT_EQ(c.at("mapping"), "qwen3");  // Qwen3: o_proj without bias
   EXPECT_EQ(c.at("stored_dtypes"), nlohmann::json::array({"BF16"}));
   EXPECT_EQ(c.at("conversions").at("bf16").at("exact"), true);
   EXPECT_EQ(c.at("index"), nullptr);

@@ -351,9 +351,10 @@ TEST(Families, UngatedMlpsRefuseGateUpButRunQkv) {
 }
 
 TEST(Families, UnmappableConfigsAreRefusedNamingTheField) {
-  const auto falcon = error_of([] { config("falcon-7b.json"); });
-  EXPECT_NE(falcon.find("model_type 'falcon'"), std::string::npos) << falcon;
-  EXPECT_NE(falcon.find("falcon-7b.json"), std::string::npos) << falcon;
+  const auto mamba = error_of(
+      [] { parse_hf_config(R"({"model_type": "mamba", "hidden_size": 768})", "mamba-130m.json"); });
+  EXPECT_NE(mamba.find("model_type 'mamba'"), std::string::npos) << mamba;
+  EXPECT_NE(mamba.find("mamba-130m.json"), std::string::npos) << mamba;
   const auto mla = error_of([] { config("deepseek-v3-no-kv-lora-rank.json"); });
   EXPECT_NE(mla.find("kv_lora_rank"), std::string::npos) << mla;
   const auto moe = error_of([] {
@@ -447,4 +448,76 @@ TEST(Families, ModelNamesComeFromTheFile) {
   const auto why = error_of([&] { load_hf_config(dir.string()); });
   EXPECT_NE(why.find("is a directory"), std::string::npos) << why;
   fs::remove_all(dir);
+}
+
+// Configs as transformers 5 writes them: Qwen3MoeConfig's attribute_map saves num_experts as
+// num_local_experts; vLLM reads the attribute through the config object and sees the experts.
+TEST(Families, AttributeMapAliasesAreReadAsTransformersWritesThem) {
+  const ModelShape m = parse_hf_config(
+      R"({"model_type": "qwen3_moe", "hidden_size": 2048, "num_attention_heads": 32,
+          "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+          "moe_intermediate_size": 768, "num_local_experts": 128, "num_experts_per_tok": 8,
+          "decoder_sparse_step": 1, "mlp_only_layers": [], "num_hidden_layers": 48})",
+      "qwen3_moe.json");
+  EXPECT_EQ(m.experts, 128);
+  ASSERT_EQ(m.mlp_layer_list().size(), 1u);  // no dense MLP: every layer is MoE
+  EXPECT_EQ(m.mlp_layer_list()[0].kind, LayerKind::expert);
+  EXPECT_EQ(m.mlp_layer_list()[0].intermediate, 768);
+  EXPECT_EQ(op_layers("gate_up", m), (std::vector<LayerKind>{LayerKind::expert}));
+  // Both names present and disagreeing: refused naming both.
+  const auto both = error_of([] {
+    parse_hf_config(R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_attention_heads": 4,
+        "intermediate_size": 96, "moe_intermediate_size": 32, "num_experts": 8,
+        "num_local_experts": 16, "num_experts_per_tok": 2})",
+                    "x.json");
+  });
+  EXPECT_NE(both.find("'num_experts' (8) and 'num_local_experts' (16)"), std::string::npos) << both;
+  // ERNIE-4.5-MoE (num_experts -> moe_num_experts, num_experts_per_tok -> moe_k) and GLM-4.5
+  // (num_local_experts -> n_routed_experts) read through their own maps.
+  const ModelShape ernie = parse_hf_config(
+      R"({"model_type": "ernie4_5_moe", "hidden_size": 2560, "num_attention_heads": 20,
+          "num_key_value_heads": 4, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+          "moe_k": 6, "moe_num_experts": 64, "moe_num_shared_experts": 2,
+          "moe_layer_start_index": 1, "moe_layer_end_index": 27, "moe_layer_interval": 1,
+          "num_hidden_layers": 28, "use_bias": false})",
+      "ernie.json");
+  EXPECT_EQ(ernie.experts, 64);
+  EXPECT_EQ(ernie.experts_per_token, 6);
+  ASSERT_EQ(ernie.mlp_layer_list().size(), 3u);
+  EXPECT_EQ(ernie.mlp_layer_list()[0].layers, 1);           // dense layer 0
+  EXPECT_EQ(ernie.mlp_layer_list()[1].layers, 27);          // MoE layers 1..27
+  EXPECT_EQ(ernie.mlp_layer_list()[2].intermediate, 3072);  // 1536 * 2 shared
+  EXPECT_EQ(ernie.mlp_kinds_at(0), (std::vector<LayerKind>{LayerKind::dense}));
+  EXPECT_EQ(ernie.mlp_kinds_at(1),
+            (std::vector<LayerKind>{LayerKind::expert, LayerKind::shared_expert}));
+}
+
+TEST(Families, ExpertOrMlaFieldsTheFamilyDoesNotReadAreRefused) {
+  // Dense families carrying expert fields, under any of their names.
+  for (const char* field : {"num_experts", "n_routed_experts", "moe_num_experts",
+                            "moe_intermediate_size", "n_shared_experts"}) {
+    std::string json = R"({"model_type": "qwen3", "hidden_size": 64,
+        "num_attention_heads": 4, "intermediate_size": 96, ")";
+    json += field;
+    json += R"(": 8})";
+    const auto why = error_of([&] { parse_hf_config(json, "d.json"); });
+    std::string quoted = "'";
+    quoted += field;
+    quoted += "' = 8";
+    EXPECT_NE(why.find(quoted), std::string::npos) << why;
+    EXPECT_NE(why.find("without experts or MLA"), std::string::npos) << why;
+  }
+  // An MoE family given a field its rule does not use (Mixtral has no shared expert).
+  const auto shared = error_of([] {
+    parse_hf_config(R"({"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4,
+        "intermediate_size": 96, "num_local_experts": 8, "num_experts_per_tok": 2,
+        "shared_expert_intermediate_size": 64})",
+                    "m.json");
+  });
+  EXPECT_NE(shared.find("'shared_expert_intermediate_size' = 64"), std::string::npos) << shared;
+  // Zero or null values say "none" and pass (transformers writes n_routed_experts: null).
+  EXPECT_NO_THROW(parse_hf_config(R"({"model_type": "dots1", "hidden_size": 64,
+      "num_attention_heads": 4, "intermediate_size": 96, "n_routed_experts": null,
+      "n_shared_experts": null, "moe_intermediate_size": 32, "first_k_dense_replace": 0})",
+                                  "dots.json"));
 }

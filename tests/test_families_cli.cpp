@@ -131,9 +131,12 @@ TEST(FamiliesCli, UngatedModelRefusesGateUpWhenAskedAndRunsQkvByDefault) {
 }
 
 TEST(FamiliesCli, UnmappableConfigsExit2NamingTheField) {
-  const CliResult falcon = run("--model-config=" + cfg("falcon-7b.json") + " --list");
-  EXPECT_EQ(falcon.exit_code, 2) << falcon.output;
-  EXPECT_NE(falcon.output.find("model_type 'falcon'"), std::string::npos) << falcon.output;
+  const auto mamba_path = temp_path("mamba-130m.json");
+  std::ofstream(mamba_path) << R"({"model_type": "mamba", "hidden_size": 768})";
+  const CliResult mamba = run("--model-config=" + mamba_path.string() + " --list");
+  std::filesystem::remove(mamba_path);
+  EXPECT_EQ(mamba.exit_code, 2) << mamba.output;
+  EXPECT_NE(mamba.output.find("model_type 'mamba'"), std::string::npos) << mamba.output;
   const CliResult mla =
       run("--model-config=" + cfg("deepseek-v3-no-kv-lora-rank.json") + " --list");
   EXPECT_EQ(mla.exit_code, 2) << mla.output;

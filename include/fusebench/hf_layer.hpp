@@ -41,6 +41,13 @@ enum class Presence { always, qkv_bias, o_bias, mlp_bias, q_lora_rank };
 
 // One tensor as the checkpoint stores it: the logical tensors it holds, stacked along rows in
 // order (one unless stored fused), and its columns (none: a 1-D bias).
+// How a fused q/k/v tensor's rows are laid out: stacked [q; k; v] (Phi-3's qkv_proj, GPTBigCode's
+// c_attn), or grouped per kv head [kv_heads, heads / kv_heads + 2, head_dim] (each group's query
+// heads, then its k head, then its v head), as vLLM's Falcon and GPT-NeoX loaders de-interleave:
+// GPT-NeoX and Persimmon's [heads, 3, head_dim] (kv_heads = heads), Falcon's query_key_value with
+// its kv head count (new_decoder_architecture: num_kv_heads; multi_query: one, which is stacked).
+enum class RowLayout { stacked, grouped_qkv };
+
 struct StoredTensor {
   std::string name;  // "{layer}": the decoder layer; "{expert}": the routed expert
   std::vector<std::pair<std::string, LayerExtent>> parts;
@@ -49,6 +56,9 @@ struct StoredTensor {
   // model's dense layers hold no experts).
   LayerKind group = LayerKind::attention;
   Presence presence = Presence::always;
+  RowLayout layout = RowLayout::stacked;
+  // Stored [in, out] (GPT-2's Conv1D) instead of F.linear's [out, in]; vLLM's loader transposes.
+  bool transposed = false;
 };
 
 struct LayerFamily {
@@ -102,6 +112,10 @@ class HfLayerWeights : public TensorSource {
   struct Part {
     std::string tensor;  // checkpoint name
     std::int64_t row0 = 0, rows = 0, cols = 0;
+    // Grouped rows (RowLayout::grouped_qkv): the part's rows come in blocks of `block` rows,
+    // block b stored at row0 + b * period; 0: contiguous from row0.
+    std::int64_t block = 0, period = 0;
+    bool transposed = false;  // stored [cols, rows] (Conv1D)
   };
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::string family_;

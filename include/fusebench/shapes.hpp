@@ -57,13 +57,16 @@ struct ModelShape {
   std::int64_t experts = 0, experts_per_token = 0;  // routed experts (informational)
   // Which decoder layers are MoE (vLLM's rule; the defaults: every layer): layer i is when
   // (i + 1) % sparse_step == 0 and i is not in dense_only (qwen2_moe/qwen3_moe:
-  // decoder_sparse_step, mlp_only_layers), and i >= first_moe and i % moe_freq == 0 (deepseek:
-  // first_k_dense_replace, moe_layer_freq).
+  // decoder_sparse_step, mlp_only_layers; llama4: interleave_moe_layer_step; ernie4_5_moe:
+  // moe_layer_interval), and first_moe <= i <= last_moe and i % moe_freq == 0 (deepseek, glm4_moe,
+  // dots1: first_k_dense_replace, moe_layer_freq; ernie4_5_moe: moe_layer_start/end_index).
   struct MoePlacement {
     std::int64_t sparse_step = 1;
     std::vector<std::int64_t> dense_only;
     std::int64_t first_moe = 0, moe_freq = 1;
+    std::int64_t last_moe = std::int64_t{1} << 40;
     std::string rule;  // the config fields it comes from ("" for every layer), for messages
+    bool is_moe(std::int64_t layer) const;
   };
   MoePlacement moe_placement;
   // Why an op cannot be benchmarked on this model, by op name ("" or absent: it can).

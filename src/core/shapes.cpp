@@ -50,15 +50,17 @@ std::vector<MlpLayer> ModelShape::mlp_layer_list() const {
   return {MlpLayer{LayerKind::dense, intermediate, "intermediate_size", layers > 0 ? layers : -1}};
 }
 
+bool ModelShape::MoePlacement::is_moe(std::int64_t layer) const {
+  return (layer + 1) % sparse_step == 0 &&
+         std::find(dense_only.begin(), dense_only.end(), layer) == dense_only.end() &&
+         layer >= first_moe && layer <= last_moe && layer % moe_freq == 0;
+}
+
 std::vector<LayerKind> ModelShape::mlp_kinds_at(std::int64_t layer) const {
   const auto list = mlp_layer_list();
   const bool moe_model = std::any_of(list.begin(), list.end(),
                                      [](const MlpLayer& l) { return l.kind == LayerKind::expert; });
-  const MoePlacement& p = moe_placement;
-  const bool moe =
-      (layer + 1) % p.sparse_step == 0 &&
-      std::find(p.dense_only.begin(), p.dense_only.end(), layer) == p.dense_only.end() &&
-      layer >= p.first_moe && layer % p.moe_freq == 0;
+  const bool moe = moe_placement.is_moe(layer);
   std::vector<LayerKind> out;
   for (const auto& l : list) {
     const bool sparse = l.kind == LayerKind::expert || l.kind == LayerKind::shared_expert;
@@ -87,116 +89,365 @@ std::string join_ints(const std::vector<int>& values) {
   return out;
 }
 
-// Typed access to one config object; every error names the file and the field.
+// Typed access to one config object as vLLM reads it through transformers' config class: a field
+// is found under its own name or under the name the class's `attribute_map` aliases it to
+// (Qwen3MoeConfig saves num_experts as num_local_experts), and every field read is remembered, so
+// that expert and MLA fields a family's reading never looked at can be refused. Every error names
+// the file and the field.
 class ConfigReader {
  public:
-  ConfigReader(const nlohmann::json& cfg, const std::string& where) : cfg_(cfg), where_(where) {}
+  ConfigReader(const nlohmann::json& cfg, const std::string& where,
+               std::vector<std::pair<std::string, std::string>> aliases = {})
+      : cfg_(cfg), where_(where), aliases_(std::move(aliases)) {}
 
-  bool has(const char* key) const { return cfg_.contains(key) && !cfg_.at(key).is_null(); }
   [[noreturn]] void fail(const std::string& what) const {
     throw std::invalid_argument(where_ + ": " + what);
   }
-  std::int64_t positive(const char* key) const {
-    if (!has(key)) fail("missing field '" + std::string(key) + "'");
+  // The value of `key` (or of its alias), nullptr when absent or null.
+  const nlohmann::json* find(const std::string& key) const {
+    read_.insert(key);
+    const nlohmann::json* found = nullptr;
+    std::string found_name;
+    for (const std::string& name : names_of(key)) {
+      read_.insert(name);
+      if (!cfg_.contains(name) || cfg_.at(name).is_null()) continue;
+      if (found != nullptr && *found != cfg_.at(name)) {
+        fail("fields '" + found_name + "' (" + found->dump() + ") and '" + name + "' (" +
+             cfg_.at(name).dump() +
+             ") are one attribute of the config class (attribute_map) but "
+             "disagree");
+      }
+      found = &cfg_.at(name);
+      found_name = name;
+    }
+    return found;
+  }
+  // The name the field is stored under (for messages): the alias when only it is present.
+  std::string stored_name(const std::string& key) const {
+    for (const std::string& name : names_of(key)) {
+      if (cfg_.contains(name) && !cfg_.at(name).is_null()) return name;
+    }
+    return key;
+  }
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+  std::int64_t positive(const std::string& key) const {
+    if (!has(key)) fail("missing field '" + key + "'");
     return integer(key, 1);
   }
-  std::int64_t positive_or(const char* key, std::int64_t fallback) const {
+  std::int64_t positive_or(const std::string& key, std::int64_t fallback) const {
     return has(key) ? integer(key, 1) : fallback;
   }
-  std::int64_t non_negative_or(const char* key, std::int64_t fallback) const {
+  std::int64_t non_negative_or(const std::string& key, std::int64_t fallback) const {
     return has(key) ? integer(key, 0) : fallback;
   }
-  bool flag_or(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!cfg_.at(key).is_boolean())
-      fail("field '" + std::string(key) + "' must be true or false, got " + cfg_.at(key).dump());
-    return cfg_.at(key).get<bool>();
+  bool flag_or(const std::string& key, bool fallback) const {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean())
+      fail("field '" + stored_name(key) + "' must be true or false, got " + v->dump());
+    return v->get<bool>();
   }
-  std::optional<std::string> text(const char* key) const {
-    if (!has(key)) return std::nullopt;
-    if (!cfg_.at(key).is_string())
-      fail("field '" + std::string(key) + "' must be a string, got " + cfg_.at(key).dump());
-    return cfg_.at(key).get<std::string>();
+  std::optional<std::string> text(const std::string& key) const {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string())
+      fail("field '" + stored_name(key) + "' must be a string, got " + v->dump());
+    return v->get<std::string>();
   }
-  double number_or(const char* key, double fallback) const {
-    if (!has(key)) return fallback;
-    const auto& v = cfg_.at(key);
-    if (!v.is_number() || !(v.get<double>() > 0))
-      fail("field '" + std::string(key) + "' must be a positive number, got " + v.dump());
-    return v.get<double>();
+  double number_or(const std::string& key, double fallback) const {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number() || !(v->get<double>() > 0))
+      fail("field '" + stored_name(key) + "' must be a positive number, got " + v->dump());
+    return v->get<double>();
   }
   // An array of non-negative layer indices.
-  std::set<std::int64_t> indices(const char* key) const {
+  std::set<std::int64_t> indices(const std::string& key) const {
     std::set<std::int64_t> out;
-    if (!has(key)) return out;
-    const auto& v = cfg_.at(key);
-    if (!v.is_array()) fail("field '" + std::string(key) + "' must be an array of layer indices");
-    for (const auto& e : v) {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr) return out;
+    if (!v->is_array()) fail("field '" + stored_name(key) + "' must be an array of layer indices");
+    for (const auto& e : *v) {
       if (!e.is_number_integer() || e.get<std::int64_t>() < 0)
-        fail("field '" + std::string(key) + "' must hold layer indices >= 0, got " + e.dump());
+        fail("field '" + stored_name(key) + "' must hold layer indices >= 0, got " + e.dump());
       out.insert(e.get<std::int64_t>());
     }
     return out;
   }
+  // A nested config object (DBRX's attn_config, ffn_config); an empty one when absent.
+  ConfigReader object(const std::string& key) const {
+    const nlohmann::json* v = find(key);
+    if (v != nullptr && !v->is_object()) fail("field '" + key + "' must be an object");
+    return ConfigReader(v != nullptr ? *v : empty(), where_ + " (" + key + ")");
+  }
+  // Whether the field holds something (not absent, null, 0, false, "" or []).
+  bool set(const std::string& name) const {
+    if (!cfg_.contains(name)) return false;
+    const auto& v = cfg_.at(name);
+    return !(v.is_null() || (v.is_number() && v.get<double>() == 0) ||
+             (v.is_boolean() && !v.get<bool>()) ||
+             (v.is_string() && v.get<std::string>().empty()) || (v.is_array() && v.empty()));
+  }
+  bool was_read(const std::string& name) const { return read_.count(name) > 0; }
+  const nlohmann::json& json() const { return cfg_; }
 
  private:
-  std::int64_t integer(const char* key, std::int64_t min) const {
-    const auto& v = cfg_.at(key);
+  static const nlohmann::json& empty() {
+    static const nlohmann::json e = nlohmann::json::object();
+    return e;
+  }
+  std::vector<std::string> names_of(const std::string& key) const {
+    std::vector<std::string> names = {key};
+    for (const auto& [a, b] : aliases_) {
+      if (a == key) names.push_back(b);
+      if (b == key) names.push_back(a);
+    }
+    return names;
+  }
+  std::int64_t integer(const std::string& key, std::int64_t min) const {
+    const nlohmann::json& v = *find(key);
     const bool in_range = v.is_number_unsigned()
                               ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxSize)
                               : v.is_number_integer() && v.get<std::int64_t>() <= kMaxSize;
     const bool ok = in_range && v.get<std::int64_t>() >= min;
     if (!ok) {
-      fail("field '" + std::string(key) + "' must be an integer in [" + std::to_string(min) + ", " +
+      fail("field '" + stored_name(key) + "' must be an integer in [" + std::to_string(min) + ", " +
            std::to_string(kMaxSize) + "], got " + v.dump());
     }
     return v.get<std::int64_t>();
   }
 
   const nlohmann::json& cfg_;
-  const std::string& where_;
+  std::string where_;
+  std::vector<std::pair<std::string, std::string>> aliases_;
+  mutable std::set<std::string> read_;
 };
 
-// How vLLM builds each model_type (docs/models.md has the table).
-enum class Rules {
-  llama,     // LlamaForCausalLM and the classes that reuse its layers
-  qwen2,     // q/k/v bias hard-coded on
-  qwen3,     // q/k/v bias = attention_bias
-  gemma,     // GeluAndMul per _get_gemma_act_fn
-  gemma2,    // gelu_pytorch_tanh required; bias = attention_bias
-  mixtral,   // every layer MoE, expert intermediate = intermediate_size
-  qwen_moe,  // qwen2_moe / qwen3_moe: num_experts, moe_intermediate_size, dense layers by rule
-  deepseek,  // MLA + first_k_dense_replace + shared experts
-  gpt_oss,   // biases everywhere, MoE with swigluoai on interleaved w13
-  ungated,   // gpt_neox, gpt2, phi: fused query_key_value, plain MLP
+// How a family's attention is built.
+enum class Attn {
+  gqa,          // QKVParallelLinear
+  mla,          // DeepSeek MLA: fused_qkv_a_proj (when q_lora_rank is set) + MoE by deepseek rules
+  mla_unfused,  // MLA whose vLLM class runs q_a_proj and kv_a_proj_with_mqa as separate layers
+};
+// Where the kv head count comes from.
+enum class Kv {
+  key,      // num_key_value_heads (absent or null: the query heads)
+  mha,      // vLLM builds MHA whatever num_key_value_heads says (a differing one is refused)
+  falcon,   // new_decoder_architecture: num_kv_heads; multi_query: 1; else the query heads
+  bigcode,  // multi_query: 1, else the query heads
+  dbrx,     // attn_config.kv_n_heads
+};
+// How the MLP is built.
+enum class Mlp {
+  silu,     // MergedColumnParallelLinear + SiluAndMul; other hidden_act values refused
+  gemma,    // GeluAndMul per _get_gemma_act_fn
+  gemma2,   // gelu_pytorch_tanh required
+  ungated,  // fc -> act -> fc: no gate/up pair (act: `act_field`)
+};
+// Which layers are MoE and how the experts are sized.
+enum class Moe {
+  none,      // dense everywhere
+  every,     // every layer: `experts` routed experts of `expert_size` (Mixtral-like)
+  qwen,      // decoder_sparse_step, mlp_only_layers; moe_intermediate_size
+  deepseek,  // first_k_dense_replace, moe_layer_freq; moe_intermediate_size; n_shared_experts
+  ernie,     // moe_layer_start_index..end_index, moe_layer_interval; moe_num_shared_experts
+  llama4,    // interleave_moe_layer_step; shared expert of intermediate_size; dense of
+             // intermediate_size_mlp
+  hunyuan,   // every layer when num_experts > 1; shared_mlp when use_mixed_mlp_moe
+  dbrx,      // every layer: ffn_config.moe_num_experts of ffn_config.ffn_hidden_size
 };
 
+// One model_type as vLLM's model class builds it. Flag expressions (biases): "" false, "true",
+// "a|b" true when any field is true, "a:true" field a with default true, "x>e": field x when
+// present, else expression e.
 struct Family {
   std::string_view model_type, vllm_class;
-  Rules rules;
+  Attn attn = Attn::gqa;
+  Kv kv = Kv::key;
+  bool derived_head_dim = false;  // vLLM takes hidden / heads (a differing head_dim is refused)
+  const char* qkv_bias = "";
+  const char* o_bias = "";
+  const char* mlp_bias = "";
+  Mlp mlp = Mlp::silu;
+  Moe moe = Moe::none;
+  const char* experts = "";      // the routed expert count vLLM reads (its getattr name)
+  const char* expert_size = "";  // the per-expert intermediate size field
+  const char* shared = "";       // shared expert: "field" or "a*b" (a product of two fields)
+  const char* aliases = "";      // the config class's attribute_map: "a=b,c=d"
+  // Bias flags transformers reads but vLLM's class does not (it builds no bias there): refused
+  // when true, since the checkpoint's bias would be dropped.
+  const char* unread_true = "";
+  const char* act_field = "hidden_act";  // the activation field (ungated: for the message)
+  const char* note = "";  // what else the row says (docs/models.md), shown in context.models
 };
 
-constexpr Family kFamilies[] = {
-    {"llama", "LlamaForCausalLM", Rules::llama},
-    {"mistral", "MistralForCausalLM (Llama layers)", Rules::llama},
-    {"phi3", "Phi3ForCausalLM (Llama layers; checkpoint stores qkv_proj/gate_up_proj fused)",
-     Rules::llama},
-    {"qwen2", "Qwen2ForCausalLM", Rules::qwen2},
-    {"qwen3", "Qwen3ForCausalLM", Rules::qwen3},
-    {"gemma", "GemmaForCausalLM", Rules::gemma},
-    {"gemma2", "Gemma2ForCausalLM", Rules::gemma2},
-    {"gemma3_text", "Gemma3ForCausalLM", Rules::gemma2},
-    {"gemma3", "Gemma3ForConditionalGeneration (text model)", Rules::gemma2},
-    {"mixtral", "MixtralForCausalLM", Rules::mixtral},
-    {"qwen2_moe", "Qwen2MoeForCausalLM", Rules::qwen_moe},
-    {"qwen3_moe", "Qwen3MoeForCausalLM", Rules::qwen_moe},
-    {"deepseek_v2", "DeepseekV2ForCausalLM", Rules::deepseek},
-    {"deepseek_v3", "DeepseekV3ForCausalLM", Rules::deepseek},
-    {"gpt_oss", "GptOssForCausalLM", Rules::gpt_oss},
-    {"gpt_neox", "GPTNeoXForCausalLM", Rules::ungated},
-    {"gpt2", "GPT2LMHeadModel", Rules::ungated},
-    {"phi", "PhiForCausalLM", Rules::ungated},
+constexpr const char* kLlamaQkv = "qkv_bias>attention_bias|bias";
+constexpr const char* kLlamaO = "attention_bias|bias";
+constexpr const char* kExperts = "num_experts=num_local_experts";
+
+// The family table (docs/models.md "Families" has one row per entry). Adding a family that fits
+// these rules is one entry here and one row there.
+// One family per entry reads as the table it is.
+// clang-format off
+const Family kFamilies[] = {
+    // --- Llama-shaped: QKVParallelLinear + MergedColumnParallelLinear, silu.
+    {.model_type = "llama", .vllm_class = "LlamaForCausalLM", .qkv_bias = kLlamaQkv,
+     .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
+    {.model_type = "mistral", .vllm_class = "MistralForCausalLM (LlamaForCausalLM)",
+     .qkv_bias = kLlamaQkv, .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
+    {.model_type = "internlm3", .vllm_class = "InternLM3ForCausalLM (LlamaForCausalLM)",
+     .qkv_bias = kLlamaQkv, .o_bias = kLlamaO, .mlp_bias = "mlp_bias",
+     .aliases = "qkv_bias=attention_bias,bias=mlp_bias"},
+    {.model_type = "phi3",
+     .vllm_class = "Phi3ForCausalLM (Llama layers; checkpoint stores qkv_proj/gate_up_proj fused)",
+     .qkv_bias = kLlamaQkv, .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
+    {.model_type = "granite", .vllm_class = "GraniteForCausalLM", .qkv_bias = "attention_bias",
+     .o_bias = "attention_bias", .mlp_bias = "mlp_bias"},
+    {.model_type = "exaone4", .vllm_class = "Exaone4ForCausalLM", .qkv_bias = kLlamaO,
+     .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
+    {.model_type = "hunyuan_v1_dense", .vllm_class = "HunYuanDenseV1ForCausalLM",
+     .qkv_bias = kLlamaO, .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
+    {.model_type = "seed_oss", .vllm_class = "SeedOssForCausalLM", .qkv_bias = "attention_bias",
+     .o_bias = "attention_out_bias", .mlp_bias = "mlp_bias"},
+    {.model_type = "glm",
+     .vllm_class = "GlmForCausalLM (LlamaForCausalLM, o_proj bias removed; checkpoint stores "
+                   "gate_up_proj fused)",
+     .qkv_bias = "attention_bias", .unread_true = "mlp_bias"},
+    {.model_type = "glm4",
+     .vllm_class = "Glm4ForCausalLM (checkpoint stores gate_up_proj fused)",
+     .qkv_bias = "attention_bias"},
+    {.model_type = "ernie4_5", .vllm_class = "Ernie4_5ForCausalLM (LlamaForCausalLM)",
+     .qkv_bias = kLlamaQkv, .o_bias = kLlamaO, .mlp_bias = "mlp_bias", .unread_true = "use_bias"},
+    {.model_type = "stablelm", .vllm_class = "StablelmForCausalLM", .derived_head_dim = true,
+     .qkv_bias = "use_qkv_bias"},
+    {.model_type = "olmo", .vllm_class = "OlmoForCausalLM", .kv = Kv::mha,
+     .derived_head_dim = true, .qkv_bias = "attention_bias", .o_bias = "attention_bias"},
+    {.model_type = "olmo2", .vllm_class = "Olmo2ForCausalLM", .derived_head_dim = true,
+     .unread_true = "attention_bias"},
+    {.model_type = "olmo3", .vllm_class = "Olmo3ForCausalLM (Olmo2ForCausalLM)",
+     .derived_head_dim = true, .unread_true = "attention_bias"},
+    {.model_type = "cohere", .vllm_class = "CohereForCausalLM", .derived_head_dim = true,
+     .qkv_bias = "attention_bias", .o_bias = "attention_bias"},
+    {.model_type = "cohere2", .vllm_class = "Cohere2ForCausalLM (CohereForCausalLM)",
+     .derived_head_dim = true, .qkv_bias = "attention_bias", .o_bias = "attention_bias"},
+    // No vLLM model file of their own: vLLM runs them through its Transformers backend
+    // (TransformersForCausalLM), whose layers are transformers' own (q/k/v and gate/up separate
+    // column-parallel layers): the split variant is what it runs, fused what fusing would give.
+    {.model_type = "smollm3",
+     .vllm_class = "TransformersForCausalLM (vLLM's Transformers backend, SmolLM3 layers)",
+     .qkv_bias = "attention_bias", .o_bias = "attention_bias", .mlp_bias = "mlp_bias"},
+    {.model_type = "helium",
+     .vllm_class = "TransformersForCausalLM (vLLM's Transformers backend, Helium layers)",
+     .qkv_bias = "attention_bias", .o_bias = "attention_bias", .mlp_bias = "mlp_bias"},
+    {.model_type = "ministral",
+     .vllm_class = "TransformersForCausalLM (vLLM's Transformers backend, Ministral layers)"},
+    {.model_type = "qwen2", .vllm_class = "Qwen2ForCausalLM", .derived_head_dim = true,
+     .qkv_bias = "true"},
+    {.model_type = "qwen3", .vllm_class = "Qwen3ForCausalLM", .qkv_bias = "attention_bias"},
+    // --- Gemma: GeluAndMul.
+    {.model_type = "gemma", .vllm_class = "GemmaForCausalLM", .mlp = Mlp::gemma,
+     .unread_true = "attention_bias"},
+    {.model_type = "gemma2", .vllm_class = "Gemma2ForCausalLM", .qkv_bias = "attention_bias",
+     .o_bias = "attention_bias", .mlp = Mlp::gemma2},
+    {.model_type = "gemma3_text", .vllm_class = "Gemma3ForCausalLM", .qkv_bias = "attention_bias",
+     .o_bias = "attention_bias", .mlp = Mlp::gemma2},
+    {.model_type = "gemma3", .vllm_class = "Gemma3ForConditionalGeneration (text model)",
+     .qkv_bias = "attention_bias", .o_bias = "attention_bias", .mlp = Mlp::gemma2},
+    // --- Ungated MLPs: qkv only.
+    {.model_type = "gpt_neox", .vllm_class = "GPTNeoXForCausalLM", .kv = Kv::mha,
+     .derived_head_dim = true, .qkv_bias = "attention_bias:true", .o_bias = "attention_bias:true",
+     .mlp = Mlp::ungated},
+    {.model_type = "gpt2", .vllm_class = "GPT2LMHeadModel", .kv = Kv::mha,
+     .derived_head_dim = true, .qkv_bias = "true", .o_bias = "true", .mlp = Mlp::ungated,
+     .aliases = "hidden_size=n_embd,num_attention_heads=n_head,num_hidden_layers=n_layer",
+     .act_field = "activation_function"},
+    {.model_type = "gpt_bigcode", .vllm_class = "GPTBigCodeForCausalLM", .kv = Kv::bigcode,
+     .derived_head_dim = true, .qkv_bias = "true", .o_bias = "true", .mlp = Mlp::ungated,
+     .aliases = "hidden_size=n_embd,num_attention_heads=n_head,num_hidden_layers=n_layer",
+     .act_field = "activation_function"},
+    {.model_type = "gptj", .vllm_class = "GPTJForCausalLM", .kv = Kv::mha,
+     .derived_head_dim = true, .mlp = Mlp::ungated,
+     .aliases = "hidden_size=n_embd,num_attention_heads=n_head,num_hidden_layers=n_layer",
+     .act_field = "activation_function"},
+    {.model_type = "phi", .vllm_class = "PhiForCausalLM", .kv = Kv::mha, .derived_head_dim = true,
+     .qkv_bias = "true", .o_bias = "true", .mlp = Mlp::ungated},
+    {.model_type = "falcon", .vllm_class = "FalconForCausalLM", .kv = Kv::falcon,
+     .derived_head_dim = true, .qkv_bias = "bias", .o_bias = "bias", .mlp = Mlp::ungated,
+     .act_field = "activation"},
+    {.model_type = "persimmon",
+     .vllm_class = "PersimmonForCausalLM (query_key_value as one ColumnParallelLinear)",
+     .kv = Kv::mha, .derived_head_dim = true, .qkv_bias = "true", .o_bias = "true",
+     .mlp = Mlp::ungated},
+    {.model_type = "starcoder2", .vllm_class = "Starcoder2ForCausalLM", .derived_head_dim = true,
+     .qkv_bias = "use_bias:true", .o_bias = "use_bias:true", .mlp = Mlp::ungated},
+    {.model_type = "nemotron", .vllm_class = "NemotronForCausalLM", .qkv_bias = "attention_bias",
+     .o_bias = "attention_bias", .mlp = Mlp::ungated},
+    {.model_type = "arcee", .vllm_class = "ArceeForCausalLM", .qkv_bias = kLlamaQkv,
+     .o_bias = kLlamaO, .mlp = Mlp::ungated},
+    // --- MoE.
+    {.model_type = "mixtral", .vllm_class = "MixtralForCausalLM", .moe = Moe::every,
+     .experts = "num_local_experts", .expert_size = "intermediate_size", .aliases = kExperts},
+    {.model_type = "phimoe", .vllm_class = "PhiMoEForCausalLM", .qkv_bias = "attention_bias",
+     .o_bias = "attention_bias", .moe = Moe::every, .experts = "num_local_experts",
+     .expert_size = "intermediate_size", .aliases = kExperts},
+    {.model_type = "olmoe", .vllm_class = "OlmoeForCausalLM", .derived_head_dim = true,
+     .moe = Moe::every, .experts = "num_experts", .expert_size = "intermediate_size",
+     .aliases = "num_local_experts=num_experts", .unread_true = "attention_bias"},
+    {.model_type = "granitemoe", .vllm_class = "GraniteMoeForCausalLM", .moe = Moe::every,
+     .experts = "num_local_experts", .expert_size = "intermediate_size",
+     .unread_true = "attention_bias"},
+    {.model_type = "granitemoeshared", .vllm_class = "GraniteMoeSharedForCausalLM",
+     .moe = Moe::every, .experts = "num_local_experts", .expert_size = "intermediate_size",
+     .shared = "shared_intermediate_size", .unread_true = "attention_bias"},
+    {.model_type = "qwen2_moe", .vllm_class = "Qwen2MoeForCausalLM", .derived_head_dim = true,
+     .qkv_bias = "true", .moe = Moe::qwen, .experts = "num_experts",
+     .expert_size = "moe_intermediate_size", .shared = "shared_expert_intermediate_size"},
+    {.model_type = "qwen3_moe", .vllm_class = "Qwen3MoeForCausalLM", .qkv_bias = "attention_bias",
+     .moe = Moe::qwen, .experts = "num_experts", .expert_size = "moe_intermediate_size",
+     .aliases = kExperts},
+    {.model_type = "glm4_moe", .vllm_class = "Glm4MoeForCausalLM", .qkv_bias = "attention_bias",
+     .moe = Moe::deepseek, .experts = "n_routed_experts", .expert_size = "moe_intermediate_size",
+     .shared = "moe_intermediate_size*n_shared_experts",
+     .aliases = "num_local_experts=n_routed_experts"},
+    {.model_type = "dots1", .vllm_class = "Dots1ForCausalLM", .qkv_bias = "attention_bias",
+     .moe = Moe::deepseek, .experts = "n_routed_experts", .expert_size = "moe_intermediate_size",
+     .shared = "moe_intermediate_size*n_shared_experts",
+     .aliases = "num_local_experts=n_routed_experts"},
+    {.model_type = "ernie4_5_moe", .vllm_class = "Ernie4_5_MoeForCausalLM",
+     .qkv_bias = "use_bias", .mlp_bias = "use_bias", .moe = Moe::ernie,
+     .experts = "moe_num_experts", .expert_size = "moe_intermediate_size",
+     .shared = "moe_intermediate_size*moe_num_shared_experts",
+     .aliases = "num_experts=moe_num_experts,num_experts_per_tok=moe_k"},
+    {.model_type = "hunyuan_v1_moe", .vllm_class = "HunYuanMoEV1ForCausalLM",
+     .qkv_bias = kLlamaO, .o_bias = kLlamaO, .moe = Moe::hunyuan, .experts = "num_experts",
+     .expert_size = "moe_intermediate_size", .shared = "intermediate_size*num_shared_expert",
+     .aliases = "num_experts_per_tok=moe_topk,num_local_experts=num_experts"},
+    {.model_type = "llama4_text", .vllm_class = "Llama4ForCausalLM",
+     .qkv_bias = "attention_bias", .o_bias = "attention_bias", .moe = Moe::llama4,
+     .experts = "num_local_experts", .expert_size = "intermediate_size",
+     .shared = "intermediate_size"},
+    {.model_type = "llama4", .vllm_class = "Llama4ForConditionalGeneration (text model)",
+     .qkv_bias = "attention_bias", .o_bias = "attention_bias", .moe = Moe::llama4,
+     .experts = "num_local_experts", .expert_size = "intermediate_size",
+     .shared = "intermediate_size"},
+    {.model_type = "dbrx", .vllm_class = "DbrxForCausalLM", .kv = Kv::dbrx,
+     .derived_head_dim = true, .moe = Moe::dbrx,
+     .aliases = "num_attention_heads=n_heads,hidden_size=d_model,num_hidden_layers=n_layers"},
+    {.model_type = "deepseek_v2", .vllm_class = "DeepseekV2ForCausalLM", .attn = Attn::mla,
+     .moe = Moe::deepseek, .experts = "n_routed_experts", .expert_size = "moe_intermediate_size",
+     .shared = "moe_intermediate_size*n_shared_experts",
+     .aliases = "num_experts=n_routed_experts"},
+    {.model_type = "deepseek_v3", .vllm_class = "DeepseekV3ForCausalLM", .attn = Attn::mla,
+     .moe = Moe::deepseek, .experts = "n_routed_experts", .expert_size = "moe_intermediate_size",
+     .shared = "moe_intermediate_size*n_shared_experts",
+     .aliases = "num_local_experts=n_routed_experts"},
+    {.model_type = "minicpm3", .vllm_class = "MiniCPM3ForCausalLM", .attn = Attn::mla_unfused},
+    // gpt-oss: its own rules (biases everywhere, swigluoai on interleaved w13), read below.
+    {.model_type = "gpt_oss", .vllm_class = "GptOssForCausalLM", .qkv_bias = "true",
+     .o_bias = "true", .mlp_bias = "true", .moe = Moe::every, .experts = "num_local_experts",
+     .expert_size = "intermediate_size", .aliases = kExperts},
 };
+// clang-format on
 
 std::string known_model_types() {
   std::string out;
@@ -204,47 +455,127 @@ std::string known_model_types() {
   return out;
 }
 
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= text.size() && !text.empty()) {
+    const std::size_t end = std::min(text.find(sep, at), text.size());
+    out.emplace_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_aliases(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& pair : split(text, ',')) {
+    const auto eq = pair.find('=');
+    out.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+  }
+  return out;
+}
+
+// A bias flag expression of the family table (see Family).
+bool eval_flag(const ConfigReader& c, std::string_view expr) {
+  if (expr.empty()) return false;
+  if (expr == "true") return true;
+  if (const auto gt = expr.find('>'); gt != std::string_view::npos) {
+    const std::string first(expr.substr(0, gt));
+    return c.has(first) ? c.flag_or(first, false) : eval_flag(c, expr.substr(gt + 1));
+  }
+  bool any = false;
+  for (const std::string& term : split(expr, '|')) {
+    const auto colon = term.find(':');
+    const bool fallback = colon != std::string::npos && term.substr(colon + 1) == "true";
+    any = c.flag_or(term.substr(0, colon), fallback) || any;
+  }
+  return any;
+}
+
 // Reads the attention projections' sizes (hidden, heads, kv heads, head_dim).
-void read_attention_sizes(const ConfigReader& c, Rules rules, const std::string& type,
-                          ModelShape& m) {
-  const bool gpt2 = type == "gpt2";
-  m.hidden = c.positive(gpt2 ? "n_embd" : "hidden_size");
-  m.heads = c.positive(gpt2 ? "n_head" : "num_attention_heads");
-  m.kv_heads = c.positive_or("num_key_value_heads", m.heads);
-  m.layers = c.non_negative_or(gpt2 ? "n_layer" : "num_hidden_layers", 0);
-  // Qwen2(-MoE), DeepSeek's MHA and the ungated families take head_dim = hidden / heads, as
-  // their vLLM classes do whatever the config says; the others read head_dim when present.
-  const bool derived = rules == Rules::qwen2 || rules == Rules::ungated ||
-                       (rules == Rules::qwen_moe && type == "qwen2_moe");
-  const bool mla = rules == Rules::deepseek && (c.non_negative_or("qk_nope_head_dim", 0) > 0 ||
-                                                c.non_negative_or("qk_rope_head_dim", 0) > 0);
-  if (mla) {
-    m.head_dim = 0;  // read_deepseek: qk_nope_head_dim + qk_rope_head_dim
-  } else if (!derived && c.has("head_dim")) {
+void read_attention_sizes(const ConfigReader& c, const Family& f, ModelShape& m) {
+  m.hidden = c.positive("hidden_size");
+  m.heads = c.positive("num_attention_heads");
+  m.layers = c.non_negative_or("num_hidden_layers", 0);
+  switch (f.kv) {
+    case Kv::key:
+      m.kv_heads = c.positive_or("num_key_value_heads", m.heads);
+      break;
+    case Kv::mha:
+      m.kv_heads = m.heads;
+      if (c.has("num_key_value_heads") && c.positive("num_key_value_heads") != m.heads) {
+        c.fail("num_key_value_heads=" + std::to_string(c.positive("num_key_value_heads")) +
+               " differs from num_attention_heads=" + std::to_string(m.heads) + ", but vLLM's " +
+               std::string(f.vllm_class) + " builds multi-head attention (every head its own k/v)");
+      }
+      break;
+    case Kv::falcon:
+      // FalconAttention: new_decoder_architecture reads num_kv_heads; else multi_query gives one.
+      if (c.flag_or("new_decoder_architecture", false)) {
+        m.kv_heads = c.positive_or("num_kv_heads", m.heads);
+      } else {
+        m.kv_heads = c.flag_or("multi_query", true) ? 1 : m.heads;
+        c.has("num_kv_heads");  // read: vLLM ignores it without new_decoder_architecture
+      }
+      break;
+    case Kv::bigcode:
+      m.kv_heads = c.flag_or("multi_query", true) ? 1 : m.heads;
+      c.has("num_key_value_heads");  // derived by transformers from multi_query
+      break;
+    case Kv::dbrx:
+      m.kv_heads = c.object("attn_config").positive_or("kv_n_heads", 1);
+      c.has("num_key_value_heads");  // transformers mirrors attn_config.kv_n_heads there
+      break;
+  }
+  if (f.attn == Attn::mla) {
+    const bool mla = c.non_negative_or("qk_nope_head_dim", 0) > 0 ||
+                     c.non_negative_or("qk_rope_head_dim", 0) > 0;
+    if (mla) {
+      m.head_dim = 0;     // read_mla: qk_nope_head_dim + qk_rope_head_dim
+      c.has("head_dim");  // transformers writes the rope dim there; vLLM does not read it
+      return;
+    }
+  }
+  const bool divisible = m.hidden % m.heads == 0;
+  if (f.derived_head_dim) {
+    if (!divisible) {
+      c.fail("hidden_size=" + std::to_string(m.hidden) +
+             " is not divisible by num_attention_heads=" + std::to_string(m.heads) + " (vLLM's " +
+             std::string(f.vllm_class) + " takes head_dim = hidden_size / num_attention_heads)");
+    }
+    m.head_dim = m.hidden / m.heads;
+    if (c.has("head_dim") && c.positive("head_dim") != m.head_dim) {
+      c.fail("head_dim=" + std::to_string(c.positive("head_dim")) +
+             " differs from hidden_size / "
+             "num_attention_heads = " +
+             std::to_string(m.head_dim) + ", which vLLM's " + std::string(f.vllm_class) +
+             " uses whatever head_dim says");
+    }
+  } else if (c.has("head_dim")) {
     m.head_dim = c.positive("head_dim");
   } else {
-    if (m.hidden % m.heads != 0) {
-      c.fail(std::string(derived ? "" : "no head_dim and ") + (gpt2 ? "n_embd=" : "hidden_size=") +
-             std::to_string(m.hidden) + " is not divisible by " +
-             (gpt2 ? "n_head=" : "num_attention_heads=") + std::to_string(m.heads));
+    if (!divisible) {
+      c.fail("no head_dim and hidden_size=" + std::to_string(m.hidden) +
+             " is not divisible by num_attention_heads=" + std::to_string(m.heads));
     }
     m.head_dim = m.hidden / m.heads;
   }
 }
 
 // The gated activation of the non-Gemma families: vLLM's MLPs accept only silu.
-void require_silu(const ConfigReader& c, ModelShape& m) {
-  const std::string act = c.text("hidden_act").value_or("silu");
+void require_silu(const ConfigReader& c, ModelShape& m, const std::string& act) {
   if (act != "silu") {
     m.gated = false;
     m.refused.push_back({"gate_up", "hidden_act='" + act + "': vLLM's " + m.vllm_class +
                                         " MLP has a gated form only for silu (SiluAndMul)"});
   }
+  (void)c;
 }
 
-void read_gemma_activation(const ConfigReader& c, Rules rules, ModelShape& m) {
+void read_gemma_activation(const ConfigReader& c, Mlp rule, ModelShape& m) {
   const auto act = c.text("hidden_activation");
-  if (rules == Rules::gemma) {
+  if (rule == Mlp::gemma) {
+    c.has("hidden_act");  // _get_gemma_act_fn ignores it
     // _get_gemma_act_fn: no hidden_activation means approximate GeLU whatever hidden_act says.
     if (!act || *act == "gelu_pytorch_tanh") {
       m.activation = Activation::gelu_tanh;
@@ -268,119 +599,280 @@ void read_gemma_activation(const ConfigReader& c, Rules rules, ModelShape& m) {
   }
 }
 
-// Expert count fields in a family vLLM builds dense are a layout we cannot know: refuse.
-void refuse_expert_fields(const ConfigReader& c, const std::string& type) {
-  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"}) {
-    if (c.has(key) && c.non_negative_or(key, 0) > 0) {
-      c.fail("field '" + std::string(key) + "' is set but vLLM builds model_type '" + type +
-             "' without experts; an MoE layout under this model_type cannot be mapped");
-    }
+// Expert and MLA fields: a config that sets one the family's reading did not use describes a
+// layout the suite would benchmark wrong, so it is refused naming the field.
+constexpr const char* kSparseFields[] = {"num_local_experts",
+                                         "num_experts",
+                                         "n_routed_experts",
+                                         "moe_num_experts",
+                                         "num_experts_per_tok",
+                                         "moe_k",
+                                         "moe_topk",
+                                         "experts_per_token",
+                                         "moe_intermediate_size",
+                                         "shared_expert_intermediate_size",
+                                         "n_shared_experts",
+                                         "moe_num_shared_experts",
+                                         "num_shared_expert",
+                                         "shared_intermediate_size",
+                                         "intermediate_size_mlp",
+                                         "kv_lora_rank",
+                                         "q_lora_rank",
+                                         "qk_nope_head_dim",
+                                         "qk_rope_head_dim",
+                                         "first_k_dense_replace",
+                                         "moe_layer_freq",
+                                         "decoder_sparse_step",
+                                         "mlp_only_layers",
+                                         "moe_layers",
+                                         "interleave_moe_layer_step",
+                                         "moe_layer_start_index",
+                                         "moe_layer_end_index",
+                                         "moe_layer_interval",
+                                         "use_mixed_mlp_moe",
+                                         "use_cla"};
+
+void refuse_unread_sparse_fields(const ConfigReader& c, const ModelShape& m) {
+  std::string fields;
+  for (const char* key : kSparseFields) {
+    if (c.set(key) && !c.was_read(key))
+      fields +=
+          (fields.empty() ? "'" : ", '") + std::string(key) + "' = " + c.json().at(key).dump();
   }
-  if (c.has("kv_lora_rank")) {
-    c.fail("field 'kv_lora_rank' (MLA) is set but vLLM builds model_type '" + type +
-           "' with ordinary attention; MLA is mapped for deepseek_v2/deepseek_v3 only");
-  }
+  if (fields.empty()) return;
+  const bool dense = m.experts == 0 && m.attention != LayerKind::mla;
+  c.fail("field(s) " + fields + " set, but vLLM's " + m.vllm_class +
+         (dense ? " builds model_type '" + m.family + "' without experts or MLA"
+                : " does not read them for model_type '" + m.family + "'") +
+         ": an expert or MLA layout the suite would benchmark wrong cannot be mapped "
+         "(docs/models.md)");
 }
 
-// Layers in [0, layers) with (i + 1) % step == 0, minus those in `dense_only`.
-std::int64_t qwen_moe_layer_count(std::int64_t layers, std::int64_t step,
-                                  const std::set<std::int64_t>& dense_only) {
-  std::int64_t n = layers / step;
-  for (std::int64_t i : dense_only) {
-    if (i < layers && (i + 1) % step == 0) --n;
-  }
+// The layers in [0, layers) the placement makes MoE.
+std::int64_t moe_layer_count(const ModelShape::MoePlacement& p, std::int64_t layers) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < layers; ++i) n += p.is_moe(i) ? 1 : 0;
   return n;
 }
 
-void read_qwen_moe(const ConfigReader& c, const std::string& type, ModelShape& m) {
-  m.experts = c.non_negative_or("num_experts", 0);
-  if (m.experts == 0) return;  // vLLM builds every layer dense
-  m.experts_per_token = c.positive("num_experts_per_tok");
-  const std::int64_t expert = c.positive("moe_intermediate_size");
-  const std::int64_t step = c.positive_or("decoder_sparse_step", 1);
-  const auto dense_only = c.indices("mlp_only_layers");
-  m.moe_placement.sparse_step = step;
-  m.moe_placement.dense_only.assign(dense_only.begin(), dense_only.end());
-  std::string listed;
-  std::size_t shown = 0;
-  for (std::int64_t i : dense_only) {
-    if (++shown > 16) {
-      listed += ", ... (" + std::to_string(dense_only.size()) + " layers)";
-      break;
-    }
-    listed += (listed.empty() ? "" : ", ") + std::to_string(i);
+// One integer of an MoE field, refusing per-layer lists (Hunyuan, ERNIE-VL) the suite does not
+// map.
+std::int64_t size_field(const ConfigReader& c, const std::string& key, const ModelShape& m) {
+  const nlohmann::json* v = c.find(key);
+  if (v != nullptr && v->is_array()) {
+    c.fail("field '" + c.stored_name(key) + "' is a per-layer list " + v->dump() +
+           ": per-layer MoE sizes are not mapped for " + m.vllm_class);
   }
-  m.moe_placement.rule =
-      "decoder_sparse_step=" + std::to_string(step) + ", mlp_only_layers=[" + listed + "]";
-  const bool known = m.layers > 0;
-  const std::int64_t moe = known ? qwen_moe_layer_count(m.layers, step, dense_only) : -1;
-  const bool has_dense = known ? moe < m.layers : (step > 1 || !dense_only.empty());
-  if (has_dense) {
-    m.mlp_layers.push_back({LayerKind::dense, m.intermediate,
-                            "intermediate_size (mlp_only_layers / decoder_sparse_step)",
-                            known ? m.layers - moe : -1});
-  }
-  if (moe != 0) m.mlp_layers.push_back({LayerKind::expert, expert, "moe_intermediate_size", moe});
-  if (type == "qwen2_moe") {
-    const std::int64_t shared = c.non_negative_or("shared_expert_intermediate_size", -1);
-    if (shared < 0) c.fail("missing field 'shared_expert_intermediate_size'");
-    if (shared > 0 && moe != 0)
-      m.mlp_layers.push_back(
-          {LayerKind::shared_expert, shared, "shared_expert_intermediate_size", moe});
-  }
+  return c.positive(key);
 }
 
-void read_deepseek(const ConfigReader& c, ModelShape& m) {
+// Shared expert size: "field" or "a*b"; 0 when the config has none.
+std::int64_t shared_size(const ConfigReader& c, std::string_view rule, const ModelShape& m) {
+  if (rule.empty()) return 0;
+  const auto star = rule.find('*');
+  if (star == std::string_view::npos) return c.non_negative_or(std::string(rule), 0);
+  const std::string a(rule.substr(0, star)), b(rule.substr(star + 1));
+  if (const nlohmann::json* v = c.find(b); v != nullptr && v->is_array()) {
+    c.fail("field '" + c.stored_name(b) + "' is a per-layer list " + v->dump() +
+           ": per-layer MoE sizes are not mapped for " + m.vllm_class);
+  }
+  const std::int64_t count = c.non_negative_or(b, 0);
+  if (count == 0) return 0;
+  const std::int64_t size = size_field(c, a, m);
+  if (size * count > kMaxSize)
+    c.fail(a + " * " + b + " = " + std::to_string(size * count) + " exceeds " +
+           std::to_string(kMaxSize));
+  return size * count;
+}
+
+// The MoE layers of the model: placement, routed and shared experts, dense layers elsewhere.
+void read_moe(const ConfigReader& c, const Family& f, ModelShape& m) {
+  ModelShape::MoePlacement& p = m.moe_placement;
+  std::int64_t dense_size = m.intermediate;
+  std::string dense_from = "intermediate_size";
+  std::string top_k = "num_experts_per_tok";
+  const ConfigReader ffn = f.moe == Moe::dbrx ? c.object("ffn_config") : c;
+  switch (f.moe) {
+    case Moe::none:
+      return;
+    case Moe::every:
+    case Moe::dbrx:
+      break;
+    case Moe::qwen: {
+      p.sparse_step = c.positive_or("decoder_sparse_step", 1);
+      const auto dense_only = c.indices("mlp_only_layers");
+      p.dense_only.assign(dense_only.begin(), dense_only.end());
+      std::string listed;
+      std::size_t shown = 0;
+      for (std::int64_t i : dense_only) {
+        if (++shown > 16) {
+          listed += ", ... (" + std::to_string(dense_only.size()) + " layers)";
+          break;
+        }
+        listed += (listed.empty() ? "" : ", ") + std::to_string(i);
+      }
+      p.rule = "decoder_sparse_step=" + std::to_string(p.sparse_step) + ", mlp_only_layers=[" +
+               listed + "]";
+      dense_from = "intermediate_size (mlp_only_layers / decoder_sparse_step)";
+      break;
+    }
+    case Moe::deepseek:
+      p.first_moe = c.non_negative_or("first_k_dense_replace", 0);
+      p.moe_freq = c.positive_or("moe_layer_freq", 1);
+      p.rule = "first_k_dense_replace=" + std::to_string(p.first_moe) +
+               ", moe_layer_freq=" + std::to_string(p.moe_freq);
+      dense_from = "intermediate_size (first_k_dense_replace / moe_layer_freq)";
+      break;
+    case Moe::ernie:
+      p.first_moe = c.non_negative_or("moe_layer_start_index", 0);
+      p.last_moe = c.has("moe_layer_end_index") ? c.non_negative_or("moe_layer_end_index", 0)
+                                                : std::max<std::int64_t>(m.layers - 1, 0);
+      if (!c.has("moe_layer_end_index") && m.layers == 0) p.last_moe = std::int64_t{1} << 40;
+      p.sparse_step = c.positive_or("moe_layer_interval", 1);
+      p.rule = "moe_layer_start_index=" + std::to_string(p.first_moe) +
+               ", moe_layer_end_index=" + std::to_string(p.last_moe) +
+               ", moe_layer_interval=" + std::to_string(p.sparse_step);
+      dense_from = "intermediate_size (outside moe_layer_start_index..end_index)";
+      top_k = "moe_k";
+      break;
+    case Moe::llama4: {
+      const std::int64_t step = c.non_negative_or("interleave_moe_layer_step", 1);
+      if (step == 0) {
+        p.sparse_step = std::int64_t{1} << 40;  // no MoE layer
+      } else {
+        p.sparse_step = step;
+      }
+      p.rule = "interleave_moe_layer_step=" + std::to_string(step);
+      // transformers lists the MoE layers (moe_layers, derived from the step); vLLM uses the
+      // step: a list that disagrees is a layout vLLM would not build.
+      if (c.has("moe_layers") && m.layers > 0) {
+        const auto listed = c.indices("moe_layers");
+        std::set<std::int64_t> by_step;
+        for (std::int64_t i = 0; i < m.layers; ++i)
+          if (p.is_moe(i)) by_step.insert(i);
+        if (listed != by_step) {
+          c.fail("field 'moe_layers' lists other layers than interleave_moe_layer_step=" +
+                 std::to_string(step) + " gives, the rule vLLM's Llama4ForCausalLM builds by");
+        }
+      }
+      dense_size = c.positive("intermediate_size_mlp");
+      dense_from = "intermediate_size_mlp (layers off interleave_moe_layer_step)";
+      break;
+    }
+    case Moe::hunyuan:
+      if (c.flag_or("use_cla", false))
+        c.fail(
+            "field 'use_cla' is true: cross-layer attention layers run q_proj alone, which the "
+            "suite does not map");
+      break;
+  }
+  // Routed experts.
+  if (f.moe == Moe::dbrx) {
+    m.experts = ffn.positive("moe_num_experts");
+    m.experts_per_token = ffn.positive_or("moe_top_k", 1);
+  } else {
+    const nlohmann::json* count = c.find(f.experts);
+    if (count != nullptr && count->is_array())
+      c.fail("field '" + c.stored_name(f.experts) + "' is a per-layer list: not mapped");
+    m.experts = f.moe == Moe::every ? c.positive(f.experts) : c.non_negative_or(f.experts, 0);
+    if (f.moe == Moe::hunyuan && m.experts == 1) {
+      // _is_moe: vLLM builds a dense HunYuanMLP for one expert; transformers builds one routed
+      // expert and a shared MLP: the checkpoint's layout is not the one vLLM would load.
+      c.fail("field '" + c.stored_name(f.experts) +
+             "' = 1: vLLM's HunYuanMoEV1ForCausalLM builds a dense MLP for a single expert "
+             "(its MoE needs more than one), transformers one routed expert and a shared MLP: "
+             "the layouts disagree");
+    }
+    if (f.moe == Moe::ernie && c.has("use_moe") && !c.flag_or("use_moe", true)) m.experts = 0;
+  }
+  if (m.experts == 0) {
+    // vLLM builds every layer dense: the other expert fields are not used (and not refused).
+    c.has(top_k);
+    c.has(f.expert_size);
+    for (const std::string& field : split(f.shared, '*')) c.has(field);
+    m.moe_placement = {};
+    if (f.moe == Moe::llama4) m.intermediate = dense_size;
+    return;  // vLLM builds every layer dense
+  }
+  if (f.moe != Moe::dbrx) {
+    const nlohmann::json* k = c.find(top_k);
+    if (k != nullptr && k->is_array())
+      c.fail("field '" + c.stored_name(top_k) + "' is a per-layer list: not mapped");
+    m.experts_per_token = c.positive(top_k);
+  }
+  const std::int64_t expert =
+      f.moe == Moe::dbrx ? ffn.positive("ffn_hidden_size") : size_field(c, f.expert_size, m);
+  const std::string expert_from = f.moe == Moe::dbrx ? "ffn_config.ffn_hidden_size (per expert)"
+                                  : std::string(f.expert_size) == "intermediate_size"
+                                      ? "intermediate_size (per expert)"
+                                      : std::string(f.expert_size);
+  if (f.moe == Moe::dbrx) {
+    const auto act = ffn.object("ffn_act_fn").text("name").value_or("silu");
+    if (act != "silu") {
+      m.gated = false;
+      m.refused.push_back({"gate_up", "ffn_config.ffn_act_fn.name='" + act +
+                                          "': vLLM's DbrxForCausalLM runs silu experts"});
+    }
+  }
+  const bool known = m.layers > 0;
+  const bool every = f.moe == Moe::every || f.moe == Moe::dbrx || f.moe == Moe::hunyuan;
+  const std::int64_t moe =
+      every ? (known ? m.layers : -1) : (known ? moe_layer_count(p, m.layers) : -1);
+  const bool has_dense = !every && (known ? moe < m.layers : true);
+  if (has_dense) {
+    m.mlp_layers.push_back({LayerKind::dense, dense_size, dense_from, known ? m.layers - moe : -1});
+  }
+  if (moe != 0) m.mlp_layers.push_back({LayerKind::expert, expert, expert_from, moe});
+  std::int64_t shared = 0;
+  std::string shared_from = f.shared;
+  if (f.moe == Moe::hunyuan) {
+    if (c.non_negative_or("use_mixed_mlp_moe", -1) < 0)
+      c.fail("missing field 'use_mixed_mlp_moe' (vLLM's HunYuanSparseMoeBlock reads it)");
+    if (c.non_negative_or("use_mixed_mlp_moe", 0) > 0) shared = shared_size(c, f.shared, m);
+  } else if (f.moe == Moe::qwen && m.family == "qwen2_moe") {
+    shared = c.non_negative_or(f.shared, -1);
+    if (shared < 0) c.fail("missing field 'shared_expert_intermediate_size'");
+  } else if (f.moe == Moe::llama4) {
+    shared = m.intermediate;  // Llama4MoE: shared_expert = LlamaMLP(intermediate_size)
+    shared_from = "intermediate_size (the shared expert)";
+  } else {
+    shared = shared_size(c, f.shared, m);
+  }
+  if (shared > 0 && moe != 0)
+    m.mlp_layers.push_back({LayerKind::shared_expert, shared, shared_from, moe});
+  if (f.moe == Moe::llama4) m.intermediate = dense_size;
+}
+
+// DeepSeek MLA (and MiniCPM3's).
+void read_mla(const ConfigReader& c, const Family& f, ModelShape& m) {
   const std::int64_t nope = c.non_negative_or("qk_nope_head_dim", 0);
   const std::int64_t rope = c.non_negative_or("qk_rope_head_dim", 0);
-  if (nope > 0 || rope > 0) {  // vLLM: MHA only when both are 0
-    m.attention = LayerKind::mla;
-    m.kv_lora_rank = c.positive("kv_lora_rank");
-    m.qk_rope_head_dim = c.positive("qk_rope_head_dim");
-    m.head_dim = nope + rope;  // qk_head_dim, per head of q_b_proj
-    if (c.has("q_lora_rank")) {
-      m.q_lora_rank = c.positive("q_lora_rank");
-    } else {
-      m.refused.push_back(
-          {"qkv",
-           "q_lora_rank is null: vLLM's DeepseekV2MLAAttention then runs q_proj "
-           "(column-parallel) and kv_a_proj_with_mqa (replicated) as separate layers, "
-           "with no fused_qkv_a_proj pair to compare"});
-    }
-    m.refused.push_back({"tp_attn",
-                         "MLA: tp_attn pairs QKVParallelLinear with o_proj; MLA's pipeline "
-                         "(fused_qkv_a_proj, q_b_proj, kv_b_proj, o_proj) is not modelled"});
+  if (nope == 0 && rope == 0) {  // vLLM: MHA only when both are 0
+    if (f.attn == Attn::mla_unfused) c.fail("missing field 'qk_rope_head_dim' (MLA)");
+    return;
   }
-  m.experts = c.non_negative_or("n_routed_experts", 0);
-  if (m.experts == 0) return;  // n_routed_experts null: every layer dense
-  m.experts_per_token = c.positive("num_experts_per_tok");
-  const std::int64_t expert = c.positive("moe_intermediate_size");
-  const std::int64_t first_dense = c.non_negative_or("first_k_dense_replace", 0);
-  const std::int64_t freq = c.positive_or("moe_layer_freq", 1);
-  m.moe_placement.first_moe = first_dense;
-  m.moe_placement.moe_freq = freq;
-  m.moe_placement.rule = "first_k_dense_replace=" + std::to_string(first_dense) +
-                         ", moe_layer_freq=" + std::to_string(freq);
-  const bool known = m.layers > 0;
-  // MoE where layer >= first_k_dense_replace and layer % moe_layer_freq == 0.
-  std::int64_t moe = -1;
-  if (known) {
-    const std::int64_t from = std::min(first_dense, m.layers);
-    moe = (m.layers - 1) / freq - (from == 0 ? -1 : (from - 1) / freq);
+  m.attention = LayerKind::mla;
+  m.kv_lora_rank = c.positive("kv_lora_rank");
+  m.qk_rope_head_dim = c.positive("qk_rope_head_dim");
+  m.head_dim = nope + rope;  // qk_head_dim, per head of q_b_proj
+  c.has("v_head_dim");
+  c.has("qk_head_dim");
+  if (c.has("q_lora_rank")) m.q_lora_rank = c.positive("q_lora_rank");
+  if (f.attn == Attn::mla_unfused) {
+    m.refused.push_back(
+        {"qkv", "vLLM's " + m.vllm_class +
+                    " runs q_a_proj and kv_a_proj_with_mqa as separate replicated layers "
+                    "(no fused_qkv_a_proj): there is no fused pair it runs to compare"});
+  } else if (m.q_lora_rank == 0) {
+    m.refused.push_back(
+        {"qkv",
+         "q_lora_rank is null: vLLM's DeepseekV2MLAAttention then runs q_proj "
+         "(column-parallel) and kv_a_proj_with_mqa (replicated) as separate layers, "
+         "with no fused_qkv_a_proj pair to compare"});
   }
-  const bool has_dense = known ? moe < m.layers : (first_dense > 0 || freq > 1);
-  if (has_dense)
-    m.mlp_layers.push_back({LayerKind::dense, m.intermediate,
-                            "intermediate_size (first_k_dense_replace / moe_layer_freq)",
-                            known ? m.layers - moe : -1});
-  if (moe != 0) m.mlp_layers.push_back({LayerKind::expert, expert, "moe_intermediate_size", moe});
-  const std::int64_t shared = c.non_negative_or("n_shared_experts", 0);
-  if (expert * shared > kMaxSize)
-    c.fail("moe_intermediate_size * n_shared_experts = " + std::to_string(expert * shared) +
-           " exceeds " + std::to_string(kMaxSize));
-  if (shared > 0 && moe != 0)
-    m.mlp_layers.push_back({LayerKind::shared_expert, expert * shared,
-                            "moe_intermediate_size * n_shared_experts", moe});
+  m.refused.push_back({"tp_attn",
+                       "MLA: tp_attn pairs QKVParallelLinear with o_proj; MLA's pipeline "
+                       "(fused_qkv_a_proj, q_b_proj, kv_b_proj, o_proj) is not modelled"});
 }
 
 }  // namespace
@@ -395,107 +887,92 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
     throw std::invalid_argument(name + ": not valid JSON (" + e.what() + ")");
   }
   if (!root.is_object()) throw std::invalid_argument(name + ": top level must be a JSON object");
-  // Multimodal configs keep the language model under text_config.
+  // Multimodal configs (Gemma-3, LLaVA, Llama-4, ...) keep the language model under text_config.
   const bool nested = !root.contains("hidden_size") && root.contains("text_config") &&
                       root["text_config"].is_object();
   const nlohmann::json& cfg = nested ? root["text_config"] : root;
   const std::string where = nested ? name + " (text_config)" : name;
-  const ConfigReader c(cfg, where);
+  const ConfigReader plain(cfg, where);
 
   ModelShape m;
   m.name = name;
-  std::optional<std::string> type = c.text("model_type");
-  if (!type && nested) type = ConfigReader(root, name).text("model_type");
+  std::optional<std::string> type = plain.text("model_type");
+  std::optional<std::string> outer;
+  if (nested) outer = ConfigReader(root, name).text("model_type");
+  if (!type && nested) type = outer;
   const Family* family = nullptr;
   if (type) {
     for (const auto& f : kFamilies) {
       if (f.model_type == *type) family = &f;
     }
     if (family == nullptr) {
-      c.fail("model_type '" + *type +
-             "' is not a family the suite maps (it would guess its layers); known: " +
-             known_model_types() + " (docs/models.md)");
+      plain.fail("model_type '" + *type +
+                 "' is not a family the suite maps (it would guess its layers); known: " +
+                 known_model_types() + " (docs/models.md)");
     }
   }
-  const Rules rules = family ? family->rules : Rules::llama;
+  static const Family kNoType = kFamilies[0];
+  const Family& f = family ? *family : kNoType;
+  const ConfigReader c(cfg, where, parse_aliases(f.aliases));
+  c.has("model_type");
   m.family = type.value_or("llama");
-  m.vllm_class = family ? std::string(family->vllm_class)
+  m.vllm_class = family ? std::string(f.vllm_class)
                         : "LlamaForCausalLM (no model_type in the config: Llama's rules)";
+  if (nested && outer && *outer != *type) {
+    m.vllm_class = "the text model of model_type '" + *outer + "': " + m.vllm_class;
+  }
 
-  read_attention_sizes(c, rules, m.family, m);
-  if (rules != Rules::ungated) m.intermediate = c.positive("intermediate_size");
-
-  switch (rules) {
-    case Rules::llama: {
-      refuse_expert_fields(c, m.family);
-      // LlamaDecoderLayer: attention_bias or bias on both; qkv_bias overrides q/k/v only.
-      m.o_bias = c.flag_or("attention_bias", false) || c.flag_or("bias", false);
-      m.qkv_bias = c.flag_or("qkv_bias", m.o_bias);
-      m.mlp_bias = c.flag_or("mlp_bias", false);
-      require_silu(c, m);
-      break;
-    }
-    case Rules::qwen2:
-      refuse_expert_fields(c, m.family);
-      m.qkv_bias = true;  // Qwen2Attention: QKVParallelLinear(bias=True); o_proj bias=False
-      require_silu(c, m);
-      break;
-    case Rules::qwen3:
-      refuse_expert_fields(c, m.family);
-      m.qkv_bias = c.flag_or("attention_bias", false);
-      require_silu(c, m);
-      break;
-    case Rules::gemma:
-      refuse_expert_fields(c, m.family);
-      read_gemma_activation(c, rules, m);
-      break;
-    case Rules::gemma2:
-      refuse_expert_fields(c, m.family);
-      m.qkv_bias = m.o_bias = c.flag_or("attention_bias", false);
-      read_gemma_activation(c, rules, m);
-      break;
-    case Rules::mixtral:
-      m.experts = c.positive("num_local_experts");
-      m.experts_per_token = c.positive("num_experts_per_tok");
-      m.mlp_layers.push_back({LayerKind::expert, m.intermediate, "intermediate_size (per expert)",
-                              m.layers > 0 ? m.layers : -1});
-      require_silu(c, m);
-      break;
-    case Rules::qwen_moe:
-      m.qkv_bias = m.family == "qwen2_moe" || c.flag_or("attention_bias", false);
-      read_qwen_moe(c, m.family, m);
-      require_silu(c, m);
-      break;
-    case Rules::deepseek:
-      read_deepseek(c, m);
-      require_silu(c, m);
-      break;
-    case Rules::gpt_oss:
-      // OAIAttention: QKVParallelLinear and RowParallelLinear with their default bias=True;
-      // MLPBlock: FusedMoE(has_bias=True, activation="swigluoai") on gate/up interleaved w13.
-      m.qkv_bias = m.o_bias = m.mlp_bias = true;
-      m.experts = c.positive("num_local_experts");
-      m.experts_per_token =
-          c.positive_or("num_experts_per_tok", c.positive_or("experts_per_token", 0));
-      if (m.experts_per_token == 0) c.fail("missing field 'num_experts_per_tok'");
-      m.mlp_layers.push_back({LayerKind::expert, m.intermediate, "intermediate_size (per expert)",
-                              m.layers > 0 ? m.layers : -1});
-      m.activation = Activation::swigluoai;
-      m.activation_limit = c.number_or("swiglu_limit", 7.0);
-      m.interleaved_gate_up = true;
-      break;
-    case Rules::ungated: {
-      // GPTNeoXAttention/GPT2Attention/PhiAttention: one fused query_key_value with bias (gpt_neox
-      // reads attention_bias, default true; gpt2 and phi always); the MLP is fc -> act -> fc.
-      m.qkv_bias = m.o_bias = m.family != "gpt_neox" || c.flag_or("attention_bias", true);
-      m.gated = false;
-      const std::string act =
-          c.text(m.family == "gpt2" ? "activation_function" : "hidden_act").value_or("gelu");
-      m.refused.push_back({"gate_up", m.vllm_class + "'s MLP is ungated (fc -> " + act +
-                                          " -> fc): there is no gate/up pair to fuse"});
-      break;
+  read_attention_sizes(c, f, m);
+  if (f.mlp != Mlp::ungated && f.moe != Moe::dbrx) m.intermediate = c.positive("intermediate_size");
+  m.qkv_bias = eval_flag(c, f.qkv_bias);
+  m.o_bias = eval_flag(c, f.o_bias);
+  m.mlp_bias = eval_flag(c, f.mlp_bias);
+  for (const std::string& flag : split(f.unread_true, ',')) {
+    if (c.flag_or(flag, false)) {
+      c.fail("field '" + flag + "' is true, but vLLM's " + m.vllm_class +
+             " builds these projections without a bias: the checkpoint's bias would be dropped");
     }
   }
+  if (f.attn != Attn::gqa) read_mla(c, f, m);
+
+  if (f.model_type == "gpt_oss") {
+    // MLPBlock: FusedMoE(has_bias=True, activation="swigluoai") on gate/up interleaved w13.
+    m.activation = Activation::swigluoai;
+    m.activation_limit = c.number_or("swiglu_limit", 7.0);
+    c.has("swiglu_alpha");
+    c.has("hidden_act");
+    m.interleaved_gate_up = true;
+    m.experts = c.positive(f.experts);
+    const std::int64_t per_tok =
+        c.positive_or("num_experts_per_tok", c.positive_or("experts_per_token", 0));
+    if (per_tok == 0) c.fail("missing field 'num_experts_per_tok'");
+    m.experts_per_token = per_tok;
+    m.mlp_layers.push_back({LayerKind::expert, m.intermediate, "intermediate_size (per expert)",
+                            m.layers > 0 ? m.layers : -1});
+  } else {
+    switch (f.mlp) {
+      case Mlp::silu:
+        require_silu(c, m, c.text(f.act_field).value_or("silu"));
+        break;
+      case Mlp::gemma:
+      case Mlp::gemma2:
+        read_gemma_activation(c, f.mlp, m);
+        break;
+      case Mlp::ungated: {
+        // fc -> act -> fc: no gate/up pair (GPTNeoXMLP, GPT2MLP, PhiMLP, FalconMLP, ...).
+        m.gated = false;
+        const std::string act = c.text(f.act_field).value_or("gelu");
+        c.has("intermediate_size");
+        c.has("n_inner");
+        c.has("ffn_hidden_size");
+        m.refused.push_back({"gate_up", m.vllm_class + "'s MLP is ungated (fc -> " + act +
+                                            " -> fc): there is no gate/up pair to fuse"});
+        break;
+      }
+    }
+    read_moe(c, f, m);
+  }
+  refuse_unread_sparse_fields(c, m);
   if (m.attention == LayerKind::attention && m.heads % m.kv_heads != 0) {
     c.fail("num_attention_heads=" + std::to_string(m.heads) +
            " is not a multiple of num_key_value_heads=" + std::to_string(m.kv_heads));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 
 namespace fusebench {
 namespace {
@@ -41,6 +42,46 @@ std::vector<StoredTensor> separate_attention(Presence qkv_bias, std::optional<Pr
   };
   if (o_bias)
     t.push_back({a + "o_proj.bias", {{"b_o", E::hidden}}, std::nullopt, K::attention, *o_bias});
+  return t;
+}
+
+// q/k/v stored as one tensor `qkv` (".weight"/".bias" appended) and the output projection `o`,
+// both with biases where the config turns them on; `layout` says how the q/k/v rows are laid out.
+std::vector<StoredTensor> fused_attention(const std::string& qkv, const std::string& o,
+                                          RowLayout layout) {
+  return {
+      {qkv + ".weight",
+       {{"w_q", E::q}, {"w_k", E::kv}, {"w_v", E::kv}},
+       E::hidden,
+       K::attention,
+       P::always,
+       layout},
+      {qkv + ".bias",
+       {{"b_q", E::q}, {"b_k", E::kv}, {"b_v", E::kv}},
+       std::nullopt,
+       K::attention,
+       P::qkv_bias,
+       layout},
+      {o + ".weight", {{"w_o", E::hidden}}, E::q},
+      {o + ".bias", {{"b_o", E::hidden}}, std::nullopt, K::attention, P::o_bias},
+  };
+}
+
+// q/k/v and o stored separately under `prefix` (names q_proj, k_proj, v_proj and `o`).
+std::vector<StoredTensor> named_attention(const std::string& prefix, const std::string& o) {
+  std::vector<StoredTensor> t;
+  for (const auto& [name, logical, extent] :
+       std::vector<std::tuple<std::string, std::string, LayerExtent>>{
+           {"q_proj", "q", E::q}, {"k_proj", "k", E::kv}, {"v_proj", "v", E::kv}}) {
+    t.push_back({prefix + name + ".weight", {{"w_" + logical, extent}}, E::hidden});
+    t.push_back({prefix + name + ".bias",
+                 {{"b_" + logical, extent}},
+                 std::nullopt,
+                 K::attention,
+                 P::qkv_bias});
+  }
+  t.push_back({prefix + o + ".weight", {{"w_o", E::hidden}}, E::q});
+  t.push_back({prefix + o + ".bias", {{"b_o", E::hidden}}, std::nullopt, K::attention, P::o_bias});
   return t;
 }
 
@@ -136,6 +177,18 @@ std::string config_fields(Presence p) {
   return "";
 }
 
+// `name` as the checkpoint stores it: model.layers.* as is, or under a multimodal model's
+// language-model prefix when only that is there.
+std::string with_text_prefix(const Checkpoint& checkpoint, const std::string& name) {
+  const std::string plain = "model.layers.";
+  if (checkpoint.has(name) || name.rfind(plain, 0) != 0) return name;
+  for (const char* prefix : {"language_model.model.layers.", "model.language_model.layers."}) {
+    const std::string alt = prefix + name.substr(plain.size());
+    if (checkpoint.has(alt)) return alt;
+  }
+  return name;
+}
+
 std::int64_t mlp_intermediate(const ModelShape& model, LayerKind kind) {
   for (const auto& l : model.mlp_layer_list()) {
     if (l.kind == kind) return l.intermediate;
@@ -197,8 +250,72 @@ const std::vector<LayerFamily>& layer_families() {
   static const std::vector<LayerFamily> families = {
       // LlamaAttention: bias = attention_bias (q/k/v: qkv_bias); LlamaMLP: bias = mlp_bias.
       {"llama",
-       {"llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3_text"},
+       {"llama",    "mistral",   "gemma",    "gemma2",  "gemma3_text",
+        "gemma3",   "internlm3", "granite",  "exaone4", "hunyuan_v1_dense",
+        "seed_oss", "ernie4_5",  "stablelm", "olmo",    "olmo2",
+        "olmo3",    "cohere",    "cohere2",  "smollm3", "helium",
+        "ministral"},
        concat({separate_attention(P::qkv_bias, P::o_bias), dense_mlp(P::mlp_bias)}),
+       {}},
+      // Qwen3Attention: o_proj without bias; transformers builds one when attention_bias is
+      // true, which vLLM's loader skips (an extra bias): so does the suite.
+      {"qwen3",
+       {"qwen3"},
+       concat({separate_attention(P::qkv_bias, std::nullopt), dense_mlp(P::mlp_bias)}),
+       {}},
+      // Ungated MLPs (fc -> act -> fc): the attention projections alone.
+      {"llama attention",
+       {"starcoder2", "nemotron", "arcee"},
+       separate_attention(P::qkv_bias, P::o_bias),
+       {}},
+      {"phi", {"phi"}, named_attention(kLayer + "self_attn.", "dense"), {}},
+      {"gptj", {"gptj"}, named_attention("transformer.h.{layer}.attn.", "out_proj"), {}},
+      // GPT-NeoX and Persimmon: query_key_value rows [heads, 3, head_dim]; Falcon: [kv heads,
+      // heads / kv heads + 2, head_dim] (vLLM's loaders de-interleave both the same way).
+      {"gpt_neox",
+       {"gpt_neox"},
+       fused_attention("gpt_neox.layers.{layer}.attention.query_key_value",
+                       "gpt_neox.layers.{layer}.attention.dense", RowLayout::grouped_qkv),
+       {}},
+      {"persimmon",
+       {"persimmon"},
+       fused_attention(kLayer + "self_attn.query_key_value", kLayer + "self_attn.dense",
+                       RowLayout::grouped_qkv),
+       {}},
+      {"falcon",
+       {"falcon"},
+       fused_attention("transformer.h.{layer}.self_attention.query_key_value",
+                       "transformer.h.{layer}.self_attention.dense", RowLayout::grouped_qkv),
+       {}},
+      // GPT-2: c_attn and c_proj are Conv1D, stored [in, out]: [hidden, q; k; v] (vLLM's
+      // loader transposes them).
+      {"gpt2",
+       {"gpt2"},
+       [] {
+         auto t = fused_attention("transformer.h.{layer}.attn.c_attn",
+                                  "transformer.h.{layer}.attn.c_proj", RowLayout::stacked);
+         for (auto& s : t) s.transposed = true;
+         return t;
+       }(),
+       {}},
+      // GPTBigCode: c_attn is an nn.Linear of rows [q; k; v].
+      {"gpt_bigcode",
+       {"gpt_bigcode"},
+       fused_attention("transformer.h.{layer}.attn.c_attn", "transformer.h.{layer}.attn.c_proj",
+                       RowLayout::stacked),
+       {}},
+      // GLM, GLM-4: separate q/k/v, gate_up_proj stored fused [gate; up].
+      {"glm",
+       {"glm", "glm4"},
+       concat({separate_attention(P::qkv_bias, P::o_bias),
+               {{kLayer + "mlp.gate_up_proj.weight",
+                 {{"w_gate", E::intermediate}, {"w_up", E::intermediate}},
+                 E::hidden,
+                 K::dense},
+                {kLayer + "mlp.down_proj.weight",
+                 {{"w_down", E::hidden}},
+                 E::intermediate,
+                 K::dense}}}),
        {}},
       // Qwen2Attention: QKVParallelLinear(bias=True) hard-coded, o_proj bias=False.
       {"qwen2", {"qwen2"}, concat({separate_attention(P::always, std::nullopt), dense_mlp()}), {}},
@@ -231,8 +348,50 @@ const std::vector<LayerFamily>& layer_families() {
                separate_mlp(kLayer + "mlp.shared_expert.", kProj, K::shared_expert,
                             E::shared_intermediate, std::nullopt)}),
        {}},
+      // DeepSeek's MoE without MLA: dense layers, mlp.experts.E.*, mlp.shared_experts.*.
+      {"glm4_moe",
+       {"glm4_moe", "dots1", "ernie4_5_moe"},
+       concat({separate_attention(P::qkv_bias, P::o_bias), dense_mlp(P::mlp_bias),
+               routed_experts("mlp."),
+               separate_mlp(kLayer + "mlp.shared_experts.", kProj, K::shared_expert,
+                            E::shared_intermediate, std::nullopt)}),
+       {}},
+      // PhiMoE: Mixtral's block_sparse_moe.experts.E.w1/w3/w2, attention biases by the config.
+      {"phimoe",
+       {"phimoe"},
+       concat({separate_attention(P::qkv_bias, P::o_bias),
+               routed_experts("block_sparse_moe.", {"w1", "w3", "w2"})}),
+       {}},
+      // GraniteMoE stores each layer's experts as 3-D tensors (block_sparse_moe.input_linear
+      // [experts, 2 * intermediate, hidden]), Llama-4 too (feed_forward.experts.gate_up_proj
+      // [experts, hidden, 2 * intermediate]): the attention and the dense/shared MLPs map.
+      {"granitemoe",
+       {"granitemoe", "granitemoeshared"},
+       concat({separate_attention(P::qkv_bias, P::o_bias),
+               {{kLayer + "shared_mlp.input_linear.weight",
+                 {{"w_shared_expert_gate", E::shared_intermediate},
+                  {"w_shared_expert_up", E::shared_intermediate}},
+                 E::hidden,
+                 K::shared_expert},
+                {kLayer + "shared_mlp.output_linear.weight",
+                 {{"w_shared_expert_down", E::hidden}},
+                 E::shared_intermediate,
+                 K::shared_expert}}}),
+       {{K::expert,
+         "GraniteMoE stores its experts as 3-D tensors (block_sparse_moe.input_linear [experts, "
+         "2 * intermediate, hidden]), which the checkpoint reader does not map"}}},
+      {"llama4",
+       {"llama4_text", "llama4"},
+       concat(
+           {separate_attention(P::qkv_bias, P::o_bias),
+            separate_mlp(kLayer + "feed_forward.", kProj, K::dense, E::intermediate, std::nullopt),
+            separate_mlp(kLayer + "feed_forward.shared_expert.", kProj, K::shared_expert,
+                         E::shared_intermediate, std::nullopt)}),
+       {{K::expert,
+         "Llama-4 stores its experts as 3-D tensors (feed_forward.experts.gate_up_proj [experts, "
+         "hidden, 2 * intermediate]), which the checkpoint reader does not map"}}},
       {"qwen3_moe",
-       {"qwen3_moe"},
+       {"qwen3_moe", "olmoe"},
        concat({separate_attention(P::qkv_bias, std::nullopt), dense_mlp(), routed_experts("mlp.")}),
        {}},
       // DeepseekV2MLAAttention: q_a_proj and kv_a_proj_with_mqa (fused_qkv_a_proj's two shards);
@@ -324,9 +483,12 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
   }
   for (const StoredTensor& stored : family.tensors) {
     if (!served_.count(stored.group)) continue;
-    const std::string name = substitute(substitute(stored.name, "{layer}", std::to_string(layer)),
-                                        "{expert}", std::to_string(expert));
+    std::string name = substitute(substitute(stored.name, "{layer}", std::to_string(layer)),
+                                  "{expert}", std::to_string(expert));
     const bool wanted = present_by_config(stored.presence, model);
+    // Multimodal checkpoints keep the text model under language_model. (LLaVA, Gemma-3 as
+    // transformers 4 saved them) or model.language_model. (transformers 5); vLLM maps both.
+    name = with_text_prefix(*checkpoint_, name);
     if (!checkpoint_->has(name)) {
       if (!wanted) continue;
       throw CheckpointError(where + ": no tensor " + quote_name(name) + " (layer " +
@@ -361,14 +523,32 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
     } else {
       expected = "[" + expected + "]";
     }
+    if (stored.transposed && want.size() == 2) {
+      std::swap(want[0], want[1]);
+      expected += " transposed (Conv1D stores [in, out])";
+    }
     if (t.info.shape != want) {
       fail("shape " + shape_text(t.info.shape) + " does not match the config: expected " +
            expected + " = " + shape_text(want));
     }
+    const std::int64_t stored_cols = want.size() == 2 ? want[stored.transposed ? 0 : 1] : 1;
     std::int64_t row0 = 0;
+    if (stored.layout == RowLayout::grouped_qkv) {
+      // [kv_heads, q_per_kv + 2, head_dim]: q blocks of q_per_kv heads, then one k, one v head.
+      const std::int64_t d = model.head_dim, kv_groups = model.kv_heads;
+      const std::int64_t q_per_kv = model.heads / kv_groups, period = (q_per_kv + 2) * d;
+      const std::int64_t cols = stored.cols ? want[1] : 1;
+      parts_[stored.parts.at(0).first] = {name,         0,     q_per_kv * d * kv_groups, cols,
+                                          q_per_kv * d, period};
+      parts_[stored.parts.at(1).first] = {name, q_per_kv * d, d * kv_groups, cols, d, period};
+      parts_[stored.parts.at(2).first] = {name, (q_per_kv + 1) * d, d * kv_groups, cols, d, period};
+      continue;
+    }
     for (const auto& [logical, extent] : stored.parts) {
       const std::int64_t n = extent_of(model, extent);
-      parts_[logical] = {name, row0, n, stored.cols ? want[1] : 1};
+      Part part{name, row0, n, stored_cols};
+      part.transposed = stored.transposed && stored.cols.has_value();
+      parts_[logical] = part;
       row0 += n;
     }
   }
@@ -399,8 +579,34 @@ std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
                           std::to_string(p.rows) + "x" + std::to_string(p.cols));
   }
   const auto t = checkpoint_->tensor(p.tensor);
-  if (transposed_bias) return read_window(t.file, t.info, p.row0 + r.col0, 0, r.cols, 1, r.dtype);
-  return read_window(t.file, t.info, p.row0 + r.row0, r.col0, r.rows, r.cols, r.dtype);
+  // Logical rows [first, first + count) of the part, read run by run where the rows are grouped.
+  const auto rows = [&](std::int64_t first, std::int64_t count, std::int64_t col0,
+                        std::int64_t cols) {
+    if (p.block == 0)
+      return read_window(t.file, t.info, p.row0 + first, col0, count, cols, r.dtype);
+    std::vector<float> out;
+    out.reserve(static_cast<std::size_t>(count * cols));
+    for (std::int64_t row = first; row < first + count;) {
+      const std::int64_t within = row % p.block;
+      const std::int64_t run = std::min(p.block - within, first + count - row);
+      const auto part = read_window(t.file, t.info, p.row0 + (row / p.block) * p.period + within,
+                                    col0, run, cols, r.dtype);
+      out.insert(out.end(), part.begin(), part.end());
+      row += run;
+    }
+    return out;
+  };
+  if (transposed_bias) return rows(r.col0, r.cols, 0, 1);
+  if (p.transposed) {
+    // Stored [in, out]: read the window's columns as stored rows, then transpose.
+    const auto stored =
+        read_window(t.file, t.info, r.col0, p.row0 + r.row0, r.cols, r.rows, r.dtype);
+    std::vector<float> out(stored.size());
+    for (std::int64_t i = 0; i < r.rows; ++i)
+      for (std::int64_t j = 0; j < r.cols; ++j) out[i * r.cols + j] = stored[j * r.rows + i];
+    return out;
+  }
+  return rows(r.row0, r.rows, r.col0, r.cols);
 }
 
 std::string HfLayerWeights::describe() const {
@@ -413,7 +619,18 @@ std::map<std::string, std::string> HfLayerWeights::sources() const {
   std::map<std::string, std::string> out;
   for (const auto& [logical, p] : parts_) {
     const auto t = checkpoint_->tensor(p.tensor);
-    const bool whole = p.row0 == 0 && p.rows == t.info.shape[0];
+    const bool whole = p.row0 == 0 && p.rows == t.info.shape[p.transposed ? 1 : 0];
+    if (p.transposed) {
+      out[logical] = p.tensor + " columns [" + std::to_string(p.row0) + ", " +
+                     std::to_string(p.row0 + p.rows) + "), transposed (Conv1D [in, out])";
+      continue;
+    }
+    if (p.block > 0) {
+      out[logical] = p.tensor + " rows [" + std::to_string(p.row0) + ", " +
+                     std::to_string(p.row0 + p.block) + ") of every " + std::to_string(p.period) +
+                     " (" + std::to_string(p.rows / p.block) + " blocks, de-interleaved)";
+      continue;
+    }
     out[logical] = p.tensor + (whole ? ""
                                      : " rows [" + std::to_string(p.row0) + ", " +
                                            std::to_string(p.row0 + p.rows) + ")");

@@ -1,0 +1,101 @@
+// Checkpoints saved by transformers itself (tests/families/checkpoints/, written by
+// tests/families/make_tiny_checkpoints.py with save_pretrained): every logical weight fusebench
+// reads from layer 0 equals the rows transformers' own forward() cuts from the stored tensor
+// (expected.json: per logical tensor its row sums, computed there from the fused layouts as
+// GPTNeoXAttention, FalconAttention, GPTBigCodeAttention, GPT2Attention (Conv1D),
+// Phi3Attention/Phi3MLP and Glm4MLP split them), and `fusebench --weights=DIR --verify --tokens=1`
+// passes, naming each weight's source tensor in context.weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.hpp"
+#include "fusebench/checkpoint.hpp"
+#include "fusebench/hf_layer.hpp"
+
+using namespace fusebench;
+
+namespace {
+
+const std::filesystem::path kDir = FUSEBENCH_FAMILY_CHECKPOINTS;
+
+const nlohmann::json& expected() {
+  static const nlohmann::json e = [] {
+    std::ifstream in(kDir / "expected.json");
+    return nlohmann::json::parse(in);
+  }();
+  return e;
+}
+
+std::vector<std::string> names() {
+  std::vector<std::string> out;
+  for (const auto& [name, v] : expected()["checkpoints"].items()) out.push_back(name);
+  return out;
+}
+
+class FamilyCheckpoint : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyCheckpoint, LogicalWeightsAreTheRowsTransformersCutsAndVerify) {
+  const std::string name = GetParam();
+  const auto dir = kDir / name;
+  const ModelShape m = load_hf_config((dir / "config.json").string());
+  const HfLayerWeights w(std::make_shared<Checkpoint>(dir.string()), find_layer_family(m.family), m,
+                         0);
+  const auto sources = w.sources();
+  for (const auto& [logical, want] : expected()["checkpoints"][name].items()) {
+    if (logical.rfind("o_proj.bias", 0) == 0) {
+      // Stored by transformers, not built by vLLM's class (its loader skips the extra bias).
+      EXPECT_FALSE(w.has("b_o")) << name;
+      continue;
+    }
+    ASSERT_TRUE(w.has(logical)) << name << " " << logical;
+    const std::int64_t rows = want["rows"];
+    const std::int64_t cols = logical[0] == 'b' ? 1 : logical == "w_o" ? m.q_size() : m.hidden;
+    WindowRequest r;
+    r.name = logical;
+    r.logical_rows = rows;
+    r.logical_cols = cols;
+    r.rows = rows;
+    r.cols = cols;
+    const auto values = w.window(r);
+    ASSERT_EQ(values.size(), static_cast<std::size_t>(rows * cols)) << name << " " << logical;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      double sum = 0;
+      for (std::int64_t j = 0; j < cols; ++j) sum += values[i * cols + j];
+      const double ref = want["row_sums"][i];
+      ASSERT_NEAR(sum, ref, 1e-5 + 1e-5 * std::abs(ref)) << name << " " << logical << " row " << i;
+    }
+    EXPECT_FALSE(sources.at(logical).empty());
+  }
+  // End to end, as a user runs it.
+  const auto report = fusebench::testing::temp_path("family_ckpt", name + ".json");
+  const auto cli = fusebench::testing::run_fusebench(
+      "--backend=cpu --weights=" + dir.string() +
+      " --verify --tokens=1 --timing-max-time=0.01 --report=" + report.string());
+  ASSERT_EQ(cli.exit_code, 0) << cli.output;
+  EXPECT_NE(cli.output.find("verification passed"), std::string::npos) << cli.output;
+  const auto doc = fusebench::testing::load_json(report);
+  std::filesystem::remove(report);
+  const auto& ck = doc["context"]["weights"]["checkpoints"][0];
+  EXPECT_EQ(ck["model_type"], m.family);
+  for (const auto& [logical, source] : sources) {
+    ASSERT_TRUE(ck["sources"].contains(logical)) << name << " " << logical << "\n" << ck.dump();
+    EXPECT_EQ(ck["sources"][logical], source) << name << " " << logical;
+  }
+  for (const auto& v : doc["context"]["verification"]) EXPECT_TRUE(v["ok"].get<bool>()) << v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Transformers, FamilyCheckpoint, ::testing::ValuesIn(names()),
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST(FamilyCheckpoints, CoverTheFusedLayoutsAnMoeAndAMultimodalModel) {
+  for (const char* n : {"gpt_neox", "phi3", "falcon_40b_like", "falcon_7b_like", "qwen3_moe",
+                        "gemma3", "persimmon", "gpt_bigcode", "gpt2", "qwen3_o_bias"})
+    EXPECT_TRUE(expected()["checkpoints"].contains(n)) << n;
+  EXPECT_GE(expected()["checkpoints"].size(), 8u);
+}
+
+}  // namespace
