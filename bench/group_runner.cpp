@@ -85,12 +85,16 @@ measure::Summary preempted_summary(const measure::MemberMeasurement& mm,
 // long its threads waited for a CPU, the host's load while its group was measured, and why a
 // contended entry is not judged.
 void add_contention(const measure::GroupMeasurement& g, const measure::Summary& s,
-                    const std::string& unjudged, nlohmann::json& fields,
-                    std::map<std::string, double>& c) {
+                    nlohmann::json& fields, std::map<std::string, double>& c) {
   const bool host_timed = g.regime == measure::Regime::eager || g.regime == measure::Regime::graph;
   if (!host_timed) return;  // device time: a preempted host thread does not enter it
-  if (!unjudged.empty()) {
-    fields["preemption_unchecked"] = unjudged;
+  if (!g.contention_watched) {
+    // The binary leaves the run delay unread only for a multi-process run whose ranks fill the
+    // cores (engine_for_active).
+    fields["preemption_unchecked"] =
+        "contention not judged: no run delay was read (in fusebench, a multi-process run whose "
+        "ranks' threads outnumber this machine's cores: the other ranks are processes of their "
+        "own, so their waits and CPU time cannot be told from a neighbour's)";
   } else if (g.preemption_checked) {
     c["samples_dropped_preempted"] = static_cast<double>(s.dropped_preempted);
   } else {
@@ -284,9 +288,8 @@ void GroupRunner::refresh_members() {
   warm_up(false);
 }
 
-measure::EngineSettings GroupRunner::engine_for_active() {
+measure::EngineSettings GroupRunner::engine_for_active() const {
   measure::EngineSettings e = settings_.engine;
-  contention_unjudged_.clear();
   if (active_ && active_->tp && backend_.name() == "cpu") {
     bool lane = false;
     for (const Member& m : active_->members) lane = lane || (m.ws && m.ws->uses_second_lane());
@@ -298,13 +301,8 @@ measure::EngineSettings GroupRunner::engine_for_active() {
         e.drop_preempted = false;
       } else {
         // The other ranks are processes too: neither their waits nor their CPU tell a neighbour.
+        // (the measurement then says contention_watched false; add_contention explains it).
         e.run_delay = nullptr;
-        contention_unjudged_ = "the " + std::to_string(threads) +
-                               " threads of this run's ranks on this machine outnumber its " +
-                               std::to_string(cores) +
-                               " cores, and the other ranks are processes of their own: "
-                               "contention cannot be told from the ranks' own waits, so it is "
-                               "not judged";
       }
     }
   }
@@ -627,7 +625,7 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   c["time_cv"] = s.cv;
   c["samples"] = all_preempted ? 0.0 : static_cast<double>(s.samples);
   c["samples_dropped_throttled"] = static_cast<double>(s.dropped_throttled);
-  add_contention(g, s, contention_unjudged_, fields, c);
+  add_contention(g, s, fields, c);
   c["runs_per_sample"] = static_cast<double>(mm.runs_per_sample);
   c["rotation_sets"] = static_cast<double>(m.rotation ? m.rotation->sets() : 1);
   c["timing_rounds"] = static_cast<double>(g.rounds);

@@ -120,10 +120,9 @@ class GroupRunner {
   // The engine's settings for the active group: preempted samples are dropped unless the
   // group's own threads outnumber the cores (in-process TP ranks on the CPU), where the
   // group-level load decides instead (measure/interleave.hpp, contention_stop).
-  measure::EngineSettings engine_for_active();
-  // Why the active group's contention is not judged at all (ranks of a multi-process run that
-  // fill the cores: their waits and CPU time look like a neighbour's); empty when it is.
-  std::string contention_unjudged_;
+  // A multi-process run whose ranks fill the cores gets no run-delay probe at all: neither the
+  // other ranks' waits nor their CPU time tell a neighbour (contention not judged).
+  measure::EngineSettings engine_for_active() const;
   void fail_member(Member& m, const std::string& why);
   std::size_t blocks() const;  // per group measurement: --timing-blocks, else the backend's
   std::unique_ptr<Workspace> make_workspace(const Fixture& f);
