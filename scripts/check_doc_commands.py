@@ -16,6 +16,10 @@ RULES say. Commands that cannot run here (a GPU, a cluster, placeholders, minute
 test suite itself) are in RULES with the reason, and are reported as skipped; a rule that no
 longer matches any command fails the check, so the table stays true.
 
+Links: every relative Markdown link and image (`[text](docs/usage.md#names)`, `![...](docs/img/x.png)`)
+outside code must name a file that exists, and an anchor must name a heading of that file (as
+GitHub makes anchors of headings), so moving text between pages cannot leave a dead link.
+
 Commands run with bash in a scratch copy of the tree (its tracked and new files; build/ linked
 to the real build folder, build/bin on PATH), except the scripts that configure the CMake
 presets (scripts/bench.sh, build.sh, test.sh), which run in the tree itself; each under a time
@@ -60,7 +64,7 @@ RULES = [
      "a placeholder file (REPORT.json, a.json): the tests run these scripts on real reports"),
     (r"^scripts/(bench|build|test)\.sh\b", "tree*",
      "configures the CMake presets, whose build folders belong to the tree"),
-    # README.md
+    # README.md, docs/usage.md, docs/measured.md, docs/building.md
     (r"^scripts/bench\.sh$", "skip",
      "the main job: builds and runs the whole default sweep (minutes on 2 cores); charts_cpu_report "
      "runs a small CPU sweep of the same binary"),
@@ -220,6 +224,51 @@ def extract(path):
     return out
 
 
+def heading_anchors(path):
+    """The anchors GitHub gives the headings of a Markdown file (lower case, punctuation dropped,
+    spaces as '-', a repeated heading's anchor suffixed -1, -2, ...)."""
+    anchors, seen, fence = set(), {}, None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^\s*(```+|~~~+)", line)
+            if m:
+                fence = None if fence and m.group(1).startswith(fence) else (fence or m.group(1))
+                continue
+            h = None if fence else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+            if h:
+                slug = re.sub(r"[^\w\- ]", "", h.group(1).strip().lower()).replace(" ", "-")
+                n = seen.get(slug, 0)
+                seen[slug] = n + 1
+                anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def broken_links(path):
+    """(line, target, why) for each relative link or image of a Markdown file, outside code, whose
+    file or heading does not exist."""
+    out, fence = [], None
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    for n, line in enumerate(lines, 1):
+        m = re.match(r"^\s*(```+|~~~+)", line)
+        if m:
+            fence = None if fence and m.group(1).startswith(fence) else (fence or m.group(1))
+            continue
+        if fence or line.startswith("    "):
+            continue
+        prose = re.sub(r"(`+).+?\1", "", line)  # code spans are not links
+        for target in re.findall(r"!?\[[^\]]*\]\(([^)\s]+)\)", prose):
+            if re.match(r"^[a-z][\w+.-]*:", target):  # https:, mailto:, ...
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+            if not os.path.exists(dest):
+                out.append((n, target, "no such file"))
+            elif anchor and dest.endswith(".md") and anchor not in heading_anchors(dest):
+                out.append((n, target, f"no heading with the anchor #{anchor} in {os.path.relpath(dest, ROOT)}"))
+    return out
+
+
 def gpu_present():
     try:
         p = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -300,7 +349,11 @@ def main():
         stale = []  # rules are kept for the whole docs set, which was not read
     build = os.path.abspath(args.build)
 
+    dead = [(os.path.relpath(os.path.abspath(f), ROOT), *b) for f in files for b in broken_links(os.path.abspath(f))]
+
     if args.list:
+        for f, n, target, why in dead:
+            print(f"{f}:{n}: [link] {target}: {why}")
         for c in unique:
             what = "exists?" if c.kind == "reference" else (
                 c.action + ("" if c.action == "skip" else f" (expect exit {c.expected})"))
@@ -310,6 +363,9 @@ def main():
         return 0
 
     failures, passed, skipped = [], 0, 0
+    for f, n, target, why in dead:
+        failures.append(f"{f}:{n}: link ({target}): {why}")
+        print(f"FAIL  {f}:{n}: link ({target}): {why}")
     for r in stale:
         failures.append(f"rule {r[0]!r} matches no command in the docs any more: remove it")
         print(f"FAIL  stale rule {r[0]!r} ({r[2]})")
@@ -356,7 +412,8 @@ def main():
                 print("\n".join("        | " + t for t in tail))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"\ncheck_doc_commands: {len(unique)} commands and references in {len(files)} files, "
+    print(f"\ncheck_doc_commands: {len(unique)} commands and references in {len(files)} files "
+          f"({len(dead)} dead links), "
           f"{time.time() - started:.0f} s")
     for f in failures:
         print("  FAILED: " + f)

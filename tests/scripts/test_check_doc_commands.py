@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """scripts/check_doc_commands.py on a crafted Markdown file: what it extracts (fenced, indented
 and inline commands, references, continuations; formulas left alone), that an expected non-zero
-exit passes, and that a failing command, a wrong exit code and a missing reference fail it.
+exit passes, and that a failing command, a wrong exit code and a missing reference fail it; that
+relative links and images must name an existing file and heading.
 
   test_check_doc_commands.py --build build
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +43,22 @@ build/bin/fusebench --list   # exits 3
 ```
 
 See `scripts/no-such-script.sh`.
+"""
+
+
+LINKS = """# Links
+
+## Names and `--flags`, again
+
+[a heading here](#names-and---flags-again), [the README](../README.md), [one of its
+headings](../README.md#the-two-commands), ![an image](img/crossover.png), [a site](https://example.com),
+`[in code](nowhere.md)`.
+
+[gone](no-such-page.md), [no such heading](#nowhere), ![no image](img/missing.png)
+
+```
+[in a code block](nowhere.md)
+```
 """
 
 
@@ -90,6 +108,28 @@ class CheckDocCommands(unittest.TestCase):
         self.assertIn("`scripts/no-such-script.sh` does not exist", out)
         self.assertIn("doc commands: 0 passed, 3 failed", out)
 
+    def test_links_must_resolve(self):
+        # A page of a docs/ folder beside a README, in a scratch tree (the real docs/ is what
+        # docs_commands reads, maybe at the same time).
+        tree = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tree)
+        os.makedirs(os.path.join(tree, "docs", "img"))
+        with open(os.path.join(tree, "README.md"), "w", encoding="utf-8") as f:
+            f.write("# fusebench\n\n## The two commands\n")
+        open(os.path.join(tree, "docs", "img", "crossover.png"), "wb").close()
+        path = os.path.join(tree, "docs", "links.md")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(LINKS)
+        where = os.path.relpath(path, ROOT)
+        self.assertEqual(cdc.broken_links(path), [
+            (9, "no-such-page.md", "no such file"),
+            (9, "#nowhere", f"no heading with the anchor #nowhere in {where}"),
+            (9, "img/missing.png", "no such file"),
+        ])
+        rc, out = self.run_checker(path)
+        self.assertEqual(rc, 1, out)
+        self.assertIn(f"{where}:9: link (no-such-page.md): no such file", out)
+        self.assertIn("doc commands: 0 passed, 3 failed", out)
 
 if __name__ == "__main__":
     if "--build" in sys.argv:
