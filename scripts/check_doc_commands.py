@@ -246,7 +246,7 @@ def heading_anchors(path):
 def broken_links(path):
     """(line, target, why) for each relative link or image of a Markdown file, outside code, whose
     file or heading does not exist."""
-    out, fence = [], None
+    out, fence, indented, prev_blank = [], None, False, True
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     for n, line in enumerate(lines, 1):
@@ -254,7 +254,10 @@ def broken_links(path):
         if m:
             fence = None if fence and m.group(1).startswith(fence) else (fence or m.group(1))
             continue
-        if fence or line.startswith("    "):
+        # An indented code block starts after a blank line (a list item's continuation does not).
+        indented = line.startswith("    ") and (indented or prev_blank) or (indented and not line.strip())
+        prev_blank = not line.strip()
+        if fence or indented:
             continue
         prose = re.sub(r"(`+).+?\1", "", line)  # code spans are not links
         for target in re.findall(r"!?\[[^\]]*\]\(([^)\s]+)\)", prose):

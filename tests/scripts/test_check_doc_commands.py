@@ -59,6 +59,11 @@ headings](../README.md#the-two-commands), ![an image](img/crossover.png), [a sit
 ```
 [in a code block](nowhere.md)
 ```
+
+    [in an indented code block](nowhere.md)
+
+- a list item whose continuation
+    [links nowhere](continued.md)
 """
 
 
@@ -125,11 +130,12 @@ class CheckDocCommands(unittest.TestCase):
             (9, "no-such-page.md", "no such file"),
             (9, "#nowhere", f"no heading with the anchor #nowhere in {where}"),
             (9, "img/missing.png", "no such file"),
+            (18, "continued.md", "no such file"),
         ])
         rc, out = self.run_checker(path)
         self.assertEqual(rc, 1, out)
         self.assertIn(f"{where}:9: link (no-such-page.md): no such file", out)
-        self.assertIn("doc commands: 0 passed, 3 failed", out)
+        self.assertIn("doc commands: 0 passed, 4 failed", out)
 
 if __name__ == "__main__":
     if "--build" in sys.argv:
