@@ -415,7 +415,8 @@ def oversubscription(group, context: dict):
     over_by_count = threads is not None and cores is not None and threads > cores
     if not said and not over_by_count:
         return None
-    source = "preemption_unchecked" if said else "cpu_threads_per_rank and the context's cores"
+    counted = "cpu_threads_per_rank x ranks (+ lanes) over the context's cores"
+    source = (f"preemption_unchecked; {counted}" if over_by_count else "preemption_unchecked") if said else counted
     if over_by_count:
         return Oversubscription(threads, cores, source)
     return Oversubscription(None, cores, source)

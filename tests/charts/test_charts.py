@@ -452,7 +452,7 @@ class ChartTest(unittest.TestCase, LayoutChecks):
         path = syn.write(os.path.join(self.tmp, "said.json"), ents, ctx)
         _, summary = draw(None, self.tmp, reports=[path])
         (s,) = summary
-        self.assertEqual(s["oversubscribed"]["source"], "preemption_unchecked")
+        self.assertEqual(s["oversubscribed"]["source"], "preemption_unchecked")  # 64 cores: only its word
         self.assertEqual(s["measured"]["kind"], "not_resolved")
         # Without the marker the same curve on 64 cores crosses.
         for e in ents:
