@@ -7,6 +7,10 @@ on a log2 axis, with the report's 95% intervals as bands; the crossover of a thr
 only where the intervals resolve it, beside the cost model's prediction; decode and prefill
 regions and the roofline ridge; panels for launches and bytes (measured vs model), bus bandwidth
 for collectives, and eager vs graph when the reports have both. Only panels with data are drawn.
+Small multiples: one column of panels per tp, a colour per series (the same in every column);
+at tp 1 a TP op's variants are one computation, charted once. A CPU TP group whose ranks'
+threads outnumber the cores states no crossover (its times are contention: docs/tp.md); the
+column's title says so.
 
   scripts/plot_crossover.py reports/latest/report.json [more.json ...] -o reports/latest
 Writes crossover_<model>_<op>[_<layer>].png and .svg, and crossover.json (for the HTML page).
