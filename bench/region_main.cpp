@@ -21,7 +21,7 @@
 #include "fusebench/shapes.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/workspace.hpp"
-#include "sweep.hpp"
+#include "runner/sweep.hpp"
 
 using namespace fusebench;
 
