@@ -136,6 +136,25 @@ TEST(CliInputs, SharperMessages) {
        "free"});
 }
 
+// Issue 23: the refusal advised "a lower tp", but a higher tp shrinks a rank's shard; with
+// in-process ranks (all in this process) no tp helps, and the advice says so.
+TEST(CliInputs, OutOfMemoryAdviceNamesWhatWouldFit) {
+  const CliResult shard =
+      run("--models=llama3-70b --ops=gate_up --variants=fused --tokens=4000000 --dtypes=fp32");
+  EXPECT_EQ(shard.exit_code, 2) << shard.output;
+  EXPECT_NE(shard.output.find("or a higher --tp (one rank's shard holds 1/tp of the weights"),
+            std::string::npos)
+      << shard.output;
+  EXPECT_EQ(shard.output.find("lower tp"), std::string::npos) << shard.output;
+  const CliResult ranks = run(
+      "--models=llama3-70b --ops=tp_mlp --variants=naive --tp=2 --tokens=4000000 --dtypes=fp32");
+  EXPECT_EQ(ranks.exit_code, 2) << ranks.output;
+  EXPECT_NE(ranks.output.find("a higher --tp would not help here: the 2 in-process ranks"),
+            std::string::npos)
+      << ranks.output;
+  EXPECT_EQ(ranks.output.find("lower tp"), std::string::npos) << ranks.output;
+}
+
 TEST(CliInputs, HelpExitsZeroAndStillListsGoogleBenchmarksFlags) {
   const CliResult r = run("--help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
