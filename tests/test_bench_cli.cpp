@@ -348,3 +348,20 @@ TEST(BenchCli, ListAndProgressHonourTheFilter) {
   r = run("--ops=qkv --list '--benchmark_filter=('");
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
+
+// Issue 23: without a GPU driver every run printed CUDA's "driver version is insufficient for
+// CUDA runtime version"; the backend line now says what it means.
+TEST(BenchCli, NoGpuDriverIsSaidInWords) {
+  const CliResult r =
+      fusebench::testing::run_fusebench("--list --ops=qkv --tokens=1 --dtypes=fp32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (r.output.find("fusebench: backend cuda") != std::string::npos)
+    GTEST_SKIP() << "a GPU is usable here: " << r.output.substr(0, r.output.find('\n'));
+  EXPECT_EQ(r.output.find("driver version is insufficient"), std::string::npos) << r.output;
+  if (r.output.find("this build has no CUDA backend") != std::string::npos)
+    GTEST_SKIP() << "built without CUDA: no driver is looked for";
+  if (!std::filesystem::exists("/proc/driver/nvidia/version")) {  // no kernel driver loaded
+    EXPECT_NE(r.output.find("fusebench: backend cpu (no NVIDIA driver found"), std::string::npos)
+        << r.output;
+  }
+}
