@@ -2,10 +2,9 @@
 // names the file, the field and the value: a malformed interval must not decide a dispatch.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "fusebench/advise.hpp"
+#include "fusebench/report_document.hpp"
 
 namespace fusebench::advise {
 namespace {
@@ -139,20 +138,9 @@ std::optional<Ceilings> Report::ceilings_for(const std::string& dtype) const {
 }
 
 Report parse_report(std::string_view text, const std::string& file) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    fail(file, "document", std::string("not valid JSON: ") + e.what());
-  }
-  if (!root.is_object())
-    fail(file, "top level", "expected an object with \"context\" and \"benchmarks\"");
+  const nlohmann::json root = parse_report_document(text, file);
   const auto ctx = root.find("context");
-  if (ctx == root.end()) fail(file, "context", "missing (not a Google Benchmark report?)");
-  if (!ctx->is_object()) fail(file, "context", "expected an object, got " + shown(*ctx));
   const auto benches = root.find("benchmarks");
-  if (benches == root.end()) fail(file, "benchmarks", "missing (not a Google Benchmark report?)");
-  if (!benches->is_array()) fail(file, "benchmarks", "expected an array, got " + shown(*benches));
   for (const char* key : {"git_revision", "date", "backend", "gpu_name", "cpu_model"}) {
     const auto it = ctx->find(key);
     if (it != ctx->end() && !it->is_string()) {
@@ -267,12 +255,6 @@ Report parse_report(std::string_view text, const std::string& file) {
   return report;
 }
 
-Report load_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "file", "cannot be opened");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_report(buf.str(), path);
-}
+Report load_report(const std::string& path) { return parse_report(read_report_file(path), path); }
 
 }  // namespace fusebench::advise
