@@ -464,3 +464,21 @@ TEST_F(AdviseCli, WritesEachFormatAndRefusesBadFlags) {
   EXPECT_EQ(run({r, "-o", (dir / "no" / "such" / "dir.md").string()}), 2);
   EXPECT_NE(err.find("-o: cannot write"), std::string::npos) << err;
 }
+
+// The shared "not judged" contract (fusebench/evidence.hpp): contended first, then the first count
+// below 6; an absent count decides nothing. tests/advise/test_not_judged_contract.py holds
+// Python's not_judged_reason to the same cases through the built gate.
+TEST(Evidence, NotJudgedContract) {
+  EXPECT_FALSE(
+      not_judged(json{{"timing_stop", "converged"}, {"speedup_pairs", 6}, {"samples", 6}}));
+  EXPECT_EQ(not_judged(json{{"timing_stop", "contended"}, {"speedup_pairs", 2}}).label(),
+            "contended");
+  const NotJudged few = not_judged(json{{"speedup_pairs", 30}, {"samples", 2}});
+  EXPECT_EQ(few.label(), "n < 6");
+  EXPECT_EQ(few.text(), "n < 6 (samples 2)");
+  EXPECT_EQ(not_judged(json{{"speedup_pairs", 3}, {"samples", 2}}).text(),
+            "n < 6 (speedup_pairs 3)");
+  EXPECT_FALSE(not_judged(json{{"speedup_pairs", "3"}}));  // not a number: the readers decide
+  EXPECT_FALSE(not_judged("", {{"pairs", std::nullopt}}));
+  EXPECT_EQ(not_judged("", {{"pairs", 5.0}}).text(), "n < 6 (pairs 5)");
+}
