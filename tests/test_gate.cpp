@@ -233,6 +233,19 @@ TEST_F(Gate, DifferentCpuThreadCountsAreNotJudgedOnTime) {
   EXPECT_NE(out.find("context: current records no CPU thread count"), std::string::npos) << out;
 }
 
+TEST_F(Gate, DifferentCpuThreadsPerRankAreNotJudgedOnTime) {
+  // A multi-process run records each rank's threads per entry (cpu_threads_per_rank).
+  const json base = report({timed(1000, 0.3, 0.02, {{"cpu_threads_per_rank", 2}})});
+  const json slow = report({timed(4000, 0.3, 0.02, {{"cpu_threads_per_rank", 1}})});
+  EXPECT_EQ(run(base, slow), 0) << out;
+  EXPECT_NE(out.find("not judged: CPU threads per rank differ (baseline 2, current 1; "
+                     "--allow-thread-mismatch)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(run(base, slow, {"--allow-thread-mismatch"}), 1) << out;
+  EXPECT_NE(out.find("SLOWER"), std::string::npos) << out;
+}
+
 TEST_F(Gate, FasterIsReportedNotFailed) {
   EXPECT_EQ(run(report({entry(kA, 10)}), report({entry(kA, 5)})), 0) << out;
   EXPECT_NE(out.find("FASTER"), std::string::npos);

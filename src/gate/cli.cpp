@@ -44,14 +44,18 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_option("--time-threshold", time_pct,
                  "percent change the time rule reports: SLOWER (fails) when the time ratio's "
                  "whole 95% interval lies above 1 + PCT/100 [default: 5 for GPU reports, 50 when "
-                 "either report is from the CPU backend]");
+                 "either report is from the CPU backend]")
+      ->type_name("PCT");
   app.add_option("--noise-sigmas", noise_sigmas,
                  "entries without a median interval: CVs on each side of their time")
+      ->type_name("K")
       ->capture_default_str();
   app.add_option("--bytes-tolerance", bytes_pct, "percent change allowed in measured byte counters")
+      ->type_name("PCT")
       ->capture_default_str();
   app.add_option("--exact-tolerance", exact_pct,
                  "percent change allowed in exact counters (launches, kernels)")
+      ->type_name("PCT")
       ->capture_default_str();
   app.add_flag("--allow-device-mismatch", o.allow_device_mismatch,
                "compare reports from different devices");

@@ -274,12 +274,23 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       continue;
     }
 
-    const std::string& unjudged = !cur->not_judged.empty() ? cur->not_judged : base.not_judged;
+    std::string unjudged = !cur->not_judged.empty() ? cur->not_judged : base.not_judged;
+    std::string unjudged_side = cur->not_judged.empty() ? " (baseline)" : " (current)";
+    // A multi-process CPU run records its threads per entry (each rank's share), not in the
+    // context: the same rule as the context's count, entry by entry.
+    const auto bt = base.counters.find("cpu_threads_per_rank"),
+               ct = cur->counters.find("cpu_threads_per_rank");
+    if (unjudged.empty() && !o.allow_thread_mismatch && bt != base.counters.end() &&
+        ct != cur->counters.end() && bt->second != ct->second) {
+      unjudged = "CPU threads per rank differ (baseline " + format_value("", bt->second) +
+                 ", current " + format_value("", ct->second) + "; --allow-thread-mismatch)";
+      unjudged_side.clear();
+    }
     if (judge_time && !unjudged.empty()) {
       // A contended or few-sample figure is what the scheduler did, or no evidence at all:
       // neither its time nor its speedup may fail (or pass) the gate.
       add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
-          "not judged: " + unjudged + (cur->not_judged.empty() ? " (baseline)" : " (current)"));
+          "not judged: " + unjudged + unjudged_side);
       ++r.not_judged;
     } else if (judge_time) {
       if (base.time_ns <= 0) {
@@ -415,8 +426,8 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
       << speedup_rule_summary(r) << "\n";
   if (r.not_judged > 0)
     out << "fusebench-gate: " << r.not_judged
-        << " benchmark(s) not judged on time or speedup (contended, or fewer than 6 samples or "
-           "pairs: no 95% interval)\n";
+        << " benchmark(s) not judged on time or speedup (contended, fewer than 6 samples or "
+           "pairs: no 95% interval, or different CPU threads per rank: see the rows)\n";
   out << "fusebench-gate: advice rule (a `use:` decision that flipped fails): "
       << advice_rule_summary(r) << "\n";
   out << "fusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device << " vs "
@@ -447,8 +458,8 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
   out << "Speedup rule: " << speedup_rule_summary(r) << "\n\n";
   if (r.not_judged > 0)
     out << "Not judged: " << r.not_judged
-        << " benchmark(s) on time and speedup (contended, or fewer than 6 samples or pairs: no "
-           "95% interval).\n\n";
+        << " benchmark(s) on time and speedup (contended, fewer than 6 samples or pairs: no "
+           "95% interval, or different CPU threads per rank: see the rows).\n\n";
   out << "Advice rule: " << advice_rule_summary(r) << "\n\n";
   auto row = [&](const Finding& f) {
     std::string name = f.benchmark;
