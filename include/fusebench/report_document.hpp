@@ -20,4 +20,20 @@ std::string read_report_file(const std::string& path);
 // "benchmarks" array. Throws InputError "FILE: FIELD: what".
 nlohmann::json parse_report_document(std::string_view text, const std::string& file);
 
+// What every element of "benchmarks" has, read and checked one way for both readers.
+struct ElementHeader {
+  std::string name;           // "name", non-empty
+  std::string run_name;       // "run_name", else the name (repetitions and aggregates share it)
+  std::string run_type;       // "iteration" (also when absent) or "aggregate"
+  std::string at;             // "benchmarks[3] (NAME)", the prefix of the element's field names
+  bool error = false;         // error_occurred
+  std::string error_message;  // "error_message", or "no error_message" for an error without one
+};
+
+// Throws InputError "FILE: benchmarks[I]...: what" for an element that is not an object, a
+// missing or empty name, a run_name, run_type or error_message that is not a string, a run_type
+// other than iteration or aggregate, or an error_occurred that is not a boolean.
+ElementHeader read_element_header(const nlohmann::json& element, std::size_t index,
+                                  const std::string& file);
+
 }  // namespace fusebench::advise

@@ -64,4 +64,35 @@ nlohmann::json parse_report_document(std::string_view text, const std::string& f
   return root;
 }
 
+ElementHeader read_element_header(const nlohmann::json& b, std::size_t index,
+                                  const std::string& file) {
+  const std::string where = "benchmarks[" + std::to_string(index) + "]";
+  if (!b.is_object()) fail(file, where, "expected an object, got " + shown(b));
+  const auto name = b.find("name");
+  if (name == b.end() || !name->is_string() || name->get<std::string>().empty())
+    fail(file, where + ".name", "missing or not a non-empty string");
+  ElementHeader h;
+  h.name = name->get<std::string>();
+  h.at = where + " (" + h.name + ")";
+  auto text = [&](const char* key, const std::string& fallback) {
+    const auto it = b.find(key);
+    if (it == b.end()) return fallback;
+    if (!it->is_string()) fail(file, h.at + "." + key, "expected a string, got " + shown(*it));
+    return it->get<std::string>();
+  };
+  h.run_name = text("run_name", h.name);
+  h.run_type = text("run_type", "iteration");
+  if (h.run_type != "iteration" && h.run_type != "aggregate") {
+    fail(file, h.at + ".run_type",
+         "expected \"iteration\" or \"aggregate\", got \"" + h.run_type + "\"");
+  }
+  if (const auto it = b.find("error_occurred"); it != b.end()) {
+    if (!it->is_boolean())
+      fail(file, h.at + ".error_occurred", "expected true or false, got " + shown(*it));
+    h.error = it->get<bool>();
+  }
+  h.error_message = text("error_message", h.error ? "no error_message" : "");
+  return h;
+}
+
 }  // namespace fusebench::advise

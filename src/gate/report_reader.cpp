@@ -150,13 +150,8 @@ Report parse_report(std::string_view text, const std::string& file) {
   const auto& benchmarks = root.at("benchmarks");
   for (std::size_t i = 0; i < benchmarks.size(); ++i) {
     const auto& b = benchmarks[i];
-    const std::string where = "benchmarks[" + std::to_string(i) + "]";
-    if (!b.is_object()) fail(file, where, "expected an object");
-    if (!b.contains("name") || !b["name"].is_string() || b["name"].get<std::string>().empty()) {
-      fail(file, where + ".name", "missing or not a non-empty string");
-    }
-    const std::string name = b["name"].get<std::string>();
-    const std::string at = where + " (" + name + ")";
+    const advise::ElementHeader h = advise::read_element_header(b, i, file);
+    const std::string& at = h.at;
     // Every number must be finite: a NaN that slipped through (e.g. 1e999) would poison
     // comparisons.
     for (const auto& [key, value] : b.items()) {
@@ -164,26 +159,9 @@ Report parse_report(std::string_view text, const std::string& file) {
         fail(file, at + "." + key, "not a finite number");
       }
     }
-    std::string run_name = name;
-    if (b.contains("run_name")) {
-      if (!b["run_name"].is_string()) fail(file, at + ".run_name", "expected a string");
-      run_name = b["run_name"].get<std::string>();
-    }
-    std::string run_type = "iteration";
-    if (b.contains("run_type")) {
-      if (!b["run_type"].is_string()) fail(file, at + ".run_type", "expected a string");
-      run_type = b["run_type"].get<std::string>();
-      if (run_type != "iteration" && run_type != "aggregate") {
-        fail(file, at + ".run_type",
-             "expected \"iteration\" or \"aggregate\", got \"" + run_type + "\"");
-      }
-    }
-    bool error = false;
-    if (b.contains("error_occurred")) {
-      if (!b["error_occurred"].is_boolean())
-        fail(file, at + ".error_occurred", "expected true or false");
-      error = b["error_occurred"].get<bool>();
-    }
+    const std::string& run_name = h.run_name;
+    const std::string& run_type = h.run_type;
+    const bool error = h.error;
     double scale = 1.0;
     if (b.contains("time_unit")) {
       if (!b["time_unit"].is_string()) fail(file, at + ".time_unit", "expected a string");
@@ -225,9 +203,7 @@ Report parse_report(std::string_view text, const std::string& file) {
     ++p.runs;
     if (error) {
       ++p.errors;
-      if (b.contains("error_message") && b["error_message"].is_string()) {
-        p.error_message = b["error_message"].get<std::string>();
-      }
+      p.error_message = h.error_message;
       continue;
     }
     p.rep_times_ns.push_back(real_time * scale);
