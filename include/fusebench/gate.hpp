@@ -138,7 +138,7 @@ struct Result {
   std::vector<Finding> findings;
   std::string baseline_device, current_device;
   double time_threshold = kGpuTimeThreshold;  // the threshold the time rule used
-  std::string time_threshold_source;          // "--time-threshold", "GPU default", "CPU default"
+  std::string time_threshold_source;  // "--time-threshold", "the GPU default", "the CPU default"
   // Non-empty when the time, speedup and advice rules did not run: why (--ignore-time, or the
   // reports' CPU thread counts differ).
   std::string timing_off;
