@@ -5,6 +5,7 @@
 #include <iostream>
 #include <random>
 
+#include "cli/gbench_flags.hpp"
 #include "comm/local_gpu.hpp"
 #include "comm/tp_run.hpp"
 #include "fixture_runner.hpp"
@@ -17,7 +18,6 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
-#include "gbench_flags.hpp"
 #include "measure/contention.hpp"
 #include "options.hpp"
 #include "runner/checkpoint_weights.hpp"

@@ -11,12 +11,12 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "flag_checks.hpp"
+#include "cli/flag_checks.hpp"
+#include "cli/gbench_flags.hpp"
 #include "fusebench/dtype.hpp"
 #include "fusebench/link_model.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/shapes.hpp"
-#include "gbench_flags.hpp"
 #include "runner/launch_rank.hpp"
 
 namespace fusebench::bench {

@@ -9,8 +9,8 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/flag_checks.hpp"
 #include "comm/tp_run.hpp"
-#include "flag_checks.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/communicator.hpp"
 #include "fusebench/cost_model.hpp"
