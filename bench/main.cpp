@@ -5,11 +5,8 @@
 #include <iostream>
 #include <random>
 
-#include "checkpoint_weights.hpp"
 #include "comm/local_gpu.hpp"
 #include "comm/tp_run.hpp"
-#include "display.hpp"
-#include "filter.hpp"
 #include "fixture_runner.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
@@ -20,18 +17,21 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
-#include "group_runner.hpp"
-#include "groups.hpp"
-#include "interrupt.hpp"
-#include "launch_rank.hpp"
 #include "measure/contention.hpp"
 #include "options.hpp"
-#include "preflight.hpp"
-#include "progress.hpp"
-#include "report_writer.hpp"
-#include "sweep.hpp"
-#include "timing_setup.hpp"
-#include "verification.hpp"
+#include "runner/checkpoint_weights.hpp"
+#include "runner/display.hpp"
+#include "runner/filter.hpp"
+#include "runner/group_runner.hpp"
+#include "runner/groups.hpp"
+#include "runner/interrupt.hpp"
+#include "runner/launch_rank.hpp"
+#include "runner/preflight.hpp"
+#include "runner/progress.hpp"
+#include "runner/report_writer.hpp"
+#include "runner/sweep.hpp"
+#include "runner/timing_setup.hpp"
+#include "runner/verification.hpp"
 
 using namespace fusebench;
 

@@ -18,7 +18,7 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/workspace.hpp"
-#include "sweep.hpp"
+#include "runner/sweep.hpp"
 
 using namespace fusebench;
 
