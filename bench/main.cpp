@@ -298,12 +298,12 @@ int main(int argc, char** argv) {
     std::string interrupted;
     if (signal != 0) {
       const std::size_t written = writer.entries().size();
-      interrupted = "stopped by " + bench::signal_name(signal) + " after " +
-                    std::to_string(written) + " of " + std::to_string(entries_planned) +
-                    " entries: the " +
-                    std::to_string(entries_planned - std::min(written, entries_planned)) +
-                    " not measured are absent (a group's entries come once all its blocks are "
-                    "measured)";
+      interrupted =
+          "stopped by " + bench::signal_name(signal) + " after " + std::to_string(written) +
+          " of " + std::to_string(entries_planned) + " entries: the " +
+          std::to_string(entries_planned - std::min(written, entries_planned)) +
+          " not measured are absent; a group stopped part-way is reported from the blocks "
+          "it had (its entries' timing_blocks_note says so)";
       writer.mark_interrupted(interrupted);
     } else {
       writer.mark_complete();

@@ -575,22 +575,57 @@ void GroupRunner::measure_window(std::size_t group) {
     window.emplace_back();
     window.back().group = h;
   }
-  for (std::size_t b = 0; b < blocks(); ++b) {
-    for (Pending& p : window) {
-      if (p.done || p.alone || (b > 0 && b >= p.plan.blocks)) continue;
-      stop_here_if_asked();  // between blocks: the groups finished so far keep their results
-      const std::size_t measured_before = p.blocks.size();
-      run_block(p, b);
-      // The block's own count once its plan is known; a group that ended here (its members
-      // failed) or goes on alone has no more blocks in this window.
-      const std::size_t planned = p.done || p.alone ? b + 1 : p.plan.blocks;
-      const double sampled = p.blocks.size() > measured_before ? p.blocks.back().wall_seconds : 0;
-      block_measured(p.group, b, std::max(planned, b + 1), sampled);
-      if (p.done) group_measured(p.group);
+  try {
+    for (std::size_t b = 0; b < blocks(); ++b) {
+      for (Pending& p : window) {
+        if (p.done || p.alone || (b > 0 && b >= p.plan.blocks)) continue;
+        stop_here_if_asked();  // between blocks: a safe point
+        const std::size_t measured_before = p.blocks.size();
+        run_block(p, b);
+        // The block's own count once its plan is known; a group that ended here (its members
+        // failed) or goes on alone has no more blocks in this window.
+        const std::size_t planned = p.done || p.alone ? b + 1 : p.plan.blocks;
+        const double sampled = p.blocks.size() > measured_before ? p.blocks.back().wall_seconds : 0;
+        block_measured(p.group, b, std::max(planned, b + 1), sampled);
+        if (p.done) group_measured(p.group);
+      }
     }
+  } catch (const Interrupted&) {
+    // The window's groups are all measured in its last pass: stopped before it, every group
+    // would be lost. Those with blocks in hand are reported from them instead, labelled.
+    for (Pending& p : window) {
+      if (!p.done && !p.alone && !p.blocks.empty()) finish_interrupted(p);
+    }
+    throw;
   }
   for (Pending& p : window) {
     if (p.alone) measure_alone(p.group);
+  }
+}
+
+void GroupRunner::finish_interrupted(Pending& p) {
+  const ComparisonGroup& g = plan_.groups[p.group];
+  current_group_ = p.group;
+  try {
+    release();  // its results' counter and TP passes run on fresh buffers, as a block's would
+    prepare(p.group);
+    Active& a = *active_;
+    p.cache_policy.resize(a.members.size());
+    Timed t = timed_members(regime_of(fixtures_[g.members.front()]), p.cache_policy);
+    if (t.positions != p.positions) return;  // not the members its blocks measured: left out
+    measure::GroupMeasurement all = p.blocks.size() == 1
+                                        ? p.blocks.front()
+                                        : measure::combine_blocks(p.blocks, settings_.engine.rule);
+    measure::label(all, p.plan);
+    all.blocks_note = "the run was interrupted after " + std::to_string(p.blocks.size()) +
+                      " of the " + std::to_string(p.plan.blocks) +
+                      " blocks planned for this group: measured from those (each with 1/" +
+                      std::to_string(p.plan.blocks) + " of the group's time budget)" +
+                      (all.blocks_note.empty() ? "" : "; " + all.blocks_note);
+    finish(p, results_of(p.group, all, t.positions, p.cache_policy));
+    group_measured(p.group);
+  } catch (const std::exception&) {
+    release();  // what it measured cannot be reported consistently: left out
   }
 }
 

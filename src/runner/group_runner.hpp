@@ -124,6 +124,8 @@ class GroupRunner {
   void measure_window(std::size_t group);
   void run_block(Pending& p, std::size_t block);
   void finish(Pending& p, const std::vector<EntryResult>& out);
+  // The sweep was stopped mid-window: the group's results from the blocks it has.
+  void finish_interrupted(Pending& p);
   measure::Regime regime_of(const Fixture& f) const;
   Timed timed_members(measure::Regime regime, std::vector<std::string>& cache_policy);
   void count(const measure::GroupMeasurement& gm, const std::string& key);
