@@ -123,11 +123,14 @@ class Ratio:
 
 def not_judged_reason(e: Entry, pairs) -> str | None:
     """Why entry e's speedup is no evidence: its group was contended, or it rests on too few
-    pairs for a 95% interval. None when it may be judged."""
+    values for a 95% interval (the ratio's `pairs`, then e's `samples`). None when it may be
+    judged. Mirrors the C++ contract the gate and the advisor share (fusebench/evidence.hpp);
+    tests/advise/test_not_judged_contract.py runs both on the same entries."""
     if e.fields.get("timing_stop") == CONTENDED:
         return CONTENDED
-    if pairs is not None and pairs < MIN_PAIRS:
-        return f"n < {MIN_PAIRS}"
+    for count in (pairs, e.counter("samples")):
+        if count is not None and count < MIN_PAIRS:
+            return f"n < {MIN_PAIRS}"
     return None
 
 

@@ -25,10 +25,12 @@ struct Options {
   std::vector<std::int64_t> tokens;   // empty: backend default
   std::vector<int> tp = {1};
   std::vector<std::string> dtypes;  // empty: backend default
-  std::string report;               // JSON report path; empty: none
-  std::uint64_t seed = 0;           // 0: fresh random seed, recorded in the report
-  bool verify = false;              // check every variant before the sweep
-  bool list = false;                // print the fixtures and exit
+  // How the front end names the dtype flag in its messages (fusebench-region takes one --dtype).
+  std::string dtype_flag = "--dtypes";
+  std::string report;      // JSON report path; empty: none
+  std::uint64_t seed = 0;  // 0: fresh random seed, recorded in the report
+  bool verify = false;     // check every variant before the sweep
+  bool list = false;       // print the fixtures and exit
   // With --list: the sweep as the cuda backend would form it (GPU defaults, regimes and one-launch
   // variants) on a machine without one, and each fixture's buffer bytes and groups (the device
   // check's --plan sizes its steps from them).
