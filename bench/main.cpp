@@ -25,6 +25,7 @@
 #include "runner/filter.hpp"
 #include "runner/group_runner.hpp"
 #include "runner/groups.hpp"
+#include "runner/interrupt.hpp"
 #include "runner/launch_rank.hpp"
 #include "runner/preflight.hpp"
 #include "runner/progress.hpp"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   pin_local_gpu();
   std::unique_ptr<MpiSession> mpi;
   if (launched_by_mpi() && mpi_built()) mpi = std::make_unique<MpiSession>(&argc, &argv);
+  bench::install_interrupt_handlers();
   // Our help first, then Google Benchmark's (its Initialize would print only its own).
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -122,6 +124,12 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    // A report path that cannot take a report is refused before anything is measured; missing
+    // directories are created, and said (rank 0 alone writes the report).
+    if (!options.report.empty() && bench::speaks_for_the_job()) {
+      for (const auto& dir : prepare_report_path(options.report, "--report"))
+        std::cerr << "fusebench: creating directory " << dir << " for --report\n";
+    }
     // Checkpoint values that a narrower run dtype cannot hold: refused before anything runs.
     bench::check_checkpoint_values(selected);
     measuring = true;  // from here on a failure can be this rank's own (its memory, its GPU)
@@ -186,15 +194,20 @@ int main(int argc, char** argv) {
       if (!verification.passed) {
         std::cerr << "fusebench: verification FAILED; not benchmarking wrong results\n";
         if (!options.report.empty()) {
+          nlohmann::json failed = context;
+          failed["interrupted"] = false;  // the run ended here, as it should
           write_file_atomically(
               options.report,
-              sanitize({{"context", context}, {"benchmarks", nlohmann::json::array()}}).dump(2));
+              sanitize({{"context", failed}, {"benchmarks", nlohmann::json::array()}}).dump(2));
         }
         return 1;
       }
       std::cerr << "fusebench: verification passed\n";
     }
 
+    // Ctrl-C, SIGTERM: the sweep stops at its next safe point (between blocks and groups) and
+    // writes what it measured, marked interrupted (interrupt.hpp).
+    timing.settings.stop = [] { return bench::interrupt_signal() != 0; };
     bench::EntryFields fields;
     // Comparison groups: the variants of one op at one shape and regime, measured interleaved
     // (docs/timing.md).
@@ -253,9 +266,16 @@ int main(int argc, char** argv) {
       const Cost cost = cost_of(build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype));
       planned.push_back({f.name(), cost.flops, cost.bytes, f.group_key()});
     }
-    bench::ReportWriter writer(
-        options.report, context, fields, bench::make_display_reporter(display),
-        bench::Progress(std::move(planned), std::cerr, bench::Progress::stderr_is_terminal()));
+    const std::size_t entries_planned = planned.size();
+    // The line moves with every block measured (run_observer.hpp); its estimate is priced from
+    // the measured blocks within the timing policy's bounds (progress.hpp, SweepEta).
+    const bench::BlockPolicy policy{groups.blocks(), timing.settings.engine.rule.min_time_s,
+                                    timing.settings.engine.rule.max_time_s};
+    bench::ReportWriter writer(options.report, context, fields,
+                               bench::make_display_reporter(display),
+                               bench::Progress(std::move(planned), std::cerr,
+                                               bench::Progress::stderr_is_terminal(), policy));
+    groups.set_observer(&writer.progress());
     // The host's load over the run (start here, end and the worst group at every write) and
     // the ceilings as the sweep raised them, with every entry's roofline_fraction on them.
     const nlohmann::json load_at_start = measure::to_json(measure::read_host_load());
@@ -275,19 +295,37 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks(&writer);
     groups.release();
     TpRun::release_followers(comm);
+    if (writer.first_write_failed()) return 2;  // said; nothing was measured
     std::cerr << "fusebench: " << groups.tally_text() << "\n";
     if (const std::string line = groups.contention_text(); !line.empty())
       std::cerr << "fusebench: " << line << "\n";
     benchmark::Shutdown();
+    const int signal = bench::interrupt_signal();
+    std::string interrupted;
+    if (signal != 0) {
+      const std::size_t written = writer.entries().size();
+      interrupted =
+          "stopped by " + bench::signal_name(signal) + " after " + std::to_string(written) +
+          " of " + std::to_string(entries_planned) + " entries: the " +
+          std::to_string(entries_planned - std::min(written, entries_planned)) +
+          " not measured are absent; a group stopped part-way is reported from the blocks "
+          "it had (its entries' timing_blocks_note says so)";
+      writer.mark_interrupted(interrupted);
+    } else {
+      writer.mark_complete();
+    }
     if (!options.report.empty()) {
       if (!writer.flush()) return 2;
-      std::cerr << "fusebench: report written to " << options.report << "\n";
+      std::cerr << "fusebench: report written to " << options.report
+                << (signal != 0 ? " (context.interrupted: true)" : "") << "\n";
     }
-    if (writer.failures() > 0) {
+    if (writer.failures() > 0)
       std::cerr << bench::failure_summary(writer.failures(), options.report) << "\n";
-      return 1;
+    if (signal != 0) {
+      std::cerr << "fusebench: interrupted: " << interrupted << "\n";
+      return 128 + signal;  // the shell's convention: 130 for SIGINT, 143 for SIGTERM
     }
-    return 0;
+    return writer.failures() > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     const bool bad_input = !measuring && dynamic_cast<const std::invalid_argument*>(&e);
     if (bench::speaks_for_the_job()) {

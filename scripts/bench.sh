@@ -2,9 +2,11 @@
 # The main job: installs dependencies, builds Release, verifies and runs the default sweep on the
 # GPU (or the CPU backend when there is none, saying so), and writes reports/latest/.
 # Extra arguments go to build/bin/fusebench (e.g. --models=llama3-8b --tokens=1,4096).
-# reports/latest is replaced only by a run that measured something: a run that stops before
-# measuring (bad input, failed verification) leaves it as it was and keeps its own output in
-# reports/last-failed/.
+# reports/latest is replaced only by a run that measured something and was not interrupted: a
+# run that stops before measuring (bad input, failed verification) leaves it as it was and keeps
+# its own output in reports/last-failed/; a run stopped by Ctrl-C (or SIGTERM) leaves it as it
+# was too and keeps what it measured in reports/last-interrupted/ (report.json, marked
+# context.interrupted: true, and console.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +20,9 @@ scripts/bench.sh [FUSEBENCH FLAGS...]
     build/bin/fusebench --verify --report=reports/latest/report.json [FUSEBENCH FLAGS...]
   and writes reports/latest/: report.json, console.txt (everything shown, stdout and stderr),
   advice.md and advice.json (when to fuse, docs/advise.md), the crossover charts and index.html. A run that stops before measuring anything leaves
-  reports/latest as it was (its output goes to reports/last-failed/).
+  reports/latest as it was (its output goes to reports/last-failed/); so does a run stopped by
+  Ctrl-C, whose measurements go to reports/last-interrupted/ (report.json with
+  context.interrupted: true, console.txt).
 
 build/bin/fusebench --help:
 USAGE
@@ -58,9 +62,28 @@ else
   say "no GPU on this machine: running the CPU backend sweep (about 2 minutes on 2 cores)"
 fi
 status=0
+# Ctrl-C reaches fusebench too, which stops at its next safe point, writes what it measured and
+# exits 130; this shell waits for it (the trap only notes the signal) and tee, which ignores
+# the signal, keeps the console to the end.
+interrupted=0
+trap 'interrupted=1' INT TERM
 # stdout and stderr both: console.txt holds what was shown (backend choice, verification, rows).
-build/bin/fusebench --verify --report="$out/report.json" "$@" 2>&1 | tee -a "$out/console.txt" ||
-  status=$?
+build/bin/fusebench --verify --report="$out/report.json" "$@" 2>&1 |
+  (trap '' INT TERM && exec tee -a "$out/console.txt") || status=$?
+trap - INT TERM
+
+if [ "$interrupted" = 1 ] || [ "$status" = 130 ] || [ "$status" = 143 ]; then
+  # Not a complete run: it must not replace the last complete one.
+  trap - EXIT
+  rm -rf reports/last-interrupted
+  mv "$out" reports/last-interrupted
+  if [ -e "$out.old" ]; then mv "$out.old" "$out"; fi
+  echo "bench: interrupted: what this run measured is in reports/last-interrupted/ (report.json," \
+    "marked context.interrupted: true, and console.txt; no charts); reports/latest is still" \
+    "the last complete run"
+  if [ "$status" = 0 ]; then status=130; fi
+  exit "$status"
+fi
 
 if ! measured; then
   trap - EXIT

@@ -255,6 +255,11 @@ TEST(BenchCli, PipedOutputIsPlainAndProgressFollowsItsRow) {
       EXPECT_EQ(line.find("elapsed"), std::string::npos) << line;
       rows_seen.insert(line.substr(0, line.find("/iterations:1")));
     }
+    // Lines of blocks being measured name their group, not a row.
+    if (line.rfind("measuring ", 0) == 0) {
+      EXPECT_NE(line.find("elapsed"), std::string::npos) << line;
+      continue;
+    }
     if (line.find("elapsed") != std::string::npos) {
       ++progress;
       EXPECT_EQ(line.front(), '[') << line;
@@ -347,6 +352,58 @@ TEST(BenchCli, ListAndProgressHonourTheFilter) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   r = run("--ops=qkv --list '--benchmark_filter=('");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// Issue 23: a report path that cannot take a report is refused before anything is measured,
+// naming the value and what is valid; missing directories are created, and said.
+TEST(BenchCli, ReportPathIsCheckedBeforeMeasuring) {
+  const auto dir = temp_path("report_dir");
+  std::filesystem::create_directories(dir);
+  CliResult r = run(std::string(kQuick) + "--variants=fused --tokens=2 --report=" + dir.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--report=" + dir.string() + " is a directory: give a file path"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("manual_time"), std::string::npos) << "measured first: " << r.output;
+  const auto nested = dir / "new" / "sub" / "r.json";
+  r = run(std::string(kQuick) + "--variants=fused --tokens=2 --report=" + nested.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(
+      r.output.find("fusebench: creating directory " + (dir / "new").string() + " for --report"),
+      std::string::npos)
+      << r.output;
+  // A run that went through its sweep says so: interrupted false, no note.
+  const auto ctx = load(nested)["context"];
+  EXPECT_EQ(ctx["interrupted"], false) << ctx.dump(1);
+  EXPECT_FALSE(ctx.contains("interrupted_note")) << ctx.dump(1);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 23: colour only on a colour terminal, and not with NO_COLOR (https://no-color.org).
+// stdout on a pseudo-terminal (script(1)), stderr (the progress line) to /dev/null.
+TEST(BenchCli, ColourOnlyOnATerminalAndNeverWithNoColor) {
+  if (fusebench::testing::run_command("command -v script >/dev/null 2>&1").exit_code != 0)
+    GTEST_SKIP() << "script(1) (util-linux) is not installed: no pseudo-terminal to test with";
+  const std::string cmd = std::string(FUSEBENCH_BIN_DIR) + "/fusebench --backend=cpu " + kQuick +
+                          "--variants=fused --tokens=2 2>/dev/null";
+  const auto on_pty = [&](const std::string& env) {
+    return fusebench::testing::run_command("TERM=xterm-256color " + env + " script -qec '" + cmd +
+                                           "' /dev/null");
+  };
+  CliResult r = on_pty("");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_NE(r.output.find("manual_time"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\x1b["), std::string::npos) << "no colour on a terminal: " << r.output;
+  r = on_pty("NO_COLOR=1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_NE(r.output.find("manual_time"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "colour with NO_COLOR: " << r.output;
+  // Under a launcher (mpirun's rank variable, without its world size: no MPI is started) the
+  // pseudo-terminal is the launcher's, whose output may go to a file: no colour either.
+  r = on_pty("OMPI_COMM_WORLD_RANK=0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_NE(r.output.find("manual_time"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "colour under a launcher: " << r.output;
 }
 
 // Issue 23: without a GPU driver every run printed CUDA's "driver version is insufficient for

@@ -253,10 +253,17 @@ TEST(Blocks, EngineMeasuresTheGroupBlockByBlock) {
     if (member == 0) ++rounds_seen;
   };
   std::vector<std::size_t> rounds_at_refresh;
-  const GroupMeasurement g = measure_in_blocks(Regime::eager, *backend, members, 0, st, 3,
-                                               [&] { rounds_at_refresh.push_back(rounds_seen); });
+  std::vector<std::string> after;  // "block/blocks:rounds" as each block ends (a progress line)
+  const auto after_block = [&](std::size_t b, std::size_t blocks, const GroupMeasurement& m) {
+    after.push_back(std::to_string(b) + "/" + std::to_string(blocks) + ":" +
+                    std::to_string(m.rounds));
+  };
+  const GroupMeasurement g = measure_in_blocks(
+      Regime::eager, *backend, members, 0, st, 3, [&] { rounds_at_refresh.push_back(rounds_seen); },
+      after_block);
   // Called between blocks only: after the first and the second.
   EXPECT_EQ(rounds_at_refresh, (std::vector<std::size_t>{10, 20}));
+  EXPECT_EQ(after, (std::vector<std::string>{"0/3:10", "1/3:10", "2/3:10"}));
   EXPECT_EQ(g.blocks, 3u);
   EXPECT_EQ(g.rounds, 30u);  // 10 rounds per block: max_samples holds per block
   EXPECT_EQ(rounds_seen, 30u);
@@ -266,7 +273,10 @@ TEST(Blocks, EngineMeasuresTheGroupBlockByBlock) {
   EXPECT_EQ(g.speedup[0][1]->n, 30u);
   EXPECT_EQ(g.members[1].summary.samples, 30u);
   // One block is exactly measure_group.
-  const GroupMeasurement one = measure_in_blocks(Regime::eager, *backend, members, 0, st, 1);
+  after.clear();
+  const GroupMeasurement one =
+      measure_in_blocks(Regime::eager, *backend, members, 0, st, 1, {}, after_block);
+  EXPECT_EQ(after, (std::vector<std::string>{"0/1:10"}));  // told of its one block too
   EXPECT_EQ(one.blocks, 1u);
   EXPECT_EQ(one.rounds, 10u);
   EXPECT_TRUE(one.speedup_blocks.empty());

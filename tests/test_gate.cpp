@@ -187,6 +187,22 @@ TEST_F(Gate, CpuReportsAllowForTheirDriftBetweenRuns) {
   EXPECT_NE(out.find("threshold 5.0% (--time-threshold"), std::string::npos) << out;
 }
 
+TEST_F(Gate, AnInterruptedReportIsSaidToBePartialAndItsAbsentEntriesFail) {
+  const json base = report({timed(1000, 0.3, 0.02), entry("qkv/split/b", 1000)});
+  json partial = report({timed(1000, 0.3, 0.02)});
+  partial["context"]["interrupted"] = true;
+  partial["context"]["interrupted_note"] = "stopped by SIGINT after 1 of 2 entries";
+  EXPECT_EQ(run(base, partial), 1) << out;
+  EXPECT_NE(out.find("context: the current report is partial (context.interrupted: stopped by "
+                     "SIGINT after 1 of 2 entries)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("MISSING"), std::string::npos) << out;
+  partial["context"]["interrupted"] = false;
+  run(base, partial);
+  EXPECT_EQ(out.find("is partial"), std::string::npos) << out;
+}
+
 TEST_F(Gate, DifferentCpuThreadCountsAreNotJudgedOnTime) {
   auto with_threads = [](json r, int threads) {
     r["context"] = fusebench::test::context();

@@ -202,3 +202,79 @@ TEST(GroupRunner, AMemberFailingInABlockIsDroppedAndItsGroupMeasuredOnItsOwn) {
   EXPECT_EQ(split.fields["interleaved_with"], nlohmann::json::array({"split"}));
   EXPECT_EQ(split.counters.at("timing_blocks"), 3);
 }
+
+namespace {
+
+// What the runner told its observer, in order.
+struct Recorder final : RunObserver {
+  std::vector<BlockDone> blocks;
+  std::vector<std::size_t> groups_done;
+  std::size_t rounds = 0;
+  void block_done(const BlockDone& e) override { blocks.push_back(e); }
+  void group_done(std::size_t group, const std::string&) override { groups_done.push_back(group); }
+  void round_started(std::size_t, const std::string&, std::size_t) override { ++rounds; }
+};
+
+}  // namespace
+
+// Issue 23: the progress line moves while a block window is measured. The observer hears of
+// every block as it ends (the sweep's count rising by one each time, the group's own index and
+// plan), of every round, and of each group once its last block is in.
+TEST(GroupRunner, TheObserverIsToldOfEveryBlockAsTheWindowGoes) {
+  FaultyBackend backend;
+  QkvGroup s = qkv_sweep(backend, {2, 4, 8});
+  s.settings.timing_blocks = 3;
+  s.settings.engine.rule.max_time_s = 1;
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  Recorder seen;
+  runner.set_observer(&seen);
+  runner.next_result(0);  // the whole window: three groups, three blocks each
+  ASSERT_EQ(seen.blocks.size(), 9u);
+  for (std::size_t i = 0; i < 9; ++i) {
+    const BlockDone& e = seen.blocks[i];
+    EXPECT_EQ(e.blocks_done, i + 1);
+    EXPECT_EQ(e.group, i % 3) << i;  // block 0 of each group, then block 1 of each, ...
+    EXPECT_EQ(e.block, i / 3) << i;
+    EXPECT_EQ(e.blocks, 3u);
+    EXPECT_EQ(e.members, 2u);
+    EXPECT_GT(e.sampled_s, 0);
+    EXPECT_NEAR(e.budget_s, 1.0 * 2 / 3, 1e-12);  // its share of max_time x members
+  }
+  EXPECT_EQ(seen.groups_done, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_GE(seen.rounds, 9u * measure::kMinRoundsPerBlock);
+  for (std::size_t i = 1; i < 6; ++i) runner.next_result(i);  // cached: nothing more measured
+  EXPECT_EQ(seen.blocks.size(), 9u);
+}
+
+// Issue 23: a Ctrl-C mid-window. The groups with blocks in hand are reported from them, saying
+// so; the group not started is not measured at all, and its entries say why.
+TEST(GroupRunner, AStopMidWindowReportsTheBlocksInHandAndMeasuresNothingMore) {
+  FaultyBackend backend;
+  QkvGroup s = qkv_sweep(backend, {2, 4, 8, 16});
+  s.settings.timing_blocks = 3;
+  s.settings.engine.rule.max_time_s = 5;  // 10 s a group: a window of three (30 s), then one
+  Recorder seen;
+  s.settings.stop = [&seen] { return seen.blocks.size() >= 4; };  // after g0 b0..g2 b0, g0 b1
+  GroupRunner runner(backend, 1, s.sweep.fixtures, all_selected(s.sweep), s.settings, {});
+  runner.set_observer(&seen);
+  std::vector<EntryResult> r;
+  for (std::size_t i = 0; i < 8; ++i) r.push_back(runner.next_result(i));
+  EXPECT_TRUE(runner.interrupted());
+  EXPECT_EQ(seen.blocks.size(), 4u);
+  const std::vector<double> blocks_kept = {2, 1, 1};
+  for (std::size_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(r[i].error.empty()) << i << ": " << r[i].error;
+    EXPECT_FALSE(r[i].interrupted);
+    EXPECT_EQ(r[i].counters.at("timing_blocks"), blocks_kept[i / 2]) << i;
+    const std::string note = r[i].fields.value("timing_blocks_note", "");
+    EXPECT_NE(note.find("interrupted after " +
+                        std::to_string(static_cast<int>(blocks_kept[i / 2])) + " of the 3 blocks"),
+              std::string::npos)
+        << i << ": " << note;
+  }
+  for (std::size_t i = 6; i < 8; ++i) {
+    EXPECT_TRUE(r[i].interrupted) << i;
+    EXPECT_EQ(r[i].error, kNotMeasuredInterrupted);
+  }
+  EXPECT_EQ(seen.groups_done, (std::vector<std::size_t>{0, 1, 2}));
+}

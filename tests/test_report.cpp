@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -52,4 +53,38 @@ TEST(Report, ContextNamesLibraries) {
   EXPECT_TRUE(ctx["libraries"].contains("nccl"));
   EXPECT_TRUE(ctx["libraries"].contains("cupti_api"));
   EXPECT_FALSE(ctx["git_revision"].get<std::string>().empty());
+}
+
+// Issue 23: --report=/tmp was accepted, the sweep ran, then every write failed. The path is now
+// checked first; missing parents are created and returned so the caller can say so.
+TEST(Report, ReportPathIsCheckedAndItsDirectoriesCreated) {
+  namespace fs = std::filesystem;
+  const fs::path base =
+      fs::temp_directory_path() / ("fusebench_report_path_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const auto refused = [](const std::string& path) -> std::string {
+    try {
+      prepare_report_path(path, "--report");
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(refused(base.string()).find("--report=" + base.string() + " is a directory"),
+            std::string::npos);
+  EXPECT_NE(refused(base.string() + "/").find("is a directory"), std::string::npos);
+  EXPECT_NE(refused("").find("is empty"), std::string::npos);
+  // A file where a directory would have to be.
+  std::ofstream(base / "file") << "x";
+  EXPECT_NE(refused((base / "file" / "r.json").string()).find("is not a directory"),
+            std::string::npos);
+  // Missing parents: created, outermost first.
+  const auto created = prepare_report_path((base / "a" / "b" / "r.json").string(), "--report");
+  EXPECT_EQ(created,
+            (std::vector<std::string>{(base / "a").string(), (base / "a" / "b").string()}));
+  EXPECT_TRUE(fs::is_directory(base / "a" / "b"));
+  EXPECT_TRUE(prepare_report_path((base / "a" / "b" / "r.json").string(), "--report").empty());
+  EXPECT_TRUE(prepare_report_path("relative.json", "--report").empty());  // the working directory
+  fs::remove_all(base);
 }

@@ -52,38 +52,6 @@ TEST(Eta, NeverNegativeAndFallsBackToTheMean) {
   EXPECT_NEAR(estimate_seconds_left({{"a", 5, 5}}, {3.0}, {{"b", 5, 5}, {"c", 5, 5}}), 6.0, 1e-9);
 }
 
-TEST(Eta, PricesComparisonGroupsNotTheirInstantMembers) {
-  // Three groups of two, same cost: a group is measured in its first member's call (2 s) and
-  // its second member returns at once.
-  const std::vector<PlannedFixture> planned = {
-      {"a/split", 1e6, 1e3, "a"}, {"a/fused", 1e6, 1e3, "a"}, {"b/split", 1e6, 1e3, "b"},
-      {"b/fused", 1e6, 1e3, "b"}, {"c/split", 1e6, 1e3, "c"}, {"c/fused", 1e6, 1e3, "c"}};
-  GroupEta eta(planned);
-  eta.finished(planned[0], 2.0);
-  // Two groups left at 2 s each; per entry the mean (2 s) times five entries left would say 10.
-  EXPECT_NEAR(eta.seconds_left(), 4.0, 1e-9);
-  eta.finished(planned[1], 0.0);
-  EXPECT_NEAR(eta.seconds_left(), 4.0, 1e-9);  // the instant member changes nothing
-  eta.finished(planned[2], 2.0);
-  EXPECT_NEAR(eta.seconds_left(), 2.0, 1e-9);
-  eta.finished(planned[3], 0.0);
-  eta.finished(planned[4], 2.0);
-  EXPECT_EQ(eta.seconds_left(), 0);  // the last group is measured: its other member is instant
-  // A group left is priced at its members' summed cost: with enough groups the fit sees it.
-  std::vector<PlannedFixture> sized;
-  for (double flops : {1e6, 1e7, 3e7, 1e8, 1e9}) {
-    const std::string g = std::to_string(flops);
-    sized.push_back({g + "/split", flops, 0, g});
-    sized.push_back({g + "/fused", flops, 0, g});
-  }
-  GroupEta fitted(sized);
-  for (std::size_t i = 0; i < 8; i += 2) {  // 0.5 s + 1 ns per FLOP of the group's two members
-    fitted.finished(sized[i], 0.5 + 2 * sized[i].flops * 1e-9);
-    fitted.finished(sized[i + 1], 0.0);
-  }
-  EXPECT_NEAR(fitted.seconds_left(), 0.5 + 2e9 * 1e-9, 1e-6);
-}
-
 TEST(Eta, ProgressCountsEntriesAcrossGroups) {
   std::ostringstream out;
   Progress p({{"a/split", 1, 1, "a"}, {"a/fused", 1, 1, "a"}, {"b/split", 1, 1, "b"}}, out, false);

@@ -13,6 +13,13 @@ namespace fusebench {
 // so a reader never sees a half-written report. Creates missing parent directories.
 void write_file_atomically(const std::string& path, const std::string& content);
 
+// Checks, before anything is measured, that a report can be written at `path` (given as
+// `flag`=path): throws std::invalid_argument naming the value and what is valid when it is a
+// directory (or ends in '/'), when a part of its parent is not a directory, or when the parent
+// directory is not writable. Missing parent directories are created; returns the ones created
+// (outermost first, empty: none) so the caller can say so.
+std::vector<std::string> prepare_report_path(const std::string& path, const std::string& flag);
+
 // One Google Benchmark run as a JSON object in GBench's field names.
 nlohmann::json run_to_json(const benchmark::BenchmarkReporter::Run& run);
 // GBench's own context fields (date, host_name, num_cpus, caches, ...).

@@ -224,6 +224,20 @@ void compare_threads(const Report& baseline, const Report& current, const Option
   }
 }
 
+// A report written by a run that did not finish (context.interrupted, src/runner/interrupt.hpp):
+// its entries are measurements like any other, but the run is partial, which the gate says
+// (a current report's absent entries fail as missing).
+void note_interrupted(const Report& report, const char* which, Result& r) {
+  const auto it = report.context.find("interrupted");
+  if (it == report.context.end() || !it->is_boolean() || !it->get<bool>()) return;
+  const auto note = report.context.find("interrupted_note");
+  r.context_notes.push_back(std::string(which) + " report is partial (context.interrupted" +
+                            (note != report.context.end() && note->is_string()
+                                 ? ": " + note->get<std::string>()
+                                 : std::string()) +
+                            ")");
+}
+
 }  // namespace
 
 Result compare(const Report& baseline, const Report& current, const Options& o) {
@@ -246,6 +260,8 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
   }
   if (o.ignore_time) r.timing_off = "--ignore-time (counters only)";
   compare_threads(baseline, current, o, r);
+  note_interrupted(baseline, "the baseline", r);
+  note_interrupted(current, "the current", r);
   const bool judge_time = r.timing_off.empty();
   auto add = [&](Status s, const std::string& bench, const std::string& metric,
                  std::optional<double> b, std::optional<double> c, std::string detail) {

@@ -245,14 +245,20 @@ GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
                                    std::vector<TimedMember>& members,
                                    std::optional<std::size_t> baseline,
                                    const EngineSettings& settings, std::size_t blocks,
-                                   const std::function<void()>& between) {
-  if (blocks <= 1) return measure_group(regime, backend, members, baseline, settings);
+                                   const std::function<void()>& between,
+                                   const AfterBlock& after_block) {
+  if (blocks <= 1) {
+    GroupMeasurement g = measure_group(regime, backend, members, baseline, settings);
+    if (after_block) after_block(0, 1, g);
+    return g;
+  }
   const BlockPlan plan = plan_blocks(backend, members, settings, blocks);
   std::vector<GroupMeasurement> done;
   done.reserve(plan.blocks);
   for (std::size_t b = 0; b < plan.blocks; ++b) {
     if (b > 0 && between) between();
     done.push_back(measure_group(regime, backend, members, baseline, plan.per_block));
+    if (after_block) after_block(b, plan.blocks, done.back());
   }
   GroupMeasurement out =
       plan.blocks == 1 ? std::move(done.front()) : combine_blocks(done, settings.rule);

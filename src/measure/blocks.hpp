@@ -82,14 +82,19 @@ GroupMeasurement combine_blocks(const std::vector<GroupMeasurement>& blocks,
                                 const StoppingRule& rule);
 
 // plan_blocks(), then measure_group() that many times, calling `between` (if set) before every
-// block after the first (the caller's chance to give the members fresh buffers and threads),
-// then combine_blocks() and label(). With blocks <= 1 exactly measure_group(); where too few
-// blocks fit, measure_group() too, labelled. A MemberFailure of any block propagates.
+// block after the first (the caller's chance to give the members fresh buffers and threads, or
+// to stop by throwing), then combine_blocks() and label(). `after_block` (if set) is called
+// after every block with its index, the number of blocks and what that block measured (a
+// caller's progress line). With blocks <= 1 exactly measure_group(); where too few blocks fit,
+// measure_group() too, labelled. A MemberFailure of any block propagates.
+using AfterBlock =
+    std::function<void(std::size_t block, std::size_t blocks, const GroupMeasurement& measured)>;
 GroupMeasurement measure_in_blocks(Regime regime, Backend& backend,
                                    std::vector<TimedMember>& members,
                                    std::optional<std::size_t> baseline,
                                    const EngineSettings& settings, std::size_t blocks,
-                                   const std::function<void()>& between = {});
+                                   const std::function<void()>& between = {},
+                                   const AfterBlock& after_block = {});
 
 // How blocks are combined, in words (the report's context.timing.blocks_method).
 std::string blocks_method_text(double confidence = 0.95);

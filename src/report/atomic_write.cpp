@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <system_error>
+#include <vector>
 
 #include "fusebench/report.hpp"
 
@@ -36,6 +38,42 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + err);
   }
+}
+
+std::vector<std::string> prepare_report_path(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  const std::string given = flag + "=" + path;
+  const std::string valid = "give a file path, e.g. " + flag + "=reports/run.json";
+  if (path.empty()) throw std::invalid_argument(given + " is empty: " + valid);
+  std::error_code ec;
+  if (path.back() == '/' || fs::is_directory(path, ec))
+    throw std::invalid_argument(given + " is a directory: " + valid + " (" + flag + "=" +
+                                (fs::path(path) / "report.json").string() + ")");
+  const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  // The missing ancestors, outermost first; the first existing one must be a directory.
+  std::vector<fs::path> missing;
+  fs::path existing = parent;
+  while (!existing.empty() && !fs::exists(existing, ec)) {
+    missing.insert(missing.begin(), existing);
+    existing = existing.has_parent_path() && existing.parent_path() != existing
+                   ? existing.parent_path()
+                   : fs::path();
+  }
+  if (!existing.empty() && !fs::is_directory(existing, ec))
+    throw std::invalid_argument(
+        given + ": " + existing.string() +
+        " is not a directory, so no report can be written under it: " + valid);
+  std::vector<std::string> created;
+  for (const auto& dir : missing) {
+    if (!fs::create_directory(dir, ec) && ec)
+      throw std::invalid_argument(given + ": cannot create the directory " + dir.string() + ": " +
+                                  ec.message());
+    created.push_back(dir.string());
+  }
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw std::invalid_argument(given + ": cannot write in " + parent.string() + ": " +
+                                std::strerror(errno) + ": " + valid + " in a writable directory");
+  return created;
 }
 
 }  // namespace fusebench

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "launch_rank.hpp"
+
 namespace fusebench::bench {
 namespace {
 
@@ -60,6 +62,12 @@ void check_format(const std::string& flag, const std::string& value) {
 }  // namespace
 
 bool stdout_is_color_terminal() {
+  // https://no-color.org: a non-empty NO_COLOR turns automatic colour off.
+  if (const char* no_color = std::getenv("NO_COLOR"); no_color != nullptr && *no_color != '\0')
+    return false;
+  // Under mpirun or srun stdout may be a pseudo-terminal of the launcher's while the job's
+  // output goes to a file: no automatic colour there.
+  if (launcher_rank() >= 0) return false;
   static const char* const known[] = {
       "xterm",         "xterm-color",  "xterm-256color",        "screen", "screen-256color", "tmux",
       "tmux-256color", "rxvt-unicode", "rxvt-unicode-256color", "linux",  "cygwin"};

@@ -25,7 +25,8 @@ DisplayOptions display_options(const std::vector<std::string>& args);
 
 std::unique_ptr<benchmark::BenchmarkReporter> make_display_reporter(const DisplayOptions& options);
 
-// Google Benchmark's test for a colour terminal: stdout is a tty and TERM is one it knows.
+// Google Benchmark's test for a colour terminal (stdout is a tty and TERM is one it knows),
+// except that a non-empty NO_COLOR, or a launcher (mpirun, srun) running this process, says no.
 bool stdout_is_color_terminal();
 
 }  // namespace fusebench::bench

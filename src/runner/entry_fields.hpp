@@ -18,8 +18,9 @@ namespace fusebench::bench {
 // One entry's result: what Google Benchmark gets (the iteration time and counters) and the
 // fields merged into the entry in the report.
 struct EntryResult {
-  std::string error;   // non-empty: the fixture failed (SkipWithError)
-  double seconds = 0;  // median time per run (SetIterationTime)
+  std::string error;         // non-empty: the fixture failed (SkipWithError)
+  bool interrupted = false;  // not measured: the sweep was stopped first (kNotMeasuredInterrupted)
+  double seconds = 0;        // median time per run (SetIterationTime)
   std::map<std::string, double> counters;
   nlohmann::json fields = nlohmann::json::object();
 };

@@ -40,6 +40,10 @@ struct GroupRunner::Active {
 
 namespace {
 
+// Thrown at a safe point when the sweep is to stop (RunnerSettings::stop); deliberately not a
+// std::exception, so that none of the handlers that turn a failure into an entry's error takes it.
+struct Interrupted {};
+
 std::string join(const std::vector<std::string>& parts) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
@@ -79,9 +83,52 @@ EntryResult GroupRunner::next_result(std::size_t index) {
     plan_.groups.push_back({fixtures_[index].group_key(), {index}, {}});
   }
   const std::size_t rep = calls_[index]++;
-  if (results_[index].size() <= rep) measure_group(plan_.group_of[index]);
-  if (results_[index].size() <= rep) return {"internal: the group measurement gave no result"};
+  if (results_[index].size() <= rep && !interrupted_) {
+    try {
+      stop_here_if_asked();
+      measure_group(plan_.group_of[index]);
+    } catch (const Interrupted&) {
+      interrupted_ = true;
+      release();
+    }
+  }
+  if (results_[index].size() <= rep) {
+    if (interrupted_) {
+      EntryResult r{kNotMeasuredInterrupted};
+      r.interrupted = true;
+      return r;
+    }
+    return {"internal: the group measurement gave no result"};
+  }
   return results_[index][rep];
+}
+
+void GroupRunner::stop_here_if_asked() {
+  if (settings_.stop && settings_.stop()) throw Interrupted{};
+}
+
+void GroupRunner::block_measured(std::size_t group, std::size_t block, std::size_t blocks,
+                                 double sampled_s) {
+  ++blocks_done_;
+  if (observer_ == nullptr) return;
+  const ComparisonGroup& g = plan_.groups[group];
+  const measure::StoppingRule rule = measure::block_rule(settings_.engine.rule, blocks);
+  const auto members = static_cast<double>(g.members.size());
+  BlockDone e;
+  e.group = group;
+  e.group_key = g.key;
+  e.block = block;
+  e.blocks = blocks;
+  e.members = g.members.size();
+  e.blocks_done = blocks_done_;
+  e.floor_s = rule.min_time_s * members;
+  e.budget_s = rule.max_time_s * members;
+  e.sampled_s = sampled_s;
+  observer_->block_done(e);
+}
+
+void GroupRunner::group_measured(std::size_t group) {
+  if (observer_ != nullptr) observer_->group_done(group, plan_.groups[group].key);
 }
 
 measure::Regime GroupRunner::regime_of(const Fixture& f) const {
@@ -98,7 +145,9 @@ void GroupRunner::measure_group(std::size_t group) {
 
 void GroupRunner::measure_alone(std::size_t group) {
   const ComparisonGroup& g = plan_.groups[group];
+  current_group_ = group;
   std::vector<EntryResult> out;
+  stop_here_if_asked();
   try {
     NvtxRange range(g.key + "/timed");
     prepare(group);
@@ -108,6 +157,7 @@ void GroupRunner::measure_alone(std::size_t group) {
     release();  // whatever state it left is not to be reused
   }
   for (std::size_t i = 0; i < g.members.size(); ++i) results_[g.members[i]].push_back(out.at(i));
+  group_measured(group);
 }
 
 void GroupRunner::prepare(std::size_t group) {
@@ -215,6 +265,19 @@ void GroupRunner::refresh_members() {
 
 measure::EngineSettings GroupRunner::engine_for_active() const {
   measure::EngineSettings e = settings_.engine;
+  if (observer_ != nullptr) {
+    // Before each round (not between a round's samples): the observer's line moves during a
+    // long block too.
+    auto last = std::make_shared<std::size_t>(std::numeric_limits<std::size_t>::max());
+    e.on_sample = [inner = e.on_sample, observer = observer_, group = current_group_,
+                   key = plan_.groups[current_group_].key, last](std::size_t m, std::size_t round) {
+      if (round != *last) {
+        *last = round;
+        observer->round_started(group, key, round);
+      }
+      if (inner) inner(m, round);
+    };
+  }
   if (active_ && active_->tp && backend_.name() == "cpu") {
     bool lane = false;
     for (const Member& m : active_->members) lane = lane || (m.ws && m.ws->uses_second_lane());
@@ -374,8 +437,15 @@ std::vector<EntryResult> GroupRunner::measure_prepared(std::size_t group) {
     if (t.members.empty()) break;
     std::optional<measure::GroupMeasurement> gm;
     try {
-      gm = measure::measure_in_blocks(regime, backend_, t.members, t.baseline, engine_for_active(),
-                                      blocks(), [this] { refresh_members(); });
+      gm = measure::measure_in_blocks(
+          regime, backend_, t.members, t.baseline, engine_for_active(), blocks(),
+          [this] {
+            stop_here_if_asked();  // between blocks: a safe point
+            refresh_members();
+          },
+          [this, group](std::size_t block, std::size_t blocks, const measure::GroupMeasurement& b) {
+            block_measured(group, block, blocks, b.wall_seconds);
+          });
     } catch (const measure::MemberFailure& e) {
       // The engine names the member whose region, capture or warm-up failed (a capture broken
       // by a library call shows up only at cudaStreamEndCapture, outside the region).
@@ -430,13 +500,57 @@ void GroupRunner::measure_window(std::size_t group) {
     window.emplace_back();
     window.back().group = h;
   }
-  for (std::size_t b = 0; b < blocks(); ++b) {
-    for (Pending& p : window) {
-      if (!p.done && !p.alone && (b == 0 || b < p.plan.blocks)) run_block(p, b);
+  try {
+    for (std::size_t b = 0; b < blocks(); ++b) {
+      for (Pending& p : window) {
+        if (p.done || p.alone || (b > 0 && b >= p.plan.blocks)) continue;
+        stop_here_if_asked();  // between blocks: a safe point
+        const std::size_t measured_before = p.blocks.size();
+        run_block(p, b);
+        // The block's own count once its plan is known; a group that ended here (its members
+        // failed) or goes on alone has no more blocks in this window.
+        const std::size_t planned = p.done || p.alone ? b + 1 : p.plan.blocks;
+        const double sampled = p.blocks.size() > measured_before ? p.blocks.back().wall_seconds : 0;
+        block_measured(p.group, b, std::max(planned, b + 1), sampled);
+        if (p.done) group_measured(p.group);
+      }
     }
+  } catch (const Interrupted&) {
+    // The window's groups are all measured in its last pass: stopped before it, every group
+    // would be lost. Those with blocks in hand are reported from them instead, labelled.
+    for (Pending& p : window) {
+      if (!p.done && !p.alone && !p.blocks.empty()) finish_interrupted(p);
+    }
+    throw;
   }
   for (Pending& p : window) {
     if (p.alone) measure_alone(p.group);
+  }
+}
+
+void GroupRunner::finish_interrupted(Pending& p) {
+  const ComparisonGroup& g = plan_.groups[p.group];
+  current_group_ = p.group;
+  try {
+    release();  // its results' counter and TP passes run on fresh buffers, as a block's would
+    prepare(p.group);
+    Active& a = *active_;
+    p.cache_policy.resize(a.members.size());
+    Timed t = timed_members(regime_of(fixtures_[g.members.front()]), p.cache_policy);
+    if (t.positions != p.positions) return;  // not the members its blocks measured: left out
+    measure::GroupMeasurement all = p.blocks.size() == 1
+                                        ? p.blocks.front()
+                                        : measure::combine_blocks(p.blocks, settings_.engine.rule);
+    measure::label(all, p.plan);
+    all.blocks_note = "the run was interrupted after " + std::to_string(p.blocks.size()) +
+                      " of the " + std::to_string(p.plan.blocks) +
+                      " blocks planned for this group: measured from those (each with 1/" +
+                      std::to_string(p.plan.blocks) + " of the group's time budget)" +
+                      (all.blocks_note.empty() ? "" : "; " + all.blocks_note);
+    finish(p, results_of(p.group, all, t.positions, p.cache_policy));
+    group_measured(p.group);
+  } catch (const std::exception&) {
+    release();  // what it measured cannot be reported consistently: left out
   }
 }
 
@@ -448,6 +562,7 @@ void GroupRunner::finish(Pending& p, const std::vector<EntryResult>& out) {
 
 void GroupRunner::run_block(Pending& p, std::size_t block) {
   const ComparisonGroup& g = plan_.groups[p.group];
+  current_group_ = p.group;
   const measure::Regime regime = regime_of(fixtures_[g.members.front()]);
   try {
     NvtxRange range(g.key + "/timed/block" + std::to_string(block));

@@ -8,6 +8,7 @@
 // are then handed their cached results. No Google Benchmark here (fixture_runner.hpp maps the
 // results onto it).
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -22,11 +23,13 @@
 #include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
 #include "groups.hpp"
+#include "interrupt.hpp"
 #include "measure/blocks.hpp"
 #include "measure/ceilings.hpp"
 #include "measure/decomposition_log.hpp"
 #include "measure/rotation.hpp"
 #include "measure/timing_engine.hpp"
+#include "run_observer.hpp"
 #include "sweep.hpp"
 
 namespace fusebench::bench {
@@ -41,6 +44,10 @@ struct RunnerSettings {
   // Blocks per group measurement (measure/blocks.hpp); 0: auto (measure::kAutoCpuBlocks for
   // every group on the CPU backend, else 1).
   std::size_t timing_blocks = 0;
+  // Asked at the safe points (before every block and every group): true stops the sweep there
+  // (a Ctrl-C, interrupt.hpp). Groups already measured keep their results; the others are
+  // "not measured" (EntryResult::interrupted). Unset: never.
+  std::function<bool()> stop;
 };
 
 class GroupRunner {
@@ -54,6 +61,12 @@ class GroupRunner {
   void add_collector(std::unique_ptr<CounterCollector> collector) {
     collectors_.push_back(std::move(collector));
   }
+  // Told of every block and finished group (null: nobody); not owned.
+  void set_observer(RunObserver* observer) { observer_ = observer; }
+  // RunnerSettings::stop said stop: no group is measured any more.
+  bool interrupted() const { return interrupted_; }
+  // Blocks each group measurement asks for: --timing-blocks, else the backend's default.
+  std::size_t blocks() const;
   // The result of fixture `index`'s next call; measures its group when needed. Never throws: a
   // failure is the result's error.
   EntryResult next_result(std::size_t index);
@@ -102,6 +115,8 @@ class GroupRunner {
   void measure_window(std::size_t group);
   void run_block(Pending& p, std::size_t block);
   void finish(Pending& p, const std::vector<EntryResult>& out);
+  // The sweep was stopped mid-window: the group's results from the blocks it has.
+  void finish_interrupted(Pending& p);
   measure::Regime regime_of(const Fixture& f) const;
   Timed timed_members(measure::Regime regime, std::vector<std::string>& cache_policy);
   void count(const measure::GroupMeasurement& gm, const std::string& key);
@@ -116,7 +131,10 @@ class GroupRunner {
   // other ranks' waits nor their CPU time tell a neighbour (contention not judged).
   measure::EngineSettings engine_for_active() const;
   void fail_member(Member& m, const std::string& why);
-  std::size_t blocks() const;  // per group measurement: --timing-blocks, else the backend's
+  // A safe point: throws the runner's own Interrupted when RunnerSettings::stop says stop.
+  void stop_here_if_asked();
+  void block_measured(std::size_t group, std::size_t block, std::size_t blocks, double sampled_s);
+  void group_measured(std::size_t group);
   std::unique_ptr<Workspace> make_workspace(const Fixture& f);
   std::unique_ptr<measure::RotationSets> make_rotation(Workspace& ws);
   void start_tp_ranks();               // the active group's TpRun over its workspaces
@@ -148,6 +166,10 @@ class GroupRunner {
   std::vector<std::vector<EntryResult>> results_;  // per fixture: one per group measurement
   measure::DecompositionLog decomposition_;
   Tally tally_;
+  RunObserver* observer_ = nullptr;
+  std::size_t blocks_done_ = 0;
+  std::size_t current_group_ = 0;  // the group being measured (for the observer)
+  bool interrupted_ = false;
 };
 
 }  // namespace fusebench::bench

@@ -6,9 +6,12 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <ostream>
 #include <sstream>
+
+#include "launch_rank.hpp"
 
 namespace fusebench::bench {
 namespace {
@@ -108,75 +111,182 @@ namespace {
 std::string group_of(const PlannedFixture& f) { return f.group.empty() ? f.name : f.group; }
 }  // namespace
 
-GroupEta::GroupEta(const std::vector<PlannedFixture>& planned) {
+SweepEta::SweepEta(const std::vector<PlannedFixture>& planned, BlockPolicy policy)
+    : policy_(policy) {
+  policy_.blocks = std::max<std::size_t>(1, policy_.blocks);
   for (const auto& f : planned) {
-    Group& g = groups_[group_index(f)];
+    Group& g = groups_[group_index(group_of(f))];
     g.cost.flops += f.flops;
     g.cost.bytes += f.bytes;
+    ++g.members;
   }
 }
 
-std::size_t GroupEta::group_index(const PlannedFixture& f) {
-  const std::string key = group_of(f);
+std::size_t SweepEta::group_index(const std::string& key) {
   const auto it = std::find(keys_.begin(), keys_.end(), key);
   if (it != keys_.end()) return static_cast<std::size_t>(it - keys_.begin());
   keys_.push_back(key);
-  groups_.push_back({{key, 0, 0, key}, 0, false});
+  Group g;
+  g.cost = {key, 0, 0, key};
+  g.left = policy_.blocks;
+  groups_.push_back(g);
   return groups_.size() - 1;
 }
 
-void GroupEta::finished(const PlannedFixture& f, double seconds) {
-  Group& g = groups_[group_index(f)];
-  g.started = true;
+void SweepEta::block_done(const BlockDone& e, double seconds) {
+  Group& g = groups_[group_index(e.group_key)];
+  if (g.members == 0) g.members = e.members;  // a group nobody planned
+  ++g.done;
+  ++blocks_done_;
   g.seconds += seconds;
+  // The measurement's own plan now says how many blocks it has left (fewer than asked when
+  // the budget affords fewer, none when its members failed).
+  g.left = e.blocks > e.block ? e.blocks - e.block - 1 : 0;
+  if (e.sampled_s > 0) {
+    outside_sampling_s_ += std::max(0.0, seconds - e.sampled_s);
+    ++sampled_blocks_;
+  }
 }
 
-double GroupEta::seconds_left() const {
-  std::vector<PlannedFixture> done, left;
-  std::vector<double> seconds;
+std::size_t SweepEta::blocks_total() const {
+  std::size_t n = 0;
+  for (const auto& g : groups_) n += g.done + g.left;
+  return n;
+}
+
+std::pair<std::size_t, std::size_t> SweepEta::next_block(const std::string& key) const {
+  const auto it = std::find(keys_.begin(), keys_.end(), key);
+  if (it == keys_.end()) return {1, policy_.blocks};
+  const Group& g = groups_[static_cast<std::size_t>(it - keys_.begin())];
+  return {g.done + 1, std::max(g.done + g.left, g.done + 1)};
+}
+
+double SweepEta::projected_s(const Group& g) const {
+  return g.seconds / static_cast<double>(g.done) * static_cast<double>(g.done + g.left);
+}
+
+double SweepEta::predicted_group_s(const Group& g) const {
+  std::vector<PlannedFixture> started;
+  std::vector<double> whole;
+  double longest = 0;
+  for (const auto& o : groups_) {
+    if (o.done == 0) continue;
+    started.push_back(o.cost);
+    whole.push_back(projected_s(o));
+    longest = std::max(longest, whole.back());
+  }
+  double s = estimate_seconds_left(started, whole, {g.cost});
+  if (policy_.max_time_s > 0) {
+    const double members = static_cast<double>(g.members);
+    const double outside =
+        sampled_blocks_ > 0 ? outside_sampling_s_ / static_cast<double>(sampled_blocks_) : 0;
+    const double low = policy_.min_time_s * members + outside;
+    const double high = std::max(
+        policy_.max_time_s * members + outside * static_cast<double>(policy_.blocks), longest);
+    s = std::clamp(s, low, std::max(low, high));
+  }
+  return s;
+}
+
+std::optional<double> SweepEta::seconds_left() const {
+  if (blocks_done_ == 0) return std::nullopt;
+  double left = 0;
   for (const auto& g : groups_) {
-    if (g.started) {
-      done.push_back(g.cost);
-      seconds.push_back(g.seconds);
-    } else {
-      left.push_back(g.cost);
+    if (g.done > 0) {
+      left += g.seconds / static_cast<double>(g.done) * static_cast<double>(g.left);
+    } else if (g.left > 0) {
+      left += predicted_group_s(g);
     }
   }
-  return estimate_seconds_left(done, seconds, left);
+  return left;
 }
 
-Progress::Progress(std::vector<PlannedFixture> planned, std::ostream& out, bool redraw)
+Progress::Progress(std::vector<PlannedFixture> planned, std::ostream& out, bool redraw,
+                   BlockPolicy policy)
     : planned_(std::move(planned)),
       out_(out),
       redraw_(redraw),
-      eta_(planned_),
+      eta_(planned_, policy),
       start_(std::chrono::steady_clock::now()),
-      last_(start_) {}
+      last_block_(start_),
+      last_line_(start_) {}
 
-bool Progress::stderr_is_terminal() { return ::isatty(::fileno(stderr)) != 0; }
+bool Progress::stderr_is_terminal() {
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string(term) == "dumb") return false;
+  // Under mpirun or srun the launcher may hand this rank a pseudo-terminal of its own while its
+  // output goes to a file: redrawing would leave escape codes there.
+  return launcher_rank() < 0 && ::isatty(::fileno(stderr)) != 0;
+}
+
+std::string Progress::timing_text(std::chrono::steady_clock::time_point now) const {
+  std::string text =
+      "  elapsed " + format_seconds(std::chrono::duration<double>(now - start_).count());
+  if (const auto left = eta_.seconds_left()) {
+    if (*left > 0) text += ", about " + format_seconds(*left) + " left";
+  } else {
+    text += ", estimating the time left";
+  }
+  return text;
+}
+
+void Progress::show(const std::string& line, bool always) {
+  const auto now = std::chrono::steady_clock::now();
+  // Off a terminal every line stays in the log: block lines are thinned to one per interval.
+  if (!redraw_ && !always && any_line_ &&
+      std::chrono::duration<double>(now - last_line_).count() < plain_interval_s_)
+    return;
+  any_line_ = true;
+  last_line_ = now;
+  // One write per line, so nothing else written meanwhile can land inside it.
+  const std::string text = redraw_ ? "\r\x1b[K" + line : line + "\n";
+  out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out_.flush();
+  line_shown_ = redraw_;
+}
+
+void Progress::block_done(const BlockDone& e) {
+  const auto now = std::chrono::steady_clock::now();
+  eta_.block_done(e, std::chrono::duration<double>(now - last_block_).count());
+  last_block_ = now;
+  std::ostringstream text;  // (operator+ on "[" + to_string trips GCC 12's -Wrestrict)
+  text << "measuring " << e.group_key << ": block " << (e.block + 1) << "/" << e.blocks << " ("
+       << eta_.blocks_done() << "/" << eta_.blocks_total() << " blocks, " << groups_done_ << "/"
+       << eta_.groups_total() << " groups done)" << timing_text(now);
+  show(text.str(), false);
+}
+
+void Progress::group_done(std::size_t, const std::string&) { ++groups_done_; }
+
+void Progress::round_started(std::size_t, const std::string& key, std::size_t round) {
+  const auto now = std::chrono::steady_clock::now();
+  // A redrawn line a few times a second at most; plain lines at the plain interval (show()).
+  if (redraw_ && std::chrono::duration<double>(now - last_line_).count() < 0.25) return;
+  if (!redraw_ && std::chrono::duration<double>(now - last_line_).count() < plain_interval_s_)
+    return;
+  const auto [block, blocks] = eta_.next_block(key);
+  std::ostringstream text;
+  text << "measuring " << key << ": block " << block << "/" << blocks << ", round " << (round + 1)
+       << " (" << eta_.blocks_done() << "/" << eta_.blocks_total() << " blocks, " << groups_done_
+       << "/" << eta_.groups_total() << " groups done)" << timing_text(now);
+  show(text.str(), false);
+}
 
 void Progress::finished(const std::string& name) {
   const auto now = std::chrono::steady_clock::now();
   const auto it = std::find_if(planned_.begin(), planned_.end(),
                                [&](const PlannedFixture& p) { return p.name == name; });
-  const PlannedFixture done = it != planned_.end() ? *it : PlannedFixture{name, 0, 0, ""};
   if (it != planned_.end()) planned_.erase(it);
   ++finished_;
-  eta_.finished(done, std::chrono::duration<double>(now - last_).count());
-  last_ = now;
   const std::size_t total = finished_ + planned_.size();
-  const double elapsed = std::chrono::duration<double>(now - start_).count();
-  std::ostringstream text;  // (operator+ on "[" + to_string trips GCC 12's -Wrestrict)
-  text << "[" << finished_ << "/" << total << "] " << name << "  elapsed "
-       << format_seconds(elapsed);
-  if (!planned_.empty()) text << ", about " << format_seconds(eta_.seconds_left()) << " left";
-  const std::string line = text.str();
-  if (redraw_) {
-    out_ << "\r\x1b[K" << line << std::flush;  // one line, redrawn
-    line_shown_ = true;
+  std::ostringstream text;
+  text << "[" << finished_ << "/" << total << "] " << name;
+  if (planned_.empty()) {
+    text << "  elapsed " << format_seconds(std::chrono::duration<double>(now - start_).count());
   } else {
-    out_ << line << "\n" << std::flush;
+    text << timing_text(now);
   }
+  show(text.str(), true);
 }
 
 void Progress::clear() {

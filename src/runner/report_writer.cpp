@@ -1,9 +1,14 @@
 #include "report_writer.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <iostream>
 #include <sstream>
 
 #include "fusebench/report.hpp"
+#include "interrupt.hpp"
 
 namespace fusebench::bench {
 namespace {
@@ -18,6 +23,35 @@ std::string debug_library_note() {
          "fusebench times every entry itself and hands Google Benchmark the result (manual "
          "time), so the numbers are not affected; context.library_build_type describes the "
          "library, context.fusebench_build_type this binary.\n";
+}
+
+// The skip message of a Google Benchmark run (its field's name changed in 1.8).
+std::string skip_message(const benchmark::BenchmarkReporter::Run& run) {
+#ifdef FUSEBENCH_GBENCH_HAS_SKIPPED
+  return run.skipped ? run.skip_message : "";
+#else
+  return run.error_occurred ? run.error_message : "";
+#endif
+}
+
+// What an unfinished run's report says of itself (context.interrupted_note).
+constexpr const char* kRunningNote =
+    "written while the run was going on (the report is rewritten before the first group and "
+    "after every entry; a run that goes through its sweep rewrites it with interrupted: false): "
+    "if that run is over, it was killed before it could finish, and entries are missing";
+
+// `text` to stdout in one write, after what the C++ and C streams hold, so that a line on
+// stderr written meanwhile by this process cannot land inside it.
+void write_whole_to_stdout(const std::string& text) {
+  std::cout.flush();
+  std::fflush(stdout);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(STDOUT_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // stdout closed: nothing to show it to
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 }  // namespace
@@ -50,7 +84,32 @@ ReportWriter::ReportWriter(std::string path, nlohmann::json context,
       context_(std::move(context)),
       entry_fields_(entry_fields),
       display_(std::move(display)),
-      progress_(std::move(progress)) {}
+      progress_(std::move(progress)) {
+  display_out_ = &display_->GetOutputStream();
+  display_->SetOutputStream(&display_text_);
+}
+
+void ReportWriter::show_display() {
+  const std::string text = display_text_.str();
+  display_text_.str("");
+  if (text.empty()) return;
+  if (display_out_ == &std::cout) {
+    write_whole_to_stdout(text);
+  } else {
+    display_out_->write(text.data(), static_cast<std::streamsize>(text.size()));
+    display_out_->flush();
+  }
+}
+
+void ReportWriter::mark_complete() {
+  complete_ = true;
+  interrupted_note_.clear();
+}
+
+void ReportWriter::mark_interrupted(const std::string& note) {
+  complete_ = false;
+  interrupted_note_ = note;
+}
 
 bool ReportWriter::ReportContext(const Context& context) {
   const nlohmann::json gbench = gbench_context_to_json(context);
@@ -75,7 +134,12 @@ bool ReportWriter::ReportContext(const Context& context) {
     std::cerr << line << "\n";
   }
   std::cerr << std::flush;
-  display_->GetOutputStream() << std::flush;
+  show_display();
+  // The report exists from here on, before the first group is measured.
+  if (!path_.empty() && !flush()) {
+    first_write_failed_ = true;
+    return false;  // Google Benchmark then runs nothing
+  }
   return ok;
 }
 
@@ -83,9 +147,15 @@ void ReportWriter::ReportRuns(const std::vector<Run>& runs) {
   // Results on stdout, progress on stderr: stdout is flushed before the progress line, so the
   // two never interleave inside a line when both go to one pipe or file.
   progress_.clear();
-  display_->ReportRuns(runs);
-  display_->GetOutputStream() << std::flush;
+  // Entries a stopped run never measured are not results: neither shown nor written.
+  std::vector<Run> measured;
   for (const auto& run : runs) {
+    if (skip_message(run) != kNotMeasuredInterrupted) measured.push_back(run);
+  }
+  if (measured.empty()) return;
+  display_->ReportRuns(measured);
+  show_display();
+  for (const auto& run : measured) {
     nlohmann::json entry = run_to_json(run);
     const std::string name = fixture_name(run.run_name.str());
     if (auto it = entry_fields_.find(name); it != entry_fields_.end()) {
@@ -96,8 +166,8 @@ void ReportWriter::ReportRuns(const std::vector<Run>& runs) {
   }
   // A fixture's repetitions come in one call and its aggregates in the next (or alone, with
   // --benchmark_display_aggregates_only): counted once, on its first call.
-  if (!runs.empty()) {
-    const std::string name = fixture_name(runs.front().run_name.str());
+  {
+    const std::string name = fixture_name(measured.front().run_name.str());
     if (name != last_counted_) progress_.finished(name);
     last_counted_ = name;
   }
@@ -107,12 +177,18 @@ void ReportWriter::ReportRuns(const std::vector<Run>& runs) {
 void ReportWriter::Finalize() {
   progress_.end();
   display_->Finalize();
-  display_->GetOutputStream() << std::flush;
+  show_display();
 }
 
 bool ReportWriter::flush() {
   if (path_.empty()) return true;
   if (refresh_) refresh_(context_, entries_);
+  context_["interrupted"] = !complete_;
+  if (complete_) {
+    context_.erase("interrupted_note");
+  } else {
+    context_["interrupted_note"] = interrupted_note_.empty() ? kRunningNote : interrupted_note_;
+  }
   std::vector<std::string> dropped;
   nlohmann::json report = {{"context", context_}, {"benchmarks", entries_}};
   report = sanitize(report, &dropped);

@@ -1,14 +1,22 @@
 #pragma once
 // Google Benchmark's display reporter for the sweep: shows the results through the display
-// reporter Google Benchmark's flags chose (display.hpp), keeps the progress line apart from them
-// (progress.hpp), and keeps the JSON report on disk up to date after every entry, so a crash
-// mid-sweep loses nothing already measured.
+// reporter Google Benchmark's flags chose (display.hpp), each row written whole, keeps the
+// progress line apart from them (progress.hpp), and keeps the JSON report on disk up to date:
+// written before the first group is measured and after every entry, so a crash mid-sweep loses
+// nothing already measured.
+//
+// context.interrupted says whether the report holds the whole run: false only in the last write
+// of a run that went through its sweep (mark_complete); true in every write before it (a report
+// left behind by a run that was killed, or read while the run goes on) and in the last write of
+// a run stopped by Ctrl-C or SIGTERM (mark_interrupted), with context.interrupted_note saying
+// which. Entries the stopped run did not measure are left out, not written as failures.
 #include <benchmark/benchmark.h>
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,8 +45,15 @@ class ReportWriter : public benchmark::BenchmarkReporter {
 
   // Writes the report (atomically). Returns false, with a message on stderr, on failure.
   bool flush();
+  // The run went through its whole sweep / was stopped (`note`: how, and what is missing). Both
+  // take effect at the next flush().
+  void mark_complete();
+  void mark_interrupted(const std::string& note);
   std::size_t failures() const { return failures_; }
   const nlohmann::json& entries() const { return entries_; }
+  // The first write, before anything is measured, failed (ReportContext then stops the run).
+  bool first_write_failed() const { return first_write_failed_; }
+  Progress& progress() { return progress_; }
 
  private:
   std::string path_;
@@ -47,7 +62,14 @@ class ReportWriter : public benchmark::BenchmarkReporter {
   std::size_t failures_ = 0;
   const std::map<std::string, nlohmann::json>& entry_fields_;
   std::unique_ptr<benchmark::BenchmarkReporter> display_;
+  // The display writes here; each call's text then goes out in one write (show_display()).
+  std::ostringstream display_text_;
+  std::ostream* display_out_ = nullptr;
+  void show_display();
   Progress progress_;
+  bool complete_ = false;
+  std::string interrupted_note_;
+  bool first_write_failed_ = false;
   std::string last_counted_;  // the fixture the progress line last counted
   Refresh refresh_;
 };
