@@ -521,3 +521,59 @@ TEST(Families, ExpertOrMlaFieldsTheFamilyDoesNotReadAreRefused) {
       "n_shared_experts": null, "moe_intermediate_size": 32, "first_k_dense_replace": 0})",
                                   "dots.json"));
 }
+
+// The bias and head_dim rules read from vLLM's model files (docs/models.md, "Where each rule
+// was read"): what the class builds, not what the config's name for it suggests.
+TEST(Families, PhiMoeAlwaysBuildsAttentionBiasesAndRefusesAConfigWithout) {
+  const std::string base = R"({"model_type": "phimoe", "hidden_size": 64,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+      "num_local_experts": 4, "num_experts_per_tok": 2)";
+  // PhiMoEAttention: QKVParallelLinear and RowParallelLinear with bias=True, hard-coded.
+  const ModelShape m = parse_hf_config(base + R"(, "attention_bias": true})", "p.json");
+  EXPECT_TRUE(m.qkv_bias);
+  EXPECT_TRUE(m.o_bias);
+  // Without the flag transformers saves no bias tensors, which vLLM's loader then misses.
+  for (const char* tail : {R"(, "attention_bias": false})", "}"}) {
+    const auto why = error_of([&] { parse_hf_config(base + tail, "p.json"); });
+    EXPECT_NE(why.find("'attention_bias' is"), std::string::npos) << why;
+    EXPECT_NE(why.find("PhiMoEForCausalLM"), std::string::npos) << why;
+  }
+}
+
+TEST(Families, CohereReadsHeadDimAndBuildsNoAttentionBias) {
+  // CohereAttention: head_dim = config.head_dim when the config has one (Cohere2Config does).
+  const ModelShape m = parse_hf_config(
+      R"({"model_type": "cohere2", "hidden_size": 64, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 96})",
+      "c.json");
+  EXPECT_EQ(m.head_dim, 32);
+  EXPECT_EQ(m.q_size(), 128);
+  EXPECT_FALSE(m.qkv_bias);
+  EXPECT_FALSE(m.o_bias);
+  // qkv_proj and o_proj are bias=False: a true attention_bias would be dropped by the loader.
+  const auto why = error_of([] {
+    parse_hf_config(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4,
+        "intermediate_size": 96, "attention_bias": true})",
+                    "c.json");
+  });
+  EXPECT_NE(why.find("'attention_bias' is true"), std::string::npos) << why;
+}
+
+TEST(Families, GraniteMoeDerivesHeadDimAndHunyuanRefusesMlpBias) {
+  // GraniteMoeAttention: head_dim = hidden_size / num_attention_heads, whatever head_dim says.
+  const auto granite = error_of([] {
+    parse_hf_config(R"({"model_type": "granitemoe", "hidden_size": 64, "num_attention_heads": 4,
+        "head_dim": 32, "intermediate_size": 96, "num_local_experts": 4,
+        "num_experts_per_tok": 2})",
+                    "g.json");
+  });
+  EXPECT_NE(granite.find("head_dim=32 differs"), std::string::npos) << granite;
+  // HunYuan: vLLM 0.23's class built an MLP bias from mlp_bias, transformers' (vLLM 0.34's
+  // Transformers backend) none.
+  const auto hunyuan = error_of([] {
+    parse_hf_config(R"({"model_type": "hunyuan_v1_dense", "hidden_size": 64,
+        "num_attention_heads": 4, "head_dim": 16, "intermediate_size": 96, "mlp_bias": true})",
+                    "h.json");
+  });
+  EXPECT_NE(hunyuan.find("'mlp_bias' is true"), std::string::npos) << hunyuan;
+}
