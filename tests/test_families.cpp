@@ -577,3 +577,49 @@ TEST(Families, GraniteMoeDerivesHeadDimAndHunyuanRefusesMlpBias) {
   });
   EXPECT_NE(hunyuan.find("'mlp_bias' is true"), std::string::npos) << hunyuan;
 }
+
+TEST(Families, GraniteAndNemotronReadBiasLikeLlamaAndErnieDropsTheOProjBias) {
+  // GraniteDecoderLayer, NemotronDecoderLayer: attention_bias or bias, on q/k/v and o_proj.
+  for (const char* type : {"granite", "nemotron"}) {
+    const ModelShape m = parse_hf_config(std::string(R"({"model_type": ")") + type +
+                                             R"(", "hidden_size": 64, "num_attention_heads": 4,
+            "intermediate_size": 96, "bias": true})",
+                                         "b.json");
+    EXPECT_TRUE(m.qkv_bias) << type;
+    EXPECT_TRUE(m.o_bias) << type;
+  }
+  // Ernie4_5ForCausalLM: Llama's layers, o_proj.bias = None.
+  const ModelShape ernie = parse_hf_config(
+      R"({"model_type": "ernie4_5", "hidden_size": 64, "num_attention_heads": 4,
+          "intermediate_size": 96, "attention_bias": true})",
+      "e.json");
+  EXPECT_TRUE(ernie.qkv_bias);
+  EXPECT_FALSE(ernie.o_bias);
+}
+
+TEST(Families, Llama4BuildsNoAttentionBias) {
+  // Llama4DecoderLayer: Llama4Attention(bias=False, bias_o_proj=False) whatever the config says.
+  const std::string base = R"({"model_type": "llama4_text", "hidden_size": 64,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+      "intermediate_size": 32, "intermediate_size_mlp": 96, "num_local_experts": 4,
+      "num_experts_per_tok": 1, "interleave_moe_layer_step": 1)";
+  const ModelShape m = parse_hf_config(base + "}", "l.json");
+  EXPECT_FALSE(m.qkv_bias);
+  const auto why =
+      error_of([&] { parse_hf_config(base + R"(, "attention_bias": true})", "l.json"); });
+  EXPECT_NE(why.find("'attention_bias' is true"), std::string::npos) << why;
+}
+
+TEST(Families, MiniCpm3RefusesBiasFlags) {
+  // MiniCPM3Attention, MiniCPMMLP: bias=False; transformers builds biases from these flags.
+  for (const char* flag : {"attention_bias", "mlp_bias"}) {
+    const auto why = error_of([&] {
+      parse_hf_config(std::string(R"({"model_type": "minicpm3", "hidden_size": 64,
+          "num_attention_heads": 4, "intermediate_size": 96, "q_lora_rank": 32,
+          "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, ")") +
+                          flag + R"(": true})",
+                      "m.json");
+    });
+    EXPECT_NE(why.find(std::string("'") + flag + "' is true"), std::string::npos) << why;
+  }
+}
