@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "group_runner.hpp"
-#include "sweep.hpp"
+#include "runner/group_runner.hpp"
+#include "runner/sweep.hpp"
 
 namespace fusebench::bench {
 

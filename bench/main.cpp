@@ -5,11 +5,9 @@
 #include <iostream>
 #include <random>
 
-#include "checkpoint_weights.hpp"
+#include "cli/gbench_flags.hpp"
 #include "comm/local_gpu.hpp"
 #include "comm/tp_run.hpp"
-#include "display.hpp"
-#include "filter.hpp"
 #include "fixture_runner.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/counter_passes.hpp"
@@ -20,17 +18,20 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
-#include "group_runner.hpp"
-#include "groups.hpp"
-#include "launch_rank.hpp"
 #include "measure/contention.hpp"
 #include "options.hpp"
-#include "preflight.hpp"
-#include "progress.hpp"
-#include "report_writer.hpp"
-#include "sweep.hpp"
-#include "timing_setup.hpp"
-#include "verification.hpp"
+#include "runner/checkpoint_weights.hpp"
+#include "runner/display.hpp"
+#include "runner/filter.hpp"
+#include "runner/group_runner.hpp"
+#include "runner/groups.hpp"
+#include "runner/launch_rank.hpp"
+#include "runner/preflight.hpp"
+#include "runner/progress.hpp"
+#include "runner/report_writer.hpp"
+#include "runner/sweep.hpp"
+#include "runner/timing_setup.hpp"
+#include "runner/verification.hpp"
 
 using namespace fusebench;
 
@@ -50,20 +51,24 @@ int main(int argc, char** argv) {
       char help[] = "--help";
       char* help_argv[] = {argv[0], help, nullptr};
       bench::parse_options(2, help_argv, ignored);
-      std::cout << "\nGoogle Benchmark's flags (accepted too):\n";
-      benchmark::PrintDefaultHelp();
+      std::cout << "\nGoogle Benchmark's flags (fusebench's own engine times every entry, so "
+                   "some are refused):\n"
+                << bench::gbench_flags_help();
       return 0;
     }
   }
   bench::DisplayOptions display;
+  bench::GbenchChoices gbench;
   try {
-    display = bench::display_options(args);  // before Initialize, which exits 0 on a bad format
+    display = bench::display_options(args);    // before Initialize, which exits 0 on a bad format
+    gbench = bench::check_gbench_flags(args);  // before Initialize, which ignores or misreads some
   } catch (const std::exception& e) {
     if (bench::speaks_for_the_job()) std::cerr << "fusebench: error: " << e.what() << "\n";
     return 2;
   }
   benchmark::Initialize(&argc, argv);
   bench::Options options;
+  options.list = gbench.list;  // --benchmark_list_tests is --list
   if (int code = bench::parse_options(argc, argv, options); code >= 0) return code;
   // Bad input (std::invalid_argument) is the same on every rank: rank 0 alone says it. Anything
   // else is this process's own failure, said with its rank.
@@ -152,6 +157,7 @@ int main(int argc, char** argv) {
     context["cpu_threads"] = cpu_threads;
     context["backend_reason"] = choice.reason;
     context["seed"] = seed;
+    if (!gbench.context.empty()) context["benchmark_context"] = gbench.context;
     // How each model was read: family, vLLM class, layers, what a fixture stands for, refusals.
     for (std::size_t i = 0; i < sweep.models.size(); ++i) {
       nlohmann::json m = model_context(sweep.models[i]);

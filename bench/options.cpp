@@ -11,29 +11,23 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "launch_rank.hpp"
+#include "cli/flag_checks.hpp"
+#include "cli/gbench_flags.hpp"
+#include "fusebench/dtype.hpp"
+#include "fusebench/link_model.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/shapes.hpp"
+#include "runner/launch_rank.hpp"
 
 namespace fusebench::bench {
 
-std::optional<std::size_t> parse_timing_blocks(const std::string& text) {
-  if (text.empty() || text.size() > 3 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  const int n = std::stoi(text);
-  if (n < 1 || n > 100) return std::nullopt;
-  return static_cast<std::size_t>(n);
-}
-
-std::optional<int> parse_cpu_threads(const std::string& text) {
-  if (text.empty() || text.size() > 4 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  const int n = std::stoi(text);
-  if (n < 1 || n > 1024) return std::nullopt;
-  return n;
-}
-
 namespace {
+
+std::string preset_names() {
+  std::string names;
+  for (const auto& m : model_presets()) names += (names.empty() ? "" : ", ") + m.name;
+  return names;
+}
 
 bool is_number(std::string_view text) {
   double v = 0;
@@ -142,14 +136,6 @@ void validate(const CLI::App& app, const Options& o) {
     throw std::invalid_argument("--cpu-threads: '" + o.cpu_threads +
                                 "' is invalid (auto, or a whole number of threads 1..1024)");
   }
-  for (int tp : o.tp) {
-    if (tp < 1)
-      throw std::invalid_argument("--tp: " + std::to_string(tp) + " is invalid (must be >= 1)");
-  }
-  for (auto m : o.tokens) {
-    if (m < 1)
-      throw std::invalid_argument("--tokens: " + std::to_string(m) + " is invalid (must be >= 1)");
-  }
   reject_duplicates("--models", o.models);
   reject_duplicates("--model-config", o.model_configs);
   reject_duplicates("--ops", o.ops);
@@ -164,19 +150,16 @@ void validate(const CLI::App& app, const Options& o) {
         "e.g. --tp=1,2");
   }
   reject_duplicates("--weights", o.weights);
-  if (o.weights.empty() && (app.count("--layer") > 0 || app.count("--expert") > 0)) {
+  if (o.weights.empty() && app.count("--layer") > 0) {
     throw std::invalid_argument(
-        std::string(app.count("--layer") > 0 ? "--layer" : "--expert") +
-        " picks a decoder layer (expert) of a checkpoint: give the checkpoint with --weights=DIR "
-        "(random weights have no layers to pick)");
+        "--layer picks a decoder layer of a checkpoint: give the checkpoint too, with "
+        "--weights=DIR (a Hugging Face model directory); random weights have no layers to pick");
   }
-  if (app.count("--layer") > 0 && o.layer < 0) {
-    throw std::invalid_argument("--layer: " + std::to_string(o.layer) +
-                                " is invalid (a decoder layer index >= 0)");
-  }
-  if (app.count("--expert") > 0 && o.expert < 0) {
-    throw std::invalid_argument("--expert: " + std::to_string(o.expert) +
-                                " is invalid (a routed expert index >= 0)");
+  if (o.weights.empty() && app.count("--expert") > 0) {
+    throw std::invalid_argument(
+        "--expert picks a routed expert of an MoE layer of a checkpoint: it needs --weights=DIR, "
+        "the Hugging Face directory of an MoE model (e.g. Qwen3-30B-A3B), and --layer=N for a "
+        "layer other than 0; random weights (--models) have no experts to pick");
   }
   for (const auto& dir : o.weights) {
     std::error_code ec;
@@ -210,9 +193,11 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--backend", o.backend, "auto | cuda | cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   app.add_option("--models", o.models,
-                 "model presets: qwen3-0.6b,llama3-8b,qwen3-32b,llama3-70b (default: all four on "
-                 "a GPU, qwen3-0.6b on the CPU); qwen2.5-7b (q/k/v bias), qwen3-30b-a3b (MoE)")
-      ->delimiter(',');
+                 "model presets: " + preset_names() +
+                     " (default: qwen3-0.6b, llama3-8b, qwen3-32b, llama3-70b on a GPU, "
+                     "qwen3-0.6b on the CPU)")
+      ->delimiter(',')
+      ->check(checked_by([](const std::string& name) { find_model(name); }));
   app.add_option("--model-config", o.model_configs,
                  "HF config.json of a model, read as vLLM builds its model_type (docs/models.md); "
                  "named by its file name (repeatable)")
@@ -222,23 +207,32 @@ int parse_options(int argc, char** argv, Options& o) {
                  "the real weights of one decoder layer, in the checkpoint's dtype unless "
                  "--dtypes is given (docs/checkpoints.md); beside --models/--model-config, which "
                  "keep random weights (repeatable)");
-  app.add_option("--layer", o.layer, "decoder layer of --weights (default 0)");
+  app.add_option("--layer", o.layer, "decoder layer of --weights (default 0)")
+      ->check(whole_number<int>("a decoder layer index >= 0", 0));
   app.add_option("--expert", o.expert,
-                 "routed expert of an MoE layer of --weights (layer:expert fixtures; default 0)");
+                 "routed expert of an MoE layer of --weights (layer:expert fixtures; default 0)")
+      ->check(whole_number<std::int64_t>("a routed expert index >= 0", 0));
   app.add_option("--ops", o.ops,
                  "ops: qkv,gate_up (default); tp_attn,tp_mlp (TP pipelines); allreduce,allgather")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(checked_by([](const std::string& name) { find_op(name); }));
   app.add_option("--variants", o.variants, "variants to run (default: all of each op)")
       ->delimiter(',');
   app.add_option("--tokens", o.tokens,
                  "token counts M, e.g. 1,16,128,4096 (default: powers of two 1..16384 on a GPU; "
                  "1,4,16,64,256,1024 on the CPU)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number<std::int64_t>("token counts are whole numbers >= 1, e.g. "
+                                         "--tokens=1,16,128",
+                                         1));
   app.add_option("--tp", o.tp, "tensor-parallel sizes (one rank's shard is run; default 1)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(
+          whole_number<int>("tensor-parallel sizes are whole numbers >= 1, e.g. --tp=1,2,4", 1));
   app.add_option("--dtypes", o.dtypes,
                  "bf16,fp16,fp32 (default: bf16 on a GPU, fp32,bf16 on the CPU)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(checked_by([](const std::string& name) { parse_dtype(name); }));
   app.add_option("--report", o.report,
                  "write the JSON report here (atomically, after every entry)");
   std::string seed_text = "0";  // parsed by parse_seed: CLI11 would wrap "-1" around to 2^64-1
@@ -258,11 +252,14 @@ int parse_options(int argc, char** argv, Options& o) {
          "TP collectives: auto (CPU: inprocess; GPU: nccl when tp GPUs, else modelled; under "
          "mpirun: nccl/mpi) | nccl | modelled | inprocess | mpi")
       ->check(CLI::IsMember({"auto", "nccl", "modelled", "inprocess", "mpi"}));
-  app.add_option(
-      "--link-profile", o.link_profile,
-      "link model of comm:modelled: nvlink-h100, nvlink-h200, nvlink-b200, pcie-gen5, "
-      "pcie-gen4, ib-ndr400, custom:<latency_us>:<busbw_GBps>, or measured (fitted to all-reduces "
-      "timed here; needs 2+ GPUs, or the CPU in-process ranks)");
+  app.add_option("--link-profile", o.link_profile,
+                 "link model of comm:modelled: nvlink-h100, nvlink-h200, nvlink-b200, pcie-gen5, "
+                 "pcie-gen4, ib-ndr400, custom:<latency_us>:<busbw_GBps>, or measured (fitted to "
+                 "all-reduces "
+                 "timed here; needs 2+ GPUs, or the CPU in-process ranks)")
+      ->check(checked_by([](const std::string& name) {
+        if (name != "measured") find_link_profile(name);
+      }));
   app.add_flag(
       "--collective-sweep", o.collective_sweep,
       "add allreduce/allgather entries over the message sizes of the TP pipelines (tp >= 2)");
@@ -278,16 +275,19 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--timing-target-ci", o.timing_target_ci,
                  "stop a comparison group once every non-baseline variant's speedup has a 95% "
                  "interval of at most this relative half-width (groups without their baseline: "
-                 "each median's interval); default GPU 0.01, CPU 0.03");
+                 "each median's interval); default GPU 0.01, CPU 0.03")
+      ->check(real_number("a relative half-width > 0, e.g. 0.01"));
   std::string retired_cv;  // refused by validate(), naming its replacement
   app.add_option("--timing-target-cv", retired_cv,
                  "retired: the stopping rule targets intervals now (--timing-target-ci)");
   app.add_option("--timing-min-time", o.timing_min_time,
                  "seconds of measured time each variant accumulates before stopping (GPU 0.05, "
-                 "CPU 0.02)");
+                 "CPU 0.02)")
+      ->check(real_number("seconds >= 0, e.g. 0.02"));
   app.add_option("--timing-max-time", o.timing_max_time,
                  "wall-clock timeout per entry in seconds; a group of k variants gets k times "
-                 "this (GPU 1, CPU 0.5)");
+                 "this (GPU 1, CPU 0.5)")
+      ->check(real_number("seconds > 0, e.g. 0.5"));
   app.add_option("--timing-blocks", o.timing_blocks,
                  "measure each group in N blocks in a row and widen its intervals by their "
                  "spread (docs/timing.md): auto (5 on the CPU backend, 1 on a GPU) or 1..100");
@@ -300,6 +300,10 @@ int parse_options(int argc, char** argv, Options& o) {
   // Bad input: exit 2 with one message (README "Bad input"), printed by rank 0 alone under mpirun.
   const bool speak = speaks_for_the_job();
   try {
+    // Before the missing-value check: "--modles=" is a typo first, a missing value second.
+    std::vector<std::string> gbench_names;
+    for (const auto& f : gbench_flags()) gbench_names.push_back("--" + f.name);
+    reject_unknown_flags(app, argc, argv, gbench_names, "fusebench --help lists the flags");
     reject_missing_values(app, argc, argv);
     app.parse(argc, argv);
     o.seed = parse_seed(seed_text);

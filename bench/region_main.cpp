@@ -9,16 +9,19 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/flag_checks.hpp"
 #include "comm/tp_run.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/communicator.hpp"
 #include "fusebench/cost_model.hpp"
+#include "fusebench/dtype.hpp"
 #include "fusebench/link_model.hpp"
 #include "fusebench/nvtx.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/shapes.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/workspace.hpp"
-#include "sweep.hpp"
+#include "runner/sweep.hpp"
 
 using namespace fusebench;
 
@@ -58,11 +61,15 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   std::string ops;
   for (const auto& o : op_registry()) ops += (ops.empty() ? "" : ", ") + o.name;
-  app.add_option("--op", op, "op: " + ops)->capture_default_str();
+  app.add_option("--op", op, "op: " + ops)
+      ->capture_default_str()
+      ->check(bench::checked_by([](const std::string& name) { find_op(name); }));
   app.add_option("--variant", variant, variant_help());
-  app.add_option("--model", model_name,
-                 "model preset: qwen3-0.6b, llama3-8b, qwen3-32b, llama3-70b")
-      ->capture_default_str();
+  std::string presets;  // from the preset table, so the help cannot leave one out
+  for (const auto& m : model_presets()) presets += (presets.empty() ? "" : ", ") + m.name;
+  app.add_option("--model", model_name, "model preset: " + presets)
+      ->capture_default_str()
+      ->check(bench::checked_by([](const std::string& name) { find_model(name); }));
   app.add_option("--model-config", config, "HF config.json instead of --model");
   std::string weights;
   int weights_layer = -1;
@@ -71,20 +78,27 @@ int main(int argc, char** argv) {
                  "Hugging Face model directory instead of --model: its config.json and the real "
                  "weights of one decoder layer, as fusebench --weights");
   app.add_option("--weights-layer", weights_layer,
-                 "decoder layer of --weights (fusebench's --layer; default 0)");
-  app.add_option("--expert", expert, "routed expert of an MoE --weights layer (default 0)");
+                 "decoder layer of --weights (fusebench's --layer; default 0)")
+      ->check(bench::whole_number<int>("a decoder layer index >= 0", 0));
+  app.add_option("--expert", expert, "routed expert of an MoE --weights layer (default 0)")
+      ->check(bench::whole_number<std::int64_t>("a routed expert index >= 0", 0));
   app.add_option("--layer", layer,
                  "the op's layer (the name's layer: segment): attention|mla for qkv/tp_attn, "
                  "dense|expert|shared_expert for gate_up/tp_mlp (default: the model's first, as "
                  "fusebench --list orders them)");
-  app.add_option("--tokens", tokens, "token count M")->capture_default_str();
+  app.add_option("--tokens", tokens, "token count M")
+      ->capture_default_str()
+      ->check(bench::whole_number<std::int64_t>("a token count, a whole number >= 1", 1));
   app.add_option("--tp", tp,
                  "tensor-parallel size: qkv/gate_up run one rank's shard; tp_attn/tp_mlp and the "
                  "collectives (tp >= 2) run every rank")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(bench::whole_number<int>("a tensor-parallel size, a whole number >= 1", 1));
+  // One dtype (fusebench's --dtypes takes a list): the messages of the sweep name this flag.
   auto* dtype_option = app.add_option(
       "--dtype", dtype_name, "bf16, fp16 (GPU), fp32 (--weights: default the checkpoint's own)");
-  dtype_option->capture_default_str();
+  dtype_option->capture_default_str()->check(
+      bench::checked_by([](const std::string& name) { parse_dtype(name); }));
   app.add_option("--backend", backend_name, "auto | cuda | cpu")->capture_default_str();
   app.add_option(
          "--comm", comm,
@@ -95,20 +109,27 @@ int main(int argc, char** argv) {
                  "link model of --comm=modelled (fusebench --help lists them)")
       ->capture_default_str();
   app.add_option("--iterations", iterations, "measured runs after one warm-up run")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(bench::whole_number<int>("measured runs, a whole number >= 1", 1));
   app.add_option("--flush-l2", flush, "flush L2 before each measured run")->capture_default_str();
-  app.add_option("--seed", seed, "inputs and weights seed")->capture_default_str();
+  app.add_option("--seed", seed, "inputs and weights seed")
+      ->capture_default_str()
+      ->check(bench::whole_number<std::uint64_t>("a whole number 0..18446744073709551615"));
+  // Bad input: exit 2 with one message, as fusebench's.
+  const std::string help = "fusebench-region --help lists the flags";
   try {
+    bench::reject_unknown_flags(app, argc, argv, {}, help);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << "fusebench-region: error: " << e.what() << " (" << help << ")\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "fusebench-region: error: " << e.what() << "\n";
+    return 2;
   }
   const bool dtype_given = dtype_option->count() > 0;
   try {
-    if (iterations < 1)
-      throw std::invalid_argument("--iterations: " + std::to_string(iterations) +
-                                  " is invalid (must be >= 1)");
     if (is_collective_op(op) && tp < 2)
       throw std::invalid_argument("--op=" + op + " needs --tp >= 2 (nothing to exchange at tp=1)");
     if (variant.empty()) variant = default_variant(op);
@@ -133,10 +154,17 @@ int main(int argc, char** argv) {
       options.weights = {weights};
       options.layer = weights_layer;
       options.expert = expert;
-    } else if (weights_layer >= 0 || expert >= 0) {
+    } else if (weights_layer >= 0) {
       throw std::invalid_argument(
-          std::string(weights_layer >= 0 ? "--weights-layer" : "--expert") +
-          " picks a decoder layer (expert) of a checkpoint: give it with --weights=DIR");
+          "--weights-layer picks a decoder layer of a checkpoint: give the checkpoint too, with "
+          "--weights=DIR (a Hugging Face model directory); --model and --model-config have "
+          "random weights, no layers to pick");
+    } else if (expert >= 0) {
+      throw std::invalid_argument(
+          "--expert picks a routed expert of an MoE layer of a checkpoint: it needs "
+          "--weights=DIR, the Hugging Face directory of an MoE model (e.g. Qwen3-30B-A3B), and "
+          "--weights-layer=N for a layer other than 0; --model and --model-config have random "
+          "weights, no experts to pick");
     } else if (config.empty()) {
       options.models = {model_name};
     } else {
@@ -147,6 +175,7 @@ int main(int argc, char** argv) {
     options.tokens = {tokens};
     options.tp = {tp};
     if (weights.empty() || dtype_given) options.dtypes = {dtype_name};
+    options.dtype_flag = "--dtype";
     options.comm = comm;
     const bench::Sweep sweep = bench::build_sweep(options, *backend, &settings);
     const auto chosen =

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 for arg in "$@"; do
   case "$arg" in
     -h | --help)
-      scripts/build.sh release >&2
+      scripts/build.sh --run release >&2
       cat <<'USAGE'
 scripts/bench.sh [FUSEBENCH FLAGS...]
   Installs what is missing, builds Release, then runs
@@ -27,7 +27,7 @@ USAGE
   esac
 done
 
-scripts/build.sh release
+scripts/build.sh --run release
 
 out=reports/latest
 mkdir -p reports

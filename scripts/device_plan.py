@@ -36,7 +36,7 @@ GROUP_OVERHEAD_S = 0.05   # assumed: warm-up run, graph capture, algorithm timin
 COUNTER_S_PER_FIXTURE = 0.25  # assumed: launch-count (2 runs under CUPTI) and DRAM passes
 GRAPH_COUNT_S = 0.05      # assumed: the extra launch-count pass of each graph entry
 TP_REPORT_S = 0.1         # assumed: the TP compute/communication pass per fixture
-REFERENCE_S = 0.25        # the float64 reference's budget per shape (bench/verification.hpp:
+REFERENCE_S = 0.25        # the float64 reference's budget per shape (src/runner/verification.hpp:
                           # kReferenceMacBudget, "about a quarter of a second on one host core")
 GTEST_BINARY_S = 2.0      # assumed: process and CUDA context per test binary
 GTEST_TEST_S = 0.75       # assumed: per GPU test (small shapes: tiny models, <= 1000 tokens)
@@ -45,7 +45,7 @@ TORCH_IMPORT_S = 8.0      # assumed: python3 -c "import torch" and CUDA init
 TORCH_SAMPLE_S = 0.0003   # assumed: one cold sample (2x L2 flush read + F.linear + sync)
 BUILD_CONFIGURE_S = 20.0  # assumed: CMake configure with CUDA language checks
 BUILD_CXX_S = 12.0        # measured here, CCACHE_DISABLE, at a load of 5 on 2 cores: 60 s for
-                          # bench/group_runner.cpp, 17 s for tests/test_tp.cpp (about a third
+                          # src/runner/group_runner.cpp, 17 s for tests/test_tp.cpp (about a third
                           # of that unloaded); 12 s is their unloaded mean, rounded up
 BUILD_LONGEST_S = 20.0    # the longest unit (group_runner.cpp unloaded): the build's floor
 BUILD_CUDA_S = 15.0       # measured here: 5 s for src/backends/cuda_kernels.cu (sm_90), x3

@@ -89,14 +89,20 @@ def crossover(points, threshold):
             "tokens": crossings[0]["tokens"] if crossings else None, "threshold": threshold}
 
 
-def _runs(states):
-    """[[t, s], ...] -> "above 1-16, unresolved 64-256" (consecutive token counts of one state)."""
+def _state_runs(states):
+    """[[t, s], ...] -> [[s, first t, last t]] over consecutive token counts of one state."""
     runs = []
     for t, s in states:
         if runs and runs[-1][0] == s:
             runs[-1][2] = t
         else:
             runs.append([s, t, t])
+    return runs
+
+
+def _runs(states):
+    """[[t, s], ...] -> "above 1-16, unresolved 64-256" (consecutive token counts of one state)."""
+    runs = _state_runs(states)
     return ", ".join(f"{s} {a}" if a == b else f"{s} {a}-{b}" for s, a, b in runs)
 
 
@@ -106,12 +112,41 @@ def _token_range(c):
     return f"{lo}-{hi} tokens{est}"
 
 
+def not_resolved_by_contention(c, oversubscribed):
+    """c restated as not resolved: the ranks' threads outnumbered the cores, so the curve shows
+    their contention, not the computation (oversubscribed: fusebench_report.Oversubscription's
+    as_dict). The per-token states stay, for the record; no crossing is kept."""
+    return dict(c, kind="not_resolved", crossings=[], tokens=None, oversubscribed=oversubscribed)
+
+
+def crossing_interval(c, threshold=None):
+    """The token interval of each resolved crossing ("16-256"), else why there is none: one cell
+    of the page's crossover table."""
+    if c.get("crossings"):
+        return "; ".join(f"{x['direction']} {x['tokens_low']}-{x['tokens_high']}" for x in c["crossings"])
+    if c.get("oversubscribed"):
+        return "none: ranks oversubscribe the cores"
+    kind = c.get("kind")
+    if kind in ("always_above", "always_below"):
+        return f"none: {kind.split('_')[1]} at every token count"
+    if kind == "not_resolved":
+        if not c.get("has_intervals"):
+            return "none: no 95% interval"
+        thr = f"{(threshold if threshold is not None else c.get('threshold', 0)):g}x"
+        runs = [r for r in _state_runs(c.get("states") or []) if r[0] == UNRESOLVED]
+        where = ", ".join(f"{a}" if a == b else f"{a}-{b}" for _, a, b in runs)
+        return f"none resolved: intervals straddle {thr} at {where}" if runs else "none resolved"
+    return "no data"
+
+
 def describe(c, threshold=None):
     """One line for a chart note or a table cell; says "not resolved" where it is."""
     thr = f"{(threshold if threshold is not None else c.get('threshold', 0)):g}x"
     kind = c.get("kind")
     states = c.get("states") or []
     span = f"{states[0][0]}-{states[-1][0]}" if states else ""
+    if c.get("oversubscribed"):
+        return f"not resolved: {c['oversubscribed']['text']} (contention, not the computation)"
     if kind == "cross_up":
         return f"rises above {thr} between {_token_range(c['crossings'][0])}"
     if kind == "cross_down":

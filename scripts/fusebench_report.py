@@ -38,6 +38,11 @@ EXTRA_COMPARISONS = {
 }
 # A layer segment with this value keeps the chart's historic file name (no layer suffix).
 DEFAULT_LAYER = {"qkv": "attention", "tp_attn": "attention", "gate_up": "dense", "tp_mlp": "dense"}
+# TP ops: at tp 1 there is nothing to exchange, so their variants run one computation
+# (src/ops/tp_mlp.cpp, tp_attn.cpp build the same plan for every variant when tp == 1).
+TP_OPS = {"tp_attn", "tp_mlp"}
+# Variants that run a communication lane (a second thread per rank on the CPU backend).
+LANE_VARIANTS = {"overlap"}
 # An interval needs this many paired ratios to exist at 95% (the order-statistic interval of a
 # median); below it an entry is "not judged: n < 6", whatever interval an older report carries.
 MIN_PAIRS = 6
@@ -118,11 +123,14 @@ class Ratio:
 
 def not_judged_reason(e: Entry, pairs) -> str | None:
     """Why entry e's speedup is no evidence: its group was contended, or it rests on too few
-    pairs for a 95% interval. None when it may be judged."""
+    values for a 95% interval (the ratio's `pairs`, then e's `samples`). None when it may be
+    judged. Mirrors the C++ contract the gate and the advisor share (fusebench/evidence.hpp);
+    tests/advise/test_not_judged_contract.py runs both on the same entries."""
     if e.fields.get("timing_stop") == CONTENDED:
         return CONTENDED
-    if pairs is not None and pairs < MIN_PAIRS:
-        return f"n < {MIN_PAIRS}"
+    for count in (pairs, e.counter("samples")):
+        if count is not None and count < MIN_PAIRS:
+            return f"n < {MIN_PAIRS}"
     return None
 
 
@@ -354,3 +362,65 @@ def predicted_seconds(e: Entry, peak_flops: float, bandwidth: float, launch_over
     if f is None or b is None or n is None:
         return None
     return max(f / peak_flops, b / bandwidth) + n * launch_overhead_s
+
+
+def one_computation(op: str, tp: int) -> bool:
+    """Whether every variant of op at this tp is the same computation (TP ops at tp 1)."""
+    return op in TP_OPS and tp == 1
+
+
+def host_cores(context: dict):
+    """The cores the run had: context.cpu_threads.cores, else hardware_threads, else num_cpus."""
+    ct = context.get("cpu_threads")
+    for v in ((ct or {}).get("cores") if isinstance(ct, dict) else None, context.get("hardware_threads"),
+              context.get("num_cpus")):
+        n = _num(v)
+        if n and n >= 1:
+            return int(n)
+    return None
+
+
+@dataclass
+class Oversubscription:
+    """A TP group whose ranks' threads outnumber the cores: its times show the ranks waiting for
+    each other's cores (docs/tp.md, "On 2 cores the in-process figures mostly show thread
+    contention"), so no speedup or crossover of it is a result."""
+    threads: int | None  # busy threads of the group (None: only the report's word for it)
+    cores: int | None
+    source: str  # what says so: the report's preemption_unchecked, or its thread fields
+
+    def text(self):
+        if self.threads and self.cores:
+            return f"ranks oversubscribe the cores: {self.threads} busy threads on {self.cores} cores"
+        return "ranks oversubscribe the cores (the report's preemption_unchecked)"
+
+    def as_dict(self):
+        return {"threads": self.threads, "cores": self.cores, "source": self.source, "text": self.text()}
+
+
+def oversubscription(group, context: dict):
+    """Oversubscription of one interleaved group (its entries, every variant at one token count)
+    on the CPU backend, or None. Busy threads as TpRun::busy_threads counts them: ranks x GEMM
+    threads per rank, plus one lane per rank when a member runs overlap; compared with the cores
+    (host_cores). A report that says its group's threads "outnumber" the cores
+    (preemption_unchecked) is oversubscribed even where its thread fields are missing."""
+    group = [e for e in group if e is not None]
+    cpu = [e for e in group if str(e.fields.get("backend", context.get("backend", ""))) == "cpu"]
+    tp = max((e.tp for e in cpu), default=1)
+    said = any("outnumber" in str(e.fields.get("preemption_unchecked", "")) for e in cpu)
+    ranks_share_host = any(seg in ("comm:inprocess", "comm:mpi") for e in cpu for seg in e.extra.split("/"))
+    cores = host_cores(context)
+    threads = None
+    if tp > 1 and ranks_share_host:
+        per_rank = max([int(e.counter("cpu_threads_per_rank") or 1) for e in cpu] or [1])
+        lane = any(e.variant in LANE_VARIANTS for e in cpu)
+        threads = tp * max(1, per_rank) + (tp if lane else 0)
+    over_by_count = threads is not None and cores is not None and threads > cores
+    if not said and not over_by_count:
+        return None
+    counted = "cpu_threads_per_rank x ranks (+ lanes) over the context's cores"
+    source = (f"preemption_unchecked; {counted}" if over_by_count else "preemption_unchecked") if said else counted
+    if over_by_count:
+        return Oversubscription(threads, cores, source)
+    return Oversubscription(None, cores, source)
+

@@ -20,11 +20,14 @@ import fusebench_advice as fa  # noqa: E402
 import fusebench_crossover as fx  # noqa: E402
 import fusebench_report as fr  # noqa: E402
 
-# First columns of the entry table, in this order; every other numeric counter follows.
-LEAD_NUMERIC = ["tokens", "tp", "time_us", "speedup_vs_baseline", "launches", "model_launches", "kernels",
-                "dram_read_bytes", "dram_write_bytes", "model_bytes", "model_flops", "model_intensity",
-                "flops_per_second", "bytes_per_second"]
-HIDDEN = {"tokens", "tp"}  # shown in LEAD_NUMERIC already
+# The entry table's columns: first the axes of a measurement (short), then what people read
+# first (time, speedup with its interval, status), then the counters; the long name, which
+# repeats the axes, last.
+AXES = ["op", "variant", "tokens", "tp", "dtype", "model", "layer", "weights", "timing"]
+FIRST_READ = ["time_us", "speedup_vs_baseline", "status"]
+LEAD_COUNTERS = ["launches", "model_launches", "kernels", "dram_read_bytes", "dram_write_bytes", "model_bytes",
+                 "model_flops", "model_intensity", "flops_per_second", "bytes_per_second"]
+HIDDEN = {"tokens", "tp"}  # axes already
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
@@ -35,8 +38,10 @@ td.s,th.s{text-align:left} th{background:#f1f3f5;cursor:pointer;position:sticky;
 th.asc::after{content:" \\25B2"} th.desc::after{content:" \\25BC"}
 tr:nth-child(even) td{background:#fafafa} td.err{color:#b00}
 .chart img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
-.ctx td,.ctx th{text-align:left;white-space:normal;max-width:70em;word-break:break-word;vertical-align:top}
-.ctx th{cursor:auto;position:static;background:#f7f7f9} .ctx .ctx{margin:0;font-size:11px}
+.ctx td,.ctx th{text-align:left;white-space:normal;max-width:70em;vertical-align:top;
+  word-break:normal;overflow-wrap:break-word;hyphens:none}
+.ctx th{cursor:auto;position:static;background:#f7f7f9;white-space:nowrap} .ctx .ctx{margin:0;font-size:11px}
+.ctx-wrap{overflow-x:auto} .ctx td.nw{white-space:nowrap}
 .wrap{overflow-x:auto;max-height:80vh}
 .note{color:#555;font-size:.9em}
 .chart-row{display:flex;gap:1em;align-items:flex-start} .chart-row .chart{flex:0 1 70%}
@@ -89,6 +94,28 @@ JS = r"""
     }
     var ctx=document.querySelectorAll('table.ctx').length;
     out.push('context tables '+ctx);if(ctx===0)ok=false;
+    // What people read first is on screen before any scrolling.
+    if(table){
+      var off=[];
+      ['time_us','speedup_vs_baseline','status'].forEach(function(c){
+        var th=table.querySelector("th[data-col='"+c+"']");
+        if(!th||th.getBoundingClientRect().right>window.innerWidth)off.push(c);});
+      out.push('off screen '+(off.length?off.join(','):'none')+' at width '+window.innerWidth);
+      if(off.length)ok=false;
+    }
+    // No word of a context table broken over two lines ("hid den").
+    var broken=[];
+    document.querySelectorAll('table.ctx th, table.ctx td').forEach(function(c){
+      Array.prototype.forEach.call(c.childNodes,function(n){
+        if(n.nodeType!==3)return;var re=/\S+/g,m;
+        while((m=re.exec(n.nodeValue))!==null){if(m[0].length>40)continue;  // longer than a line: may break
+          var r=document.createRange();
+          r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);
+          var tops={};Array.prototype.forEach.call(r.getClientRects(),function(q){if(q.width>0)tops[Math.round(q.top)]=1;});
+          if(Object.keys(tops).length>1)broken.push(m[0]);}
+      });});
+    out.push('broken words '+broken.length+(broken.length?': '+broken.slice(0,5).join(' '):''));
+    if(broken.length)ok=false;
     out.push('errors '+window.__fbErrors.length+(window.__fbErrors.length?': '+window.__fbErrors.join(' | '):''));
     if(window.__fbErrors.length)ok=false;
     var pre=document.createElement('pre');pre.id='selftest';
@@ -159,6 +186,11 @@ def _inline(v):
     return json.dumps(v, sort_keys=True)
 
 
+def _nowrap(v):
+    """A short scalar stays on one line (a hyphen is no place to break "qwen3-0.6b")."""
+    return " class='nw'" if _scalar(v) and len(fmt(v)) <= 40 else ""
+
+
 def render_value(v, depth=0):
     """Dicts become key/value tables, lists of dicts tables with one row each, lists of scalars
     comma-separated text; deeper than three levels, one line of text."""
@@ -169,16 +201,16 @@ def render_value(v, depth=0):
     if depth >= 3:
         return html.escape(_inline(v))
     if isinstance(v, dict):
-        rows = "".join(f"<tr><th class='s'>{html.escape(str(k))}</th><td>{render_value(x, depth + 1)}</td></tr>"
-                       for k, x in sorted(v.items()))
+        rows = "".join(f"<tr><th class='s'>{html.escape(str(k))}</th><td{_nowrap(x)}>{render_value(x, depth + 1)}"
+                       f"</td></tr>" for k, x in sorted(v.items()))
         return f"<table class='ctx'>{rows}</table>"
     if all(isinstance(x, dict) for x in v):
         cols = []
         for x in v:
             cols += [k for k in x if k not in cols]
         head = "".join(f"<th class='s'>{html.escape(str(c))}</th>" for c in cols)
-        body = "".join("<tr>" + "".join(f"<td>{render_value(x.get(c), depth + 1)}</td>" for c in cols) + "</tr>"
-                       for x in v)
+        body = "".join("<tr>" + "".join(f"<td{_nowrap(x.get(c))}>{render_value(x.get(c), depth + 1)}</td>"
+                                        for c in cols) + "</tr>" for x in v)
         return f"<table class='ctx list'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     return "<ul>" + "".join(f"<li>{render_value(x, depth + 1)}</li>" for x in v) + "</ul>"
 
@@ -232,28 +264,53 @@ SPEEDUP_KEYS = {"speedup", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
                 "time_median_ci_high"}
 
 
+def group_oversubscription(report):
+    """{(op, config, tokens): fusebench_report.Oversubscription} of every oversubscribed group."""
+    groups = {}
+    for e in report.entries:
+        groups.setdefault((e.op, e.config(), e.tokens), []).append(e)
+    out = {}
+    for k, es in groups.items():
+        o = fr.oversubscription(es, report.context)
+        if o is not None:
+            out[k] = o
+    return out
+
+
+def status_text(e, oversub):
+    """How the entry's timing ended (timing_stop), and whether its ranks oversubscribed the cores."""
+    stop = e.fields.get("timing_stop") if isinstance(e.fields.get("timing_stop"), str) else None
+    over = None
+    if oversub:
+        over = "oversubscribed" + (f" ({oversub.threads} threads, {oversub.cores} cores)" if oversub.threads else "")
+    return "; ".join(p for p in (stop, over) if p) or None
+
+
 def entry_table(report):
     groups = {}
     by_op = {}
     for e in report.entries:
         groups.setdefault((e.op, e.config(), e.tokens), {})[e.variant] = e
         by_op.setdefault(e.op, []).append(e)
+    oversub = group_oversubscription(report)
     baselines = {op: fr.baseline_variant(op, es) for op, es in by_op.items()}
     extra_cols = sorted({k for e in report.entries for k in e.counters}
-                        - set(LEAD_NUMERIC) - HIDDEN - SPEEDUP_KEYS)
-    text_cols = ["op", "variant", "model", "layer", "dtype", "weights", "timing"]
-    text_cols = [c for c in text_cols if c in ("op", "variant", "model", "dtype") or
-                 any(getattr(e, c) for e in report.entries)]
-    head = ["name"] + text_cols + ["timing_stop"] + LEAD_NUMERIC + ["speedup_pairs", "other speedups"] + \
-        extra_cols + ["error"]
-    text_heads = {"name", "error", "timing_stop", "other speedups"} | set(text_cols)
+                        - set(LEAD_COUNTERS) - HIDDEN - SPEEDUP_KEYS)
+    axes = [c for c in AXES if c in ("op", "variant", "tokens", "tp", "dtype", "model") or
+            any(getattr(e, c) for e in report.entries)]
+    head = axes + FIRST_READ + LEAD_COUNTERS + ["speedup_pairs", "other speedups"] + extra_cols + ["error", "name"]
+    text_heads = {"name", "error", "status", "other speedups"} | (set(axes) - {"tokens", "tp"})
+    titles = {"speedup_vs_baseline": "baseline time / this time, median of paired ratios [95% interval]; "
+                                     "or the ratio of medians where the report has no interval",
+              "time_us": "median time per run [95% interval of the median]",
+              "status": "timing_stop (how the measurement ended), and whether the group's ranks' threads "
+                        "outnumbered the cores (then its times show contention, docs/tp.md)",
+              "name": "the entry's Google Benchmark name (the axes on the left, in one string)"}
     out = ["<div class='wrap'><table class='sortable entries'><thead><tr>"]
     for h in head:
         cls = "s" if h in text_heads else ""
-        title = {"speedup_vs_baseline": "baseline time / this time, median of paired ratios [95% interval]; "
-                                        "or the ratio of medians where the report has no interval",
-                 "time_us": "median time per run [95% interval of the median]"}.get(h, "")
-        out.append(f"<th class='{cls}' data-col='{html.escape(h)}' title='{html.escape(title)}'>{html.escape(h)}</th>")
+        out.append(f"<th class='{cls}' data-col='{html.escape(h)}' title='{html.escape(titles.get(h, ''))}'>"
+                   f"{html.escape(h)}</th>")
     out.append("</tr></thead><tbody>")
     for e in report.entries:
         vm = groups.get((e.op, e.config(), e.tokens), {})
@@ -267,26 +324,23 @@ def entry_table(report):
                     others.append(f"over {over}: {ratio_text(o)}")
         iv = e.time_interval_ns()
         time_us = e.time_ns / 1e3 if e.time_ns else None
-        cells = [cell(e.name, "s")] + [cell(getattr(e, c) or None, "s") for c in text_cols]
-        cells.append(cell(e.fields.get("timing_stop") if isinstance(e.fields.get("timing_stop"), str) else None, "s"))
-        for c in LEAD_NUMERIC:
-            if c == "tokens":
-                cells.append(cell(e.tokens))
-            elif c == "tp":
-                cells.append(cell(e.tp))
-            elif c == "time_us":
-                cells.append(cell(time_us, shown=interval_text(time_us, iv[0] / 1e3, iv[1] / 1e3)
-                                  if iv and time_us else None))
-            elif c == "speedup_vs_baseline":
-                shown = ratio_text(r) + (f" over {baseline}" if r else "")
-                cells.append(cell(r.value if r else None, shown=shown if r else None))
-            else:
-                cells.append(cell(e.counter(c)))
+        cells = []
+        for c in axes:
+            cells.append(cell(getattr(e, c) if c in ("tokens", "tp") else (getattr(e, c) or None),
+                              "" if c in ("tokens", "tp") else "s"))
+        cells.append(cell(time_us, shown=interval_text(time_us, iv[0] / 1e3, iv[1] / 1e3)
+                          if iv and time_us else None))
+        shown = ratio_text(r) + (f" over {baseline}" if r else "")
+        cells.append(cell(r.value if r else None, shown=shown if r else None))
+        cells.append(cell(status_text(e, oversub.get((e.op, e.config(), e.tokens))), "s"))
+        for c in LEAD_COUNTERS:
+            cells.append(cell(e.counter(c)))
         cells.append(cell(e.counter("speedup_pairs")))
         cells.append(cell("; ".join(others) or None, "s"))
         for c in extra_cols:
             cells.append(cell(e.counter(c)))
         cells.append(cell(e.error, "s err"))
+        cells.append(cell(e.name, "s name"))
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -306,7 +360,7 @@ def crossover_table(summary):
         ceil = c.get("ceilings")
         cs = (f"{ceil['peak_flops'] / 1e12:.3g} TFLOP/s, {ceil['bandwidth'] / 1e9:.4g} GB/s ({ceil['source']}), "
               f"{c['launch_overhead_us']:g} us/launch") if ceil else "none: no model prediction"
-        spans = "; ".join(f"{x['direction']} {x['tokens_low']}-{x['tokens_high']}" for x in m.get("crossings", []))
+        spans = fx.crossing_interval(m, thr) if m else None
         pts = []
         for p in c.get("speedup_measured", []):
             t, v, lo, hi = p[0], p[1], p[2], p[3]
@@ -322,7 +376,11 @@ def crossover_table(summary):
             f"interval). A crossover is placed only between two resolved token counts on opposite sides; "
             f"its interval is the token range between them. Model: max(FLOPs/peak, bytes/bandwidth) + "
             f"launches x overhead on each entry's cost-model totals (exact, so its crossover is interpolated "
-            f"between the token counts around it).</p>" + "".join(rows))
+            f"between the token counts around it). Measured interval: the token range a resolved crossover "
+            f"lies in, or why none is resolved. A row whose ranks' threads outnumbered the cores (in-process "
+            f"TP ranks on a small machine) states no crossover: its times show the ranks' contention, not "
+            f"the computation (docs/tp.md). TP ops at tp 1 have no rows: their variants are one computation "
+            f"there.</p>" + "".join(rows))
 
 
 def advice_beside(chart_html, doc, chart_file):
@@ -408,7 +466,7 @@ def main(argv=None):
                          "reference), mismatches beyond tolerance and the worst errors.</p>")
             parts.append(verify)
         parts.append(f"<h2>Context: {html.escape(r.label)}</h2>")
-        parts.append(context_table(r.context))
+        parts.append(f"<div class='ctx-wrap'>{context_table(r.context)}</div>")
     parts.append(f"<script>{JS}</script></body></html>")
     tmp = args.output + ".tmp"
     os.makedirs(out_dir, exist_ok=True)

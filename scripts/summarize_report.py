@@ -83,8 +83,17 @@ def main(argv=None):
             f"{'variant':<8} {'over':<7} {'over us':>9} {'this us':>9} {'speedup [95% CI]':<26} "
             f"{'launches o/t (model)':>20} {'dram/model':>10}")
     rows, coll, curves = [], [], defaultdict(list)
+    oversub = {}  # (op, cfg) -> the first oversubscription of its groups
+    one_computation = set()  # (op, tp) whose variants are one computation
     for (op, cfg, tokens), vm in groups.items():
         comps = fr.comparisons(op, list(vm), baselines.get(op))
+        tp = next(iter(vm.values())).tp
+        if comps and fr.one_computation(op, tp):
+            one_computation.add((op, tp))
+            continue  # nothing to compare: the variants run the same computation
+        o = fr.oversubscription(list(vm.values()), ctx)
+        if o is not None:
+            oversub.setdefault((op, cfg), o)
         for variant, over in comps:
             e, b = vm[variant], vm[over]
             r = fr.speedup_between(e, b, over)
@@ -98,7 +107,8 @@ def main(argv=None):
                          f"{e.model:<14} {e.layer or '-':<8} {op:<8} {e.dtype:<5} {e.tp:>2} {config_text(e):<22} "
                          f"{tokens:>6} {variant:<8} {over:<7} {fmt(b.time_ns and b.time_ns / 1e3, '9.2f')} "
                          f"{fmt(e.time_ns and e.time_ns / 1e3, '9.2f')} {speedup_text(r):<26} {launches:>20} "
-                         f"{fmt(dram / mb if dram is not None and mb else None, '10.3f')}"))
+                         f"{fmt(dram / mb if dram is not None and mb else None, '10.3f')}"
+                         + ("  oversubscribed" if o is not None else "")))
         if not comps:
             for variant, e in vm.items():
                 busbw = {k[:-6]: e.counter(k) for k in e.counters if k.endswith("_busbw") and e.counter(k)}
@@ -108,7 +118,8 @@ def main(argv=None):
                 t = fmt(e.time_ns and e.time_ns / 1e3, '.2f') + (f" [{iv[0] / 1e3:.2f}, {iv[1] / 1e3:.2f}]" if iv else "")
                 coll.append(((e.model, op, e.dtype, e.tp, config_text(e), tokens, variant),
                              f"{e.model:<14} {op:<10} {variant:<6} {e.dtype:<5} {e.tp:>2} {config_text(e):<22} "
-                             f"{tokens:>6} {t:>24} " + ", ".join(f"{k} {v / 1e9:.3g} GB/s" for k, v in sorted(busbw.items()))))
+                             f"{tokens:>6} {t:>24} " + ", ".join(f"{k} {v / 1e9:.3g} GB/s" for k, v in sorted(busbw.items()))
+                             + ("  oversubscribed" if o is not None else "")))
     order = lambda row: tuple(str(x).zfill(8) if isinstance(x, int) else str(x) for x in row[0])  # noqa: E731
     if rows:
         print(head)
@@ -119,12 +130,21 @@ def main(argv=None):
               f"{'time us [95% CI]':>24} bus bandwidth")
         for _, line in sorted(coll, key=order):
             print(line)
+    for op, tp in sorted(one_computation):
+        print(f"{op} tp {tp}: its variants are one computation (nothing to exchange at tp 1): not compared")
+    if oversub:
+        texts = sorted({o.text() for o in oversub.values()})
+        print(f"oversubscribed (rows so marked): {'; '.join(texts)}. Their times and speedups show the ranks' "
+              f"contention for the cores, not the computation (docs/tp.md): no crossover of them is a result.")
     if curves:
         print(f"crossover of {args.threshold:g}x (placed only where the 95% intervals resolve it):")
         for (op, cfg, variant, over), pts in sorted(curves.items(), key=lambda kv: str(kv[0])):
             model, layer, tp, dtype, timing, weights, extra = cfg
             where = " ".join(x for x in (model, layer, op, dtype, f"tp{tp}", timing, weights, extra) if x)
-            print(f"  {where}: {variant} over {over}: {fx.describe(fx.crossover(pts, args.threshold), args.threshold)}")
+            c = fx.crossover(pts, args.threshold)
+            if (op, cfg) in oversub:
+                c = fx.not_resolved_by_contention(c, oversub[(op, cfg)].as_dict())
+            print(f"  {where}: {variant} over {over}: {fx.describe(c, args.threshold)}")
 
     if args.torch:
         try:

@@ -9,75 +9,14 @@
 #include <sstream>
 
 #include "fusebench/advise.hpp"
+#include "report_fixtures.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
 using namespace fusebench::advise;
+using namespace fusebench::test;
 
 namespace {
-
-json context(const std::string& cpu = "AMD EPYC", const std::string& rev = "abc123") {
-  return {{"backend", "cpu"},
-          {"cpu_model", cpu},
-          {"git_revision", rev},
-          {"date", "2026-12-02T10:00:00"}};
-}
-
-struct Fixture {
-  std::string op = "qkv", model = "qwen3-0.6b", layer = "attention", dtype = "fp32",
-              timing = "eager", comm = "";
-  int tp = 1;
-};
-
-std::string name_of(const Fixture& f, const std::string& variant, std::int64_t tokens) {
-  std::string n = f.op + "/" + variant + "/model:" + f.model + "/layer:" + f.layer +
-                  "/tokens:" + std::to_string(tokens) + "/tp:" + std::to_string(f.tp) +
-                  "/dtype:" + f.dtype + "/weights:random";
-  if (!f.comm.empty()) n += "/comm:" + f.comm;
-  return n + "/timing:" + f.timing + "/iterations:1/manual_time";
-}
-
-json entry(const Fixture& f, const std::string& variant, std::int64_t tokens,
-           json extra = json::object()) {
-  const std::string n = name_of(f, variant, tokens);
-  json e = {{"name", n},
-            {"run_name", n},
-            {"run_type", "iteration"},
-            {"real_time", 10.0},
-            {"time_unit", "us"},
-            {"op", f.op},
-            {"variant", variant},
-            {"model", f.model},
-            {"layer", f.layer},
-            {"tokens", tokens},
-            {"tp", f.tp},
-            {"dtype", f.dtype},
-            {"timing", f.timing},
-            {"weights", "random"},
-            {"backend", "cpu"},
-            {"timing_stop", "converged"},
-            {"speedup_baseline", f.op.rfind("tp_", 0) == 0 ? "naive" : "split"}};
-  if (!f.comm.empty()) e["comm"] = f.comm;
-  for (const auto& [k, v] : extra.items()) e[k] = v;
-  return e;
-}
-
-// split and fused at one token count, fused's paired speedup over split as given.
-void add_pair(json& benches, const Fixture& f, std::int64_t tokens, double s, double lo, double hi,
-              int pairs = 30, json extra = json::object()) {
-  json split = entry(f, "split", tokens, extra);
-  split["speedup_over"] = {
-      {"fused", {{"speedup", 1 / s}, {"ci_low", 1 / hi}, {"ci_high", 1 / lo}, {"pairs", pairs}}}};
-  json fused = entry(f, "fused", tokens, extra);
-  fused["speedup"] = s;
-  fused["speedup_ci_low"] = lo;
-  fused["speedup_ci_high"] = hi;
-  fused["speedup_pairs"] = pairs;
-  fused["speedup_over"] = {
-      {"split", {{"speedup", s}, {"ci_low", lo}, {"ci_high", hi}, {"pairs", pairs}}}};
-  benches.push_back(split);
-  benches.push_back(fused);
-}
 
 // The report: fused wins at 1-64 tokens, loses at 1024-16384, within the margin at 256.
 json must_show_report(const json& ctx = context()) {
@@ -524,4 +463,22 @@ TEST_F(AdviseCli, WritesEachFormatAndRefusesBadFlags) {
   EXPECT_EQ(run({}), 2);
   EXPECT_EQ(run({r, "-o", (dir / "no" / "such" / "dir.md").string()}), 2);
   EXPECT_NE(err.find("-o: cannot write"), std::string::npos) << err;
+}
+
+// The shared "not judged" contract (fusebench/evidence.hpp): contended first, then the first count
+// below 6; an absent count decides nothing. tests/advise/test_not_judged_contract.py holds
+// Python's not_judged_reason to the same cases through the built gate.
+TEST(Evidence, NotJudgedContract) {
+  EXPECT_FALSE(
+      not_judged(json{{"timing_stop", "converged"}, {"speedup_pairs", 6}, {"samples", 6}}));
+  EXPECT_EQ(not_judged(json{{"timing_stop", "contended"}, {"speedup_pairs", 2}}).label(),
+            "contended");
+  const NotJudged few = not_judged(json{{"speedup_pairs", 30}, {"samples", 2}});
+  EXPECT_EQ(few.label(), "n < 6");
+  EXPECT_EQ(few.text(), "n < 6 (samples 2)");
+  EXPECT_EQ(not_judged(json{{"speedup_pairs", 3}, {"samples", 2}}).text(),
+            "n < 6 (speedup_pairs 3)");
+  EXPECT_FALSE(not_judged(json{{"speedup_pairs", "3"}}));  // not a number: the readers decide
+  EXPECT_FALSE(not_judged("", {{"pairs", std::nullopt}}));
+  EXPECT_EQ(not_judged("", {{"pairs", 5.0}}).text(), "n < 6 (pairs 5)");
 }

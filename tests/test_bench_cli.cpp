@@ -348,3 +348,52 @@ TEST(BenchCli, ListAndProgressHonourTheFilter) {
   r = run("--ops=qkv --list '--benchmark_filter=('");
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
+
+// Issue 23: without a GPU driver every run printed CUDA's "driver version is insufficient for
+// CUDA runtime version"; the backend line now says what it means.
+TEST(BenchCli, NoGpuDriverIsSaidInWords) {
+  const CliResult r =
+      fusebench::testing::run_fusebench("--list --ops=qkv --tokens=1 --dtypes=fp32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (r.output.find("fusebench: backend cuda") != std::string::npos)
+    GTEST_SKIP() << "a GPU is usable here: " << r.output.substr(0, r.output.find('\n'));
+  EXPECT_EQ(r.output.find("driver version is insufficient"), std::string::npos) << r.output;
+  if (r.output.find("this build has no CUDA backend") != std::string::npos)
+    GTEST_SKIP() << "built without CUDA: no driver is looked for";
+  if (!std::filesystem::exists("/proc/driver/nvidia/version")) {  // no kernel driver loaded
+    EXPECT_NE(r.output.find("fusebench: backend cpu (no NVIDIA driver found"), std::string::npos)
+        << r.output;
+  }
+}
+
+// Issue 23: the verification table showed "max rel error 0.154, ok=yes" beside rtol 1e-4 without
+// saying atol passed it: each result and comparison says which tolerance decided.
+TEST(BenchCli, VerificationSaysWhichToleranceDecided) {
+  const auto path = temp_path("verify_within.json");
+  const CliResult r = run(std::string(kQuick) + "--tokens=3 --verify --report=" + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", within "), std::string::npos) << r.output;
+  const auto report = load(path);
+  ASSERT_FALSE(report["context"]["verification"].empty());
+  EXPECT_NE(report["context"]["verification_policy"]["tolerance"].get<std::string>().find(
+                "atol + rtol*|want|"),
+            std::string::npos);
+  for (const auto& v : report["context"]["verification"]) {
+    ASSERT_TRUE(v.contains("within")) << v.dump();
+    EXPECT_GT(v["atol"].get<double>(), 0) << v.dump();
+    std::int64_t by_atol = 0;
+    for (const auto& c : v["comparisons"]) {
+      by_atol += c["elements_within_atol_only"].get<std::int64_t>();
+      // A passing comparison whose relative error exceeds rtol was passed by atol.
+      if (c["mismatches"] == 0 && c["max_rel_error"].get<double>() > c["rtol"].get<double>()) {
+        EXPECT_EQ(c["within"], "atol") << c.dump();
+      }
+      if (c["mismatches"] == 0 && c["elements_within_atol_only"] == 0) {
+        EXPECT_EQ(c["within"], "rtol") << c.dump();
+      }
+    }
+    EXPECT_EQ(v["elements_within_atol_only"], by_atol) << v.dump();
+    EXPECT_EQ(v["within"], by_atol > 0 ? "atol" : "rtol") << v.dump();
+  }
+  std::filesystem::remove(path);
+}

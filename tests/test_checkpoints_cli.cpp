@@ -342,9 +342,9 @@ TEST(CheckpointsCli, LayerAndExpertOutsideTheCheckpointExitTwo) {
     std::string args, says;
   };
   for (const Case& c : {
-           Case{"--layer=1", "give the checkpoint with --weights=DIR"},
-           Case{"--expert=1", "give the checkpoint with --weights=DIR"},
-           Case{"--weights=" + dir("qwen3_gqa") + " --layer=-1", "--layer: -1 is invalid"},
+           Case{"--layer=1", "give the checkpoint too, with --weights=DIR"},
+           Case{"--expert=1", "it needs --weights=DIR, the Hugging Face directory of an MoE"},
+           Case{"--weights=" + dir("qwen3_gqa") + " --layer=-1", "--layer: '-1' is invalid"},
            Case{"--weights=" + dir("qwen3_gqa") + " --layer=2", "layer 2"},
            Case{"--weights=" + dir("qwen3_gqa") + " --expert=1", "describes no routed experts"},
            Case{"--weights=" + dir("qwen3_moe") + " --layer=1 --expert=4", "expert 4 is outside"},

@@ -79,3 +79,25 @@ TEST(CpuCorrectness, Fp16IsRejectedWithReason) {
   EXPECT_THROW(Workspace(*backend, build_plan("qkv", "split", s, 1, DType::f16), 1),
                std::invalid_argument);
 }
+
+// Issue 23: a passing comparison says which tolerance passed it. An element near zero passes by
+// atol alone, and its relative error (the comparison's max_rel_error) exceeds rtol.
+TEST(CpuCorrectness, ComparisonCountsElementsPassedByAtolAlone) {
+  const fusebench::Tolerance tol{1e-4, 1e-4};
+  const std::vector<double> want = {1.0, -2.0, 1e-6};
+  const auto near =
+      fusebench::compare_outputs("y", "float64", std::vector<float>{1.0f, -2.0f, 5e-5f}, want, tol);
+  EXPECT_TRUE(near.ok);
+  EXPECT_EQ(near.within_atol_only, 1);
+  EXPECT_GT(near.max_rel_error, tol.rtol);
+  EXPECT_EQ(near.tolerance.atol, tol.atol);
+  EXPECT_EQ(near.tolerance.rtol, tol.rtol);
+  const auto relative = fusebench::compare_outputs(
+      "y", "float64", std::vector<float>{1.00005f, -2.0f, 1e-6f}, want, tol);
+  EXPECT_TRUE(relative.ok);
+  EXPECT_EQ(relative.within_atol_only, 0);
+  const auto wrong =
+      fusebench::compare_outputs("y", "float64", std::vector<float>{1.1f, -2.0f, 1e-6f}, want, tol);
+  EXPECT_EQ(wrong.mismatches, 1);
+  EXPECT_EQ(wrong.within_atol_only, 0);
+}

@@ -18,8 +18,7 @@ nlohmann::json run_fusebench(const std::string& extra, const std::string& tag) {
                     ("fusebench_counters_" + tag + "_" + std::to_string(::getpid()) + ".json");
   const std::string cmd = std::string("'") + FUSEBENCH_BIN +
                           "' --backend=cpu --models=qwen3-0.6b --tokens=4 --dtypes=fp32 "
-                          "--ops=qkv,gate_up --variants=split,fused --seed=3 "
-                          "--benchmark_min_time=0.01 --report='" +
+                          "--ops=qkv,gate_up --variants=split,fused --seed=3 --report='" +
                           path.string() + "' " + extra + " > /dev/null 2>&1";
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << cmd;

@@ -7,24 +7,14 @@
 #include <sstream>
 
 #include "fusebench/gate.hpp"
+#include "report_fixtures.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using fusebench::test::entry;
+using fusebench::test::report;
 
 namespace {
-
-json entry(const std::string& name, double us, json extra = json::object()) {
-  json e = {{"name", name},     {"run_name", name},  {"run_type", "iteration"},
-            {"repetitions", 1}, {"iterations", 100}, {"real_time", us},
-            {"cpu_time", us},   {"time_unit", "us"}, {"model_launches", 3.0},
-            {"launches", 3.0},  {"kernels", 3.0},    {"dram_read_bytes", 1.0e6}};
-  for (const auto& [k, v] : extra.items()) e[k] = v;
-  return e;
-}
-
-json report(std::vector<json> entries, std::string gpu = "NVIDIA H200") {
-  return {{"context", {{"backend", "cuda"}, {"gpu_name", gpu}}}, {"benchmarks", entries}};
-}
 
 class Gate : public ::testing::Test {
  protected:
@@ -87,12 +77,22 @@ TEST_F(Gate, SlowerWithinThresholdPasses) {
 }
 
 TEST_F(Gate, SlowerWithinMeasuredNoisePasses) {
-  // cv 5% in each run: noise = 2 * sqrt(0.05^2 + 0.05^2) = 14.1%, so +10% is not a regression.
+  // cv 5% in each run, sample count unknown: each time's interval is +-2 CVs on the log scale, the
+  // ratio's sqrt(2) x 10% = 14.1%: +10% lies within it ([0.955, 1.267] overlaps the threshold
+  // band).
   const json cv = {{"cv", 0.05}};
   EXPECT_EQ(run(report({entry(kA, 10, cv)}), report({entry(kA, 11, cv)})), 0) << out;
-  EXPECT_NE(out.find("noise 14.1%"), std::string::npos) << out;
-  // ... but +20% exceeds both.
-  EXPECT_EQ(run(report({entry(kA, 10, cv)}), report({entry(kA, 12, cv)})), 1) << out;
+  EXPECT_NE(out.find("ratio 1.100 [0.955, 1.267] overlaps [0.952, 1.050]"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("baseline 2 x entry cv 5.0%"), std::string::npos) << out;
+  // +20%: the interval [1.042, 1.382] still reaches below 1.05; +30% lies wholly above.
+  EXPECT_EQ(run(report({entry(kA, 10, cv)}), report({entry(kA, 12, cv)})), 0) << out;
+  EXPECT_EQ(run(report({entry(kA, 10, cv)}), report({entry(kA, 13, cv)})), 1) << out;
+  EXPECT_NE(out.find("SLOWER"), std::string::npos) << out;
+  // With a sample count the CV is the spread of one sample: the median of 100 is 8x tighter.
+  const json cv_n = {{"cv", 0.05}, {"samples", 100}};
+  EXPECT_EQ(run(report({entry(kA, 10, cv_n)}), report({entry(kA, 11, cv_n)})), 1) << out;
+  EXPECT_NE(out.find("x 1.25 / sqrt(100)"), std::string::npos) << out;
 }
 
 TEST_F(Gate, NoiseFromRepetitionsAndMedianAggregate) {
@@ -105,19 +105,145 @@ TEST_F(Gate, NoiseFromRepetitionsAndMedianAggregate) {
                 {"aggregate_name", name},  {"aggregate_unit", unit}, {"real_time", v},
                 {"time_unit", "us"},       {"iterations", 3}};
   };
-  // Baseline median 10, current median 11 (+10%); repetitions' cv 8% each -> noise 22.6%: pass.
+  // Baseline median 10, current median 11 (+10%); the repetitions' cv 8% over 3 values each:
+  // a median's interval of +-2 x 1.25 x 8% / sqrt(3) = 11.6%, the ratio's [0.934, 1.296]: pass.
   const json base =
       report({rep(9, 0), rep(10, 1), rep(11, 2), agg("median", 10), agg("cv", 0.08, "percentage")});
   const json cur = report(
       {rep(10, 0), rep(11, 1), rep(12, 2), agg("median", 11), agg("cv", 0.08, "percentage")});
   EXPECT_EQ(run(base, cur), 0) << out;
-  EXPECT_NE(out.find("noise 22.6%"), std::string::npos) << out;
+  EXPECT_NE(out.find("ratio 1.100 [0.934, 1.296]"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 x repetitions cv 8.0% x 1.25 / sqrt(3)"), std::string::npos) << out;
   // Without aggregates the spread of the repetitions is used: stddev/mean of {9,10,11} = 10%, of
-  // {10,11,12} = 9.09%: noise = 2 * sqrt(0.1^2 + 0.0909^2) = 27.0%.
+  // {10,11,12} = 9.09%.
   EXPECT_EQ(run(report({rep(9, 0), rep(10, 1), rep(11, 2)}),
                 report({rep(10, 0), rep(11, 1), rep(12, 2)})),
             0);
-  EXPECT_NE(out.find("noise 27.0%"), std::string::npos) << out;
+  EXPECT_NE(out.find("ratio 1.100 [0.905, 1.338]"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 x repetitions cv 10.0% x 1.25 / sqrt(3)"), std::string::npos) << out;
+}
+
+// Issue 23: on a loaded CPU the entries' CVs reach 100%, so the old limit (2 combined CVs,
+// 188-208%) could never report FASTER: -97.4% showed as ok. The ratio's interval comes from the
+// medians' own 95% intervals (time_median_ci_low/high, in seconds as time_median).
+json timed(double us, double cv, double half_width, json extra = json::object()) {
+  const double s = us * 1e-6;
+  json e = entry(kA, us,
+                 {{"time_cv", cv},
+                  {"samples", 40.0},
+                  {"time_median", s},
+                  {"time_median_ci_low", s * (1 - half_width)},
+                  {"time_median_ci_high", s * (1 + half_width)}});
+  for (const auto& [k, v] : extra.items()) e[k] = v;
+  return e;
+}
+
+TEST_F(Gate, FortyTimesFasterIsReportedFasterWhateverTheCv) {
+  // CVs of 100% (the CPU reports'), medians known to +-10%: 40x faster is FASTER.
+  const json base = report({timed(1000, 1.0, 0.10)}), cur = report({timed(25, 1.0, 0.10)});
+  EXPECT_EQ(run(base, cur), 0) << out;
+  EXPECT_NE(out.find("FASTER"), std::string::npos) << out;
+  EXPECT_NE(out.find("-97.5%: ratio 0.025 ["), std::string::npos) << out;
+  EXPECT_NE(out.find("median 95% interval"), std::string::npos) << out;
+  // ... and 40x slower fails.
+  EXPECT_EQ(run(cur, base), 1) << out;
+  EXPECT_NE(out.find("SLOWER"), std::string::npos) << out;
+  // Without the median intervals and without a sample count, the CVs alone (the old reports'
+  // case) still report it: on the log scale 40x is 3.7 and the band 2 x sqrt(2) x 100% = 2.8.
+  const json cv_only_base = report({entry(kA, 1000, {{"time_cv", 1.0}})});
+  const json cv_only_cur = report({entry(kA, 25, {{"time_cv", 1.0}})});
+  EXPECT_EQ(run(cv_only_base, cv_only_cur), 0) << out;
+  EXPECT_NE(out.find("FASTER"), std::string::npos) << out;
+}
+
+TEST_F(Gate, IdenticalNoisyReportsAndNoiseStayOk) {
+  const json noisy = report({timed(1000, 1.0, 0.40)});
+  EXPECT_EQ(run(noisy, noisy), 0) << out;
+  EXPECT_EQ(out.find("FASTER"), std::string::npos) << out;
+  EXPECT_NE(out.find("+0.0%: ratio 1.000 ["), std::string::npos) << out;
+  // +30% with medians known to +-40% only: the ratio's interval spans 1: noise, not a change.
+  EXPECT_EQ(run(noisy, report({timed(1300, 1.0, 0.40)})), 0) << out;
+  EXPECT_EQ(out.find("SLOWER"), std::string::npos) << out;
+  // The same +30% with tight medians is SLOWER on a GPU report (threshold 5%) ...
+  EXPECT_EQ(run(report({timed(1000, 1.0, 0.02)}), report({timed(1300, 1.0, 0.02)})), 1) << out;
+  EXPECT_NE(out.find("threshold 5.0% (the GPU default"), std::string::npos) << out;
+}
+
+TEST_F(Gate, CpuReportsAllowForTheirDriftBetweenRuns) {
+  // Two runs of one build on a shared CPU drifted up to 1.49x with tight intervals (docs/gate.md):
+  // the CPU default threshold is 50%, so 1.3x is ok there and 2x still fails.
+  auto cpu = [](json entries) {
+    json r = report(entries);
+    r["context"] = fusebench::test::context();
+    return r;
+  };
+  const json base = cpu({timed(1000, 0.3, 0.02)});
+  EXPECT_EQ(run(base, cpu({timed(1300, 0.3, 0.02)})), 0) << out;
+  EXPECT_NE(out.find("threshold 50.0% (the CPU default"), std::string::npos) << out;
+  EXPECT_EQ(run(base, cpu({timed(2000, 0.3, 0.02)})), 1) << out;
+  EXPECT_NE(out.find("SLOWER"), std::string::npos) << out;
+  // An explicit threshold wins.
+  EXPECT_EQ(run(base, cpu({timed(1300, 0.3, 0.02)}), {"--time-threshold=5"}), 1) << out;
+  EXPECT_NE(out.find("threshold 5.0% (--time-threshold"), std::string::npos) << out;
+}
+
+TEST_F(Gate, DifferentCpuThreadCountsAreNotJudgedOnTime) {
+  auto with_threads = [](json r, int threads) {
+    r["context"] = fusebench::test::context();
+    r["context"]["cpu_threads"] = {{"requested", "auto"},
+                                   {"threads", threads},
+                                   {"reason", "auto: " + std::to_string(threads) + " cores free"}};
+    return r;
+  };
+  const json base = with_threads(report({timed(1000, 0.3, 0.02)}), 2);
+  const json slow = with_threads(report({timed(4000, 0.3, 0.02)}), 1);
+  const auto md = (dir / "summary.md").string();
+  EXPECT_EQ(run(base, slow, {"--summary-md", md}), 0) << out;
+  EXPECT_NE(out.find("context: CPU threads differ: baseline 2 (auto: 2 cores free), current 1"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("time rule (the ratio's 95% interval wholly beyond the threshold): not "
+                     "applied: the reports ran with different CPU thread counts (baseline 2, "
+                     "current 1)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("advice rule (a `use:` decision that flipped fails): not applied: the "
+                     "reports ran with different CPU thread counts"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("SLOWER"), std::string::npos) << out;
+  std::ifstream in(md);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Context: CPU threads differ: baseline 2"), std::string::npos) << text;
+  // Counters are still gated.
+  json changed = slow;
+  changed["benchmarks"][0]["launches"] = 4.0;
+  EXPECT_EQ(run(base, changed), 1) << out;
+  EXPECT_NE(out.find("CHANGED"), std::string::npos) << out;
+  // Asked for, time is judged: 4x slower fails.
+  EXPECT_EQ(run(base, slow, {"--allow-thread-mismatch"}), 1) << out;
+  EXPECT_NE(out.find("SLOWER"), std::string::npos) << out;
+  EXPECT_NE(out.find("context: CPU threads differ"), std::string::npos) << out;
+  // The same thread count: no note. One report without a count: a note, time judged.
+  EXPECT_EQ(run(base, base), 0) << out;
+  EXPECT_EQ(out.find("context:"), std::string::npos) << out;
+  json unknown = slow;
+  unknown["context"].erase("cpu_threads");
+  EXPECT_EQ(run(base, unknown), 1) << out;
+  EXPECT_NE(out.find("context: current records no CPU thread count"), std::string::npos) << out;
+}
+
+TEST_F(Gate, DifferentCpuThreadsPerRankAreNotJudgedOnTime) {
+  // A multi-process run records each rank's threads per entry (cpu_threads_per_rank).
+  const json base = report({timed(1000, 0.3, 0.02, {{"cpu_threads_per_rank", 2}})});
+  const json slow = report({timed(4000, 0.3, 0.02, {{"cpu_threads_per_rank", 1}})});
+  EXPECT_EQ(run(base, slow), 0) << out;
+  EXPECT_NE(out.find("not judged: CPU threads per rank differ (baseline 2, current 1; "
+                     "--allow-thread-mismatch)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(run(base, slow, {"--allow-thread-mismatch"}), 1) << out;
+  EXPECT_NE(out.find("SLOWER"), std::string::npos) << out;
 }
 
 TEST_F(Gate, FasterIsReportedNotFailed) {
@@ -419,6 +545,35 @@ TEST_F(Gate, MissingFileAndBadFlags) {
   const json r = report({entry(kA, 10)});
   EXPECT_EQ(run(r, r, {"--time-threshold=-3"}), 2);
   EXPECT_EQ(run(r, r, {"--no-such-flag"}), 2);
+  // Issue 23: CLI11's range check on a double printed a range of 300 digits.
+  EXPECT_EQ(run(r, r, {"--time-threshold=abc"}), 2);
+  EXPECT_NE(err.find("--time-threshold: \"abc\" is not a valid value: expected a number >= 0 "
+                     "(a percentage, e.g. 5 for 5%)"),
+            std::string::npos)
+      << err;
+  EXPECT_LT(err.size(), 200u) << err;
+  EXPECT_EQ(run(r, r, {"--bytes-tolerance=-1"}), 2);
+  EXPECT_NE(err.find("--bytes-tolerance: \"-1\" is not a valid value"), std::string::npos) << err;
+}
+
+TEST_F(Gate, DirectoryIsNamedAsADirectory) {
+  // Issue 23: a directory read as "not valid JSON ... unexpected end of input".
+  const auto report_path = write("base.json", report({entry(kA, 10)}).dump());
+  const std::string d = dir.string();
+  std::vector<const char*> argv = {"fusebench-gate", report_path.c_str(), d.c_str()};
+  std::ostringstream o, e;
+  EXPECT_EQ(fusebench::gate::run_cli(3, argv.data(), o, e), 2);
+  EXPECT_NE(e.str().find(d + ": file: is a directory; expected a report.json file"),
+            std::string::npos)
+      << e.str();
+  EXPECT_EQ(e.str().find("not valid JSON"), std::string::npos) << e.str();
+  // A directory holding one is named.
+  std::ofstream(dir / "report.json") << report({entry(kA, 10)}).dump();
+  std::ostringstream o2, e2;
+  EXPECT_EQ(fusebench::gate::run_cli(3, argv.data(), o2, e2), 2);
+  EXPECT_NE(e2.str().find("(this directory has one: " + (dir / "report.json").string() + ")"),
+            std::string::npos)
+      << e2.str();
 }
 
 // Found while fuzzing: a non-string aggregate_unit threw nlohmann's type_error out of the reader.

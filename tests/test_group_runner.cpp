@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "fusebench/backend.hpp"
-#include "group_runner.hpp"
-#include "groups.hpp"
-#include "options.hpp"
-#include "sweep.hpp"
+#include "runner/group_runner.hpp"
+#include "runner/groups.hpp"
+#include "runner/run_options.hpp"
+#include "runner/sweep.hpp"
 
 using namespace fusebench;
 using namespace fusebench::bench;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli_run.hpp"
+#include "fusebench/shapes.hpp"
 
 namespace {
 
@@ -71,4 +72,31 @@ TEST(Region, HelpDescribesEveryFlagWithItsDefault) {
                                "--comm TEXT=auto", "allreduce:sum", "token count"}) {
     EXPECT_NE(r.output.find(fragment), std::string::npos) << fragment << "\n" << r.output;
   }
+}
+
+// Issue 23: the region tool takes one --dtype, and its messages name that flag (the sweep's
+// said --dtypes); its help lists every preset from the preset table.
+TEST(Region, DtypeMessagesNameItsOwnFlag) {
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : {
+           Case{"--dtype=fp16", "fusebench-region: error: --dtype: fp16 is not supported here"},
+           Case{"--dtype=fp8", "--dtype: unknown dtype 'fp8' (valid: bf16, fp16, fp32)"},
+           Case{"--dtypes=fp32", "unknown flag --dtypes (did you mean --dtype?)"},
+           Case{"--tokens=abc", "--tokens: 'abc' is invalid (a token count, a whole number >= 1)"},
+           Case{"--expert=1", "--expert picks a routed expert of an MoE layer of a checkpoint"},
+       }) {
+    const auto r = region(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("--dtypes:"), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(Region, HelpListsEveryModelPreset) {
+  const auto r = region("--help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& m : fusebench::model_presets())
+    EXPECT_NE(r.output.find(m.name), std::string::npos) << m.name << "\n" << r.output;
 }

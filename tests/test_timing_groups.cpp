@@ -5,11 +5,11 @@
 #include <stdexcept>
 
 #include "comm/tp_run.hpp"
-#include "filter.hpp"
 #include "fusebench/backend.hpp"
-#include "groups.hpp"
-#include "options.hpp"
-#include "sweep.hpp"
+#include "runner/filter.hpp"
+#include "runner/groups.hpp"
+#include "runner/run_options.hpp"
+#include "runner/sweep.hpp"
 
 using namespace fusebench;
 using namespace fusebench::bench;

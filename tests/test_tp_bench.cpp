@@ -118,6 +118,14 @@ TEST(TpBench, CpuEntriesForEveryVariantWithCommBytes) {
     EXPECT_TRUE(blocks == 5 || b.contains("timing_blocks_note")) << name;
     if (variant != "naive") {
       EXPECT_TRUE(b.contains("speedup")) << name;
+      // Beside a busy neighbour a contended group can keep fewer than 6 pairs: then no
+      // interval is stated, and the entry says why.
+      if (!b.contains("speedup_ci_low")) {
+        EXPECT_TRUE(b.contains("speedup_ci_note")) << name;
+        EXPECT_EQ(b["timing_stop"], "contended") << name;
+        seen.insert(op + "/" + variant + "/" + std::to_string(tp));
+        continue;
+      }
       EXPECT_LE(b["speedup_ci_low"].get<double>(), b["speedup"].get<double>()) << name;
       EXPECT_GE(b["speedup_ci_high"].get<double>(), b["speedup"].get<double>()) << name;
       if (blocks > 1) {

@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "fusebench/evidence.hpp"
+
 namespace fusebench::advise {
 
 // Input the advisor cannot judge; what() names the file, the field and the value.
@@ -27,9 +29,8 @@ class InputError : public std::runtime_error {
 
 inline constexpr int kSchemaVersion = 1;
 inline constexpr double kDefaultMargin = 0.03;
-// An interval is evidence only when it rests on at least this many pairs (below it a report gives
-// [min, max], whose coverage is lower than 95%).
-inline constexpr int kMinPairs = 6;
+// An interval is evidence only when it rests on at least kMinIntervalValues pairs (below it a
+// report gives [min, max], whose coverage is lower than 95%): fusebench/evidence.hpp.
 
 // A paired ratio `speedup` of one variant over another as an entry states it.
 struct Ratio {

@@ -11,18 +11,14 @@
 #include <string_view>
 #include <vector>
 
-namespace fusebench::advise {
-struct Table;
-}
+#include "fusebench/advise.hpp"
 
 namespace fusebench::gate {
 
 // Thrown for input the gate cannot judge: malformed JSON, wrong schema, non-finite numbers,
-// reports from different devices. what() names the file and the field.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// reports from different devices. what() names the file and the field. The advisor's type: the
+// gate and the advisor share one report reader (fusebench/report_document.hpp).
+using InputError = advise::InputError;
 
 // A speedup over the op's baseline variant with its 95% confidence interval (report fields
 // `speedup`, `speedup_ci_low`, `speedup_ci_high`; the interleaved timing writes them).
@@ -31,12 +27,19 @@ struct SpeedupInterval {
   double low = 0, high = 0;
 };
 
+// The 95% interval of an entry's central time, in ns (report fields time_median_ci_low/high).
+struct TimeInterval {
+  double low = 0, high = 0;
+};
+
 // One benchmark of a report, after folding repetitions and aggregates together.
 struct Entry {
-  std::string name;                 // run_name (name without aggregate suffix)
-  double time_ns = 0;               // central time: median aggregate, else median of reps
-  std::optional<double> rel_noise;  // relative spread (CV) of the time, when measured
-  std::string noise_source;         // where rel_noise came from, for the table
+  std::string name;                           // run_name (name without aggregate suffix)
+  double time_ns = 0;                         // central time: median aggregate, else median of reps
+  std::optional<TimeInterval> time_interval;  // the median's 95% interval, when it brackets it
+  std::optional<double> rel_noise;            // relative spread (CV) of the time, when measured
+  std::string noise_source;                   // where rel_noise came from, for the table
+  std::optional<int> noise_values;  // how many values rel_noise was computed over, when known
   int samples = 0;                  // iteration entries (repetitions) seen
   bool error = false;               // every repetition reported error_occurred
   std::string error_message;
@@ -44,13 +47,10 @@ struct Entry {
   std::optional<SpeedupInterval> speedup;  // of the first repetition, when it has an interval
   std::map<std::string, std::string> counters_unavailable;  // counter -> why, as the report says
   // Why its time and speedup are no evidence (the time and speedup rules skip it, saying so):
-  // "contended" (timing_stop: contended), "n < 6" (a speedup on fewer than 6 pairs, or a
-  // median of fewer than 6 samples: no 95% interval exists); empty when it may be judged.
+  // "contended" or "n < 6 (samples 2)", the shared contract of fusebench/evidence.hpp; empty when
+  // it may be judged.
   std::string not_judged;
 };
-
-// The fewest values a 95% interval of a median exists for (the order-statistic interval).
-inline constexpr double kMinIntervalValues = 6;
 
 struct Report {
   std::string file;            // for messages
@@ -66,15 +66,30 @@ Report load_report(const std::string& path);
 // What identifies the measuring device: "cuda: NVIDIA H200" or "cpu: <cpu model>".
 std::string device_identity(const Report& report);
 
+// The CPU GEMM libraries' thread count the report ran with (context.cpu_threads.threads, written
+// by --cpu-threads), or nullopt when the report does not record one (a GPU backend, an older
+// report, a multi-process run that leaves it to each rank).
+std::optional<int> cpu_threads(const Report& report);
+
+// The time threshold when --time-threshold is not given: kGpuTimeThreshold, or
+// kCpuTimeThreshold when either report was measured on the CPU backend (docs/gate.md: two runs of
+// one build on a shared CPU drifted up to 1.49x, far beyond their own intervals).
+inline constexpr double kGpuTimeThreshold = 0.05;
+inline constexpr double kCpuTimeThreshold = 0.50;
+double default_time_threshold(const Report& baseline, const Report& current);
+
 struct Options {
-  double time_threshold = 0.05;   // relative slowdown that may fail (5%)
-  double noise_sigmas = 2.0;      // how many combined CVs a slowdown must also exceed
+  // Relative change the time rule reports (5%); unset: default_time_threshold of the reports.
+  std::optional<double> time_threshold;
+  double noise_sigmas = 2.0;  // entries without a median interval: CVs per side of their interval
   double bytes_tolerance = 0.02;  // relative tolerance for measured byte counters (2%)
   double exact_tolerance =
       0.0;  // relative tolerance for exact counters (launches, kernels, model_*)
   bool allow_device_mismatch = false;
   bool allow_missing_counters = false;  // a counter in BASELINE absent in CURRENT: note, not fail
   bool ignore_time = false;  // counters only: no time or speedup rule (e.g. a shared, noisy runner)
+  // Judge time, speedup and advice although the reports ran with different CPU thread counts.
+  bool allow_thread_mismatch = false;
   double advice_margin = 0.03;  // the advice rule's margin (fusebench-advise --margin)
 };
 
@@ -122,6 +137,12 @@ struct AdviceCoverage {
 struct Result {
   std::vector<Finding> findings;
   std::string baseline_device, current_device;
+  double time_threshold = kGpuTimeThreshold;  // the threshold the time rule used
+  std::string time_threshold_source;  // "--time-threshold", "the GPU default", "the CPU default"
+  // Non-empty when the time, speedup and advice rules did not run: why (--ignore-time, or the
+  // reports' CPU thread counts differ).
+  std::string timing_off;
+  std::vector<std::string> context_notes;  // how the reports' contexts differ (thread counts)
   int compared = 0;
   int not_judged = 0;  // benchmarks whose time and speedup were not judged (Entry::not_judged)
   SpeedupCoverage speedup;
@@ -141,6 +162,9 @@ Result compare(const Report& baseline, const Report& current, const Options& opt
 // point by point; a `use:` that became another `use:` fails, any other change is a note.
 void compare_advice(const advise::Table& baseline, const advise::Table& current, Result& result);
 std::string advice_rule_summary(const Result& result);
+
+// The threshold the time rule used and where it came from, or why it did not run.
+std::string time_rule_summary(const Result& result);
 
 // Where the speedup rule applied and why not elsewhere, e.g. "applied to 3 entries." (console
 // and Markdown).

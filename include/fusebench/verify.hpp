@@ -26,6 +26,10 @@ struct Comparison {
   std::int64_t mismatches = 0;
   std::int64_t elements = 0;
   bool ok = true;
+  Tolerance tolerance;  // what the elements were held to
+  // Elements that pass only thanks to atol: |got - want| > rtol*|want| (want near zero). A max
+  // relative error above rtol in a passing comparison comes from these.
+  std::int64_t within_atol_only = 0;
 };
 
 // Element-wise |got - want| <= atol + rtol*|want|; NaN always counts as a mismatch.

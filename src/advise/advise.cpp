@@ -195,9 +195,10 @@ std::optional<std::pair<Ratio, bool>> ratio_of(const Entry& v, const Entry& w) {
 }
 
 std::string not_evidence(const Entry& v, const Entry& w, const Ratio& r) {
+  // The shared "not judged" contract (fusebench/evidence.hpp) decides; the words are the advisor's.
   std::vector<std::string> why;
   for (const Entry* e : {&v, &w}) {
-    if (e->timing_stop == "contended") {
+    if (not_judged(e->timing_stop, {}).kind == NotJudged::Kind::kContended) {
       std::string s = "contended (" + e->variant + ": timing_stop contended";
       if (e->samples_dropped_preempted) {
         s += ", " + fmt(*e->samples_dropped_preempted, "%.0f") + " samples dropped preempted";
@@ -206,17 +207,18 @@ std::string not_evidence(const Entry& v, const Entry& w, const Ratio& r) {
       break;
     }
   }
+  const std::string& note = !v.speedup_ci_note.empty() ? v.speedup_ci_note : w.speedup_ci_note;
+  const std::optional<double> pairs =
+      r.pairs ? std::optional<double>(*r.pairs) : std::optional<double>();
   if (!r.pairs) {
     why.push_back("no interval: the report gives no pair count");
-  } else if (*r.pairs < kMinPairs) {
-    std::string s =
-        "no interval: " + std::to_string(*r.pairs) + " pairs < " + std::to_string(kMinPairs);
-    const std::string& note = !v.speedup_ci_note.empty() ? v.speedup_ci_note : w.speedup_ci_note;
+  } else if (not_judged("", {{"pairs", pairs}})) {
+    std::string s = "no interval: " + std::to_string(*r.pairs) + " pairs < " +
+                    std::to_string(kMinIntervalValues);
     if (!note.empty()) s += " (" + note + ")";
     why.push_back(s);
   } else if (!r.low || !r.high) {
     std::string s = "no interval";
-    const std::string& note = !v.speedup_ci_note.empty() ? v.speedup_ci_note : w.speedup_ci_note;
     if (!note.empty()) s += " (" + note + ")";
     why.push_back(s);
   }

@@ -211,7 +211,8 @@ nlohmann::json to_json(const Table& t) {
        "a set of variants whose intervals among themselves lie within [1/(1 + margin), 1 + margin] "
        "and each of which beats every other variant"},
       {"unresolved", "anything else: an interval straddling the margin, no interval (fewer than " +
-                         std::to_string(kMinPairs) + " pairs), contended or modelled entries"},
+                         std::to_string(kMinIntervalValues) +
+                         " pairs), contended or modelled entries"},
       {"pooling",
        "per pair and token count, the hull of the intervals of every report and repetition "
        "(a decision needs every run to say so); the speedup is the median of theirs; reports "
@@ -295,7 +296,8 @@ std::string to_markdown(const Table& t) {
     << "%: **use: X** where X's interval over every other variant lies above " << fmt(1 + t.margin)
     << "; **either** where the intervals lie within [" << fmt(1 / (1 + t.margin)) << ", "
     << fmt(1 + t.margin)
-    << "]; **unresolved** otherwise (an interval across the margin, fewer than " << kMinPairs
+    << "]; **unresolved** otherwise (an interval across the margin, fewer than "
+    << kMinIntervalValues
     << " pairs, contended or modelled entries). Several reports of one device are "
     << "pooled (the hull of their intervals); devices are kept apart. Ranges between measured "
        "token "

@@ -2,10 +2,9 @@
 // names the file, the field and the value: a malformed interval must not decide a dispatch.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "fusebench/advise.hpp"
+#include "fusebench/report_document.hpp"
 
 namespace fusebench::advise {
 namespace {
@@ -139,20 +138,9 @@ std::optional<Ceilings> Report::ceilings_for(const std::string& dtype) const {
 }
 
 Report parse_report(std::string_view text, const std::string& file) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    fail(file, "document", std::string("not valid JSON: ") + e.what());
-  }
-  if (!root.is_object())
-    fail(file, "top level", "expected an object with \"context\" and \"benchmarks\"");
+  const nlohmann::json root = parse_report_document(text, file);
   const auto ctx = root.find("context");
-  if (ctx == root.end()) fail(file, "context", "missing (not a Google Benchmark report?)");
-  if (!ctx->is_object()) fail(file, "context", "expected an object, got " + shown(*ctx));
   const auto benches = root.find("benchmarks");
-  if (benches == root.end()) fail(file, "benchmarks", "missing (not a Google Benchmark report?)");
-  if (!benches->is_array()) fail(file, "benchmarks", "expected an array, got " + shown(*benches));
   for (const char* key : {"git_revision", "date", "backend", "gpu_name", "cpu_model"}) {
     const auto it = ctx->find(key);
     if (it != ctx->end() && !it->is_string()) {
@@ -171,29 +159,15 @@ Report parse_report(std::string_view text, const std::string& file) {
 
   for (std::size_t i = 0; i < benches->size(); ++i) {
     const auto& b = (*benches)[i];
-    const std::string where = "benchmarks[" + std::to_string(i) + "]";
-    if (!b.is_object()) fail(file, where, "expected an object, got " + shown(b));
-    const auto name_it = b.find("name");
-    if (name_it == b.end() || !name_it->is_string() || name_it->get<std::string>().empty()) {
-      fail(file, where + ".name", "missing or not a non-empty string");
-    }
-    Reader r{file, b, where + " (" + name_it->get<std::string>() + ")"};
-    Entry e;
-    e.name = r.text("run_name").value_or(name_it->get<std::string>());
-    const std::string run_type = r.text("run_type").value_or("iteration");
-    if (run_type != "iteration" && run_type != "aggregate") {
-      fail(file, r.at + ".run_type",
-           "expected \"iteration\" or \"aggregate\", got \"" + run_type + "\"");
-    }
+    const ElementHeader h = read_element_header(b, i, file);
     // Aggregates of repetitions are no paired measurement (a mean of bounds is no interval); the
     // repetitions themselves are read.
-    if (run_type == "aggregate") continue;
-    if (const auto it = b.find("error_occurred"); it != b.end()) {
-      if (!it->is_boolean())
-        fail(file, r.at + ".error_occurred", "expected true or false, got " + shown(*it));
-      e.error = it->get<bool>();
-    }
-    e.error_message = r.text("error_message").value_or(e.error ? "no error_message" : "");
+    if (h.run_type == "aggregate") continue;
+    Reader r{file, b, h.at};
+    Entry e;
+    e.name = h.run_name;
+    e.error = h.error;
+    e.error_message = h.error_message;
     const auto seg = parse_name(e.name);
     auto field = [&](const char* key, const std::string& fallback) {
       if (auto v = r.text(key)) return *v;
@@ -267,12 +241,6 @@ Report parse_report(std::string_view text, const std::string& file) {
   return report;
 }
 
-Report load_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "file", "cannot be opened");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_report(buf.str(), path);
-}
+Report load_report(const std::string& path) { return parse_report(read_report_file(path), path); }
 
 }  // namespace fusebench::advise

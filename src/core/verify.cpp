@@ -28,7 +28,7 @@ namespace {
 template <class A, class B>
 Comparison compare(const std::string& output, const std::string& against, const std::vector<A>& got,
                    const std::vector<B>& want, Tolerance tol) {
-  Comparison c{output, against, 0, 0, 0, static_cast<std::int64_t>(want.size()), true};
+  Comparison c{output, against, 0, 0, 0, static_cast<std::int64_t>(want.size()), true, tol};
   if (got.size() != want.size()) {
     c.ok = false;
     c.mismatches = c.elements;
@@ -37,7 +37,11 @@ Comparison compare(const std::string& output, const std::string& against, const 
   for (std::size_t i = 0; i < want.size(); ++i) {
     const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
     const double err = std::abs(g - w);
-    if (!(err <= tol.atol + tol.rtol * std::abs(w))) ++c.mismatches;  // NaN counts as mismatch
+    if (!(err <= tol.atol + tol.rtol * std::abs(w))) {
+      ++c.mismatches;  // NaN counts as mismatch
+    } else if (err > tol.rtol * std::abs(w)) {
+      ++c.within_atol_only;
+    }
     if (!(err <= c.max_abs_error)) c.max_abs_error = err;
     const double rel = err / std::max(std::abs(w), 1e-6);
     if (!(rel <= c.max_rel_error)) c.max_rel_error = rel;

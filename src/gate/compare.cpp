@@ -1,6 +1,6 @@
 // The gate's rules (docs/gate.md): exact counters must match, byte counters within a tolerance,
-// time fails only when slower by more than both a threshold and the measured noise, and a
-// speedup fails when its interval lies wholly below the baseline report's.
+// time fails only when the ratio current / baseline and its whole 95% interval lie above
+// 1 + threshold, and a speedup fails when its interval lies wholly below the baseline report's.
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -46,6 +46,71 @@ std::string interval(const SpeedupInterval& s) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "[%.3f, %.3f]", s.low, s.high);
   return buf;
+}
+
+std::string ratio_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", v);
+  return buf;
+}
+
+// The spread of one entry's central time on a log scale, below and above it (a 95% interval is
+// exp(-below) .. exp(+above) times the time), and where it came from.
+struct LogSpread {
+  double below = 0, above = 0;
+  std::string source;
+};
+
+LogSpread log_spread(const Entry& e, double noise_sigmas) {
+  if (e.time_interval && e.time_ns > 0 && e.time_interval->low > 0) {
+    return {std::log(e.time_ns / e.time_interval->low), std::log(e.time_interval->high / e.time_ns),
+            "median 95% interval"};
+  }
+  if (e.rel_noise) {
+    // No interval of the median: K CVs of the values, over sqrt(n) when n is known (the standard
+    // error of a median of n values is sqrt(pi/2) CV / sqrt(n) for normal noise); with n unknown
+    // the CV of one value, which is conservative.
+    char buf[96];
+    double h = noise_sigmas * *e.rel_noise;
+    if (e.noise_values && *e.noise_values > 0) {
+      h *= std::sqrt(std::acos(-1.0) / 2) / std::sqrt(static_cast<double>(*e.noise_values));
+      std::snprintf(buf, sizeof(buf), "%g x %s %.1f%% x 1.25 / sqrt(%d)", noise_sigmas,
+                    e.noise_source.c_str(), 100 * *e.rel_noise, *e.noise_values);
+    } else {
+      std::snprintf(buf, sizeof(buf), "%g x %s %.1f%%", noise_sigmas, e.noise_source.c_str(),
+                    100 * *e.rel_noise);
+    }
+    return {h, h, buf};
+  }
+  return {0, 0, "noise unmeasured"};
+}
+
+// The time rule: the ratio current / baseline with its 95% interval (the two entries' spreads
+// added in quadrature on the log scale); a change is reported only when the whole interval lies
+// beyond the threshold, so neither run's noise nor the allowance for drift between runs (the
+// threshold, which no interval within one run sees) makes a verdict.
+Finding time_finding(const Entry& base, const Entry& cur, double threshold, double noise_sigmas) {
+  const double ratio = cur.time_ns / base.time_ns;
+  const LogSpread b = log_spread(base, noise_sigmas), c = log_spread(cur, noise_sigmas);
+  const double low = ratio * std::exp(-std::hypot(c.below, b.above));
+  const double high = ratio * std::exp(std::hypot(c.above, b.below));
+  Status s = Status::kPass;
+  std::string verdict;
+  if (low > 1 + threshold) {
+    s = Status::kSlower;
+    verdict = "wholly above ";
+  } else if (high < 1 / (1 + threshold)) {
+    s = Status::kFaster;
+    verdict = "wholly below ";
+  } else {
+    verdict = "overlaps ";
+  }
+  std::string detail = percent(ratio - 1) + ": ratio " + ratio_text(ratio) + " [" +
+                       ratio_text(low) + ", " + ratio_text(high) + "] " + verdict + "[" +
+                       ratio_text(1 / (1 + threshold)) + ", " + ratio_text(1 + threshold) +
+                       "] (threshold " + plain_percent(threshold) + "; baseline " + b.source +
+                       ", current " + c.source + ")";
+  return {s, base.name, "time", base.time_ns, cur.time_ns, detail};
 }
 
 // What one side of a comparison offers the speedup rule, for the summary's "why not".
@@ -112,6 +177,55 @@ std::string device_identity(const Report& report) {
   return advise::device_identity(report.context);
 }
 
+std::optional<int> cpu_threads(const Report& report) {
+  const auto policy = report.context.find("cpu_threads");
+  if (policy == report.context.end() || !policy->is_object()) return std::nullopt;
+  const auto threads = policy->find("threads");
+  if (threads == policy->end() || !threads->is_number_integer()) return std::nullopt;
+  return threads->get<int>();
+}
+
+double default_time_threshold(const Report& baseline, const Report& current) {
+  for (const Report* r : {&baseline, &current}) {
+    const auto backend = r->context.find("backend");
+    if (backend != r->context.end() && backend->is_string() && *backend == "cpu")
+      return kCpuTimeThreshold;
+  }
+  return kGpuTimeThreshold;
+}
+
+namespace {
+
+// The CPU thread counts of the two reports: a note when they differ or only one records its
+// count; when they differ, the timing rules are off unless allowed (docs/gate.md, "Context").
+void compare_threads(const Report& baseline, const Report& current, const Options& o, Result& r) {
+  const auto b = cpu_threads(baseline), c = cpu_threads(current);
+  auto reason = [](const Report& report) {
+    const auto policy = report.context.find("cpu_threads");
+    const auto why = policy->find("reason");
+    return why != policy->end() && why->is_string() ? " (" + why->get<std::string>() + ")"
+                                                    : std::string();
+  };
+  if (b && c && *b != *c) {
+    r.context_notes.push_back("CPU threads differ: baseline " + std::to_string(*b) +
+                              reason(baseline) + ", current " + std::to_string(*c) +
+                              reason(current) + " (context.cpu_threads, --cpu-threads)");
+    if (!o.allow_thread_mismatch && r.timing_off.empty()) {
+      r.timing_off = "the reports ran with different CPU thread counts (baseline " +
+                     std::to_string(*b) + ", current " + std::to_string(*c) +
+                     "): times are not comparable; rerun with the same --cpu-threads=N, or pass "
+                     "--allow-thread-mismatch";
+    }
+  } else if (b.has_value() != c.has_value()) {
+    r.context_notes.push_back(std::string(b ? "current" : "baseline") +
+                              " records no CPU thread count (context.cpu_threads.threads), " +
+                              (b ? "baseline " : "current ") + std::to_string(b ? *b : *c) +
+                              ": the thread counts could not be compared");
+  }
+}
+
+}  // namespace
+
 Result compare(const Report& baseline, const Report& current, const Options& o) {
   Result r;
   r.baseline_device = device_identity(baseline);
@@ -122,6 +236,17 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
                      r.baseline_device + "\", " + current.file + " on \"" + r.current_device +
                      "\"; compare reports of one device, or pass --allow-device-mismatch");
   }
+  if (o.time_threshold) {
+    r.time_threshold = *o.time_threshold;
+    r.time_threshold_source = "--time-threshold";
+  } else {
+    r.time_threshold = default_time_threshold(baseline, current);
+    r.time_threshold_source =
+        r.time_threshold == kCpuTimeThreshold ? "the CPU default" : "the GPU default";
+  }
+  if (o.ignore_time) r.timing_off = "--ignore-time (counters only)";
+  compare_threads(baseline, current, o, r);
+  const bool judge_time = r.timing_off.empty();
   auto add = [&](Status s, const std::string& bench, const std::string& metric,
                  std::optional<double> b, std::optional<double> c, std::string detail) {
     r.findings.push_back({s, bench, metric, b, c, std::move(detail)});
@@ -149,34 +274,30 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       continue;
     }
 
-    const std::string& unjudged = !cur->not_judged.empty() ? cur->not_judged : base.not_judged;
-    if (!o.ignore_time && !unjudged.empty()) {
+    std::string unjudged = !cur->not_judged.empty() ? cur->not_judged : base.not_judged;
+    std::string unjudged_side = cur->not_judged.empty() ? " (baseline)" : " (current)";
+    // A multi-process CPU run records its threads per entry (each rank's share), not in the
+    // context: the same rule as the context's count, entry by entry.
+    const auto bt = base.counters.find("cpu_threads_per_rank"),
+               ct = cur->counters.find("cpu_threads_per_rank");
+    if (unjudged.empty() && !o.allow_thread_mismatch && bt != base.counters.end() &&
+        ct != cur->counters.end() && bt->second != ct->second) {
+      unjudged = "CPU threads per rank differ (baseline " + format_value("", bt->second) +
+                 ", current " + format_value("", ct->second) + "; --allow-thread-mismatch)";
+      unjudged_side.clear();
+    }
+    if (judge_time && !unjudged.empty()) {
       // A contended or few-sample figure is what the scheduler did, or no evidence at all:
       // neither its time nor its speedup may fail (or pass) the gate.
       add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
-          "not judged: " + unjudged + (cur->not_judged.empty() ? " (baseline)" : " (current)"));
+          "not judged: " + unjudged + unjudged_side);
       ++r.not_judged;
-    } else if (!o.ignore_time) {
+    } else if (judge_time) {
       if (base.time_ns <= 0) {
         add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
             "baseline time is 0: not compared");
       } else {
-        const double delta = cur->time_ns / base.time_ns - 1.0;
-        // Noise of the difference of two independent runs: the CVs add in quadrature. An
-        // unmeasured CV counts as 0, so the threshold alone decides (said in the detail).
-        const double nb = base.rel_noise.value_or(0), nc = cur->rel_noise.value_or(0);
-        const double noise = o.noise_sigmas * std::sqrt(nb * nb + nc * nc);
-        const double limit = std::max(o.time_threshold, noise);
-        std::string detail = percent(delta) + " vs limit " + plain_percent(limit) + " (threshold " +
-                             plain_percent(o.time_threshold) + ", noise " + plain_percent(noise);
-        if (!base.rel_noise && !cur->rel_noise) detail += " unmeasured";
-        detail += ")";
-        Status s = Status::kPass;
-        if (delta > limit)
-          s = Status::kSlower;
-        else if (-delta > limit)
-          s = Status::kFaster;
-        add(s, base.name, "time", base.time_ns, cur->time_ns, detail);
+        r.findings.push_back(time_finding(base, *cur, r.time_threshold, o.noise_sigmas));
       }
 
       // The fusion benefit: a speedup is paired within one run, so drift between the two runs
@@ -241,13 +362,19 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       add(Status::kNew, cur.name, "", std::nullopt, std::nullopt, "not in baseline");
     }
   }
-  if (o.ignore_time) {
-    r.speedup.off = "--ignore-time (counters only)";
+  if (!judge_time) {
+    r.speedup.off = r.timing_off;
   } else if (r.speedup.applied == 0 && r.speedup.not_applied.empty()) {
     r.speedup.off =
         "no entry of either report has a speedup interval (speedup_ci_low, speedup_ci_high)";
   }
   return r;
+}
+
+std::string time_rule_summary(const Result& r) {
+  if (!r.timing_off.empty()) return "not applied: " + r.timing_off + ".";
+  return "threshold " + plain_percent(r.time_threshold) + " (" + r.time_threshold_source +
+         "; --time-threshold sets it).";
 }
 
 std::string speedup_rule_summary(const Result& r) {
@@ -291,12 +418,16 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
                   format_value(f.metric, f.current).c_str(), f.detail.c_str());
     out << line;
   }
-  out << "\nfusebench-gate: speedup rule (a current interval wholly below the baseline's fails): "
+  out << "\n";
+  for (const auto& note : r.context_notes) out << "fusebench-gate: context: " << note << "\n";
+  out << "fusebench-gate: time rule (the ratio's 95% interval wholly beyond the threshold): "
+      << time_rule_summary(r) << "\n";
+  out << "fusebench-gate: speedup rule (a current interval wholly below the baseline's fails): "
       << speedup_rule_summary(r) << "\n";
   if (r.not_judged > 0)
     out << "fusebench-gate: " << r.not_judged
-        << " benchmark(s) not judged on time or speedup (contended, or fewer than 6 samples or "
-           "pairs: no 95% interval)\n";
+        << " benchmark(s) not judged on time or speedup (contended, fewer than 6 samples or "
+           "pairs: no 95% interval, or different CPU threads per rank: see the rows)\n";
   out << "fusebench-gate: advice rule (a `use:` decision that flipped fails): "
       << advice_rule_summary(r) << "\n";
   out << "fusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device << " vs "
@@ -315,9 +446,11 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
   out << r.compared << " benchmarks compared on `" << r.current_device << "` (baseline `"
       << r.baseline_device << "`): **" << failures << " regression(s)**, " << faster << " faster, "
       << added << " new.\n\n";
-  out << "Rules: time fails when slower by more than " << plain_percent(o.time_threshold)
-      << " and more than " << o.noise_sigmas << " combined CVs"
-      << (o.ignore_time ? " (time ignored in this run)" : "")
+  for (const auto& note : r.context_notes) out << "Context: " << note << ".\n\n";
+  out << "Rules: time fails when the ratio current / baseline and its whole 95% interval lie above "
+         "1 + "
+      << plain_percent(r.time_threshold) << " (" << r.time_threshold_source << ")"
+      << (r.timing_off.empty() ? "" : " (not applied: " + r.timing_off + ")")
       << "; a speedup fails when its interval lies wholly below the baseline's; byte counters "
          "within "
       << plain_percent(o.bytes_tolerance) << "; exact counters within "
@@ -325,8 +458,8 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
   out << "Speedup rule: " << speedup_rule_summary(r) << "\n\n";
   if (r.not_judged > 0)
     out << "Not judged: " << r.not_judged
-        << " benchmark(s) on time and speedup (contended, or fewer than 6 samples or pairs: no "
-           "95% interval).\n\n";
+        << " benchmark(s) on time and speedup (contended, fewer than 6 samples or pairs: no "
+           "95% interval, or different CPU threads per rank: see the rows).\n\n";
   out << "Advice rule: " << advice_rule_summary(r) << "\n\n";
   auto row = [&](const Finding& f) {
     std::string name = f.benchmark;

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "fusebench/evidence.hpp"
 #include "fusebench/gate.hpp"
+#include "fusebench/report_document.hpp"
 
 namespace fusebench::gate {
 namespace {
@@ -97,16 +97,21 @@ std::map<std::string, std::string> read_unavailable(const nlohmann::json& b) {
   return why;
 }
 
-// Why an element's time and speedup are no evidence (Entry::not_judged); empty: judged.
-std::string not_judged_reason(const nlohmann::json& b) {
-  const auto stop = b.find("timing_stop");
-  if (stop != b.end() && stop->is_string() && *stop == "contended") return "contended";
-  for (const char* key : {"speedup_pairs", "samples"}) {
-    const auto it = b.find(key);
-    if (it != b.end() && it->is_number() && it->get<double>() < kMinIntervalValues)
-      return std::string("n < 6 (") + key + " " + number(it->get<double>()) + ")";
+// The interval of time_median_ci_low/high in ns when it brackets time_ns: in seconds (fusebench
+// writes time_median in seconds) or else in the entry's time unit (`scale` ns per unit).
+std::optional<TimeInterval> median_interval(const std::map<std::string, double>& counters,
+                                            double time_ns, double scale) {
+  const auto lo = counters.find("time_median_ci_low"), hi = counters.find("time_median_ci_high");
+  if (lo == counters.end() || hi == counters.end() || !(lo->second <= hi->second) || time_ns <= 0)
+    return std::nullopt;
+  auto brackets = [&](double factor) {
+    const double l = lo->second * factor, h = hi->second * factor;
+    return l > 0 && l <= time_ns * (1 + 1e-9) && time_ns <= h * (1 + 1e-9);
+  };
+  for (double factor : {1e9, scale}) {
+    if (brackets(factor)) return TimeInterval{lo->second * factor, hi->second * factor};
   }
-  return {};
+  return std::nullopt;
 }
 
 // Per-benchmark accumulation before folding into an Entry.
@@ -118,6 +123,7 @@ struct Pending {
   std::optional<SpeedupInterval> speedup, aggregate_speedup;
   std::map<std::string, std::string> unavailable;
   std::string not_judged;
+  double scale = 1.0;  // ns per time unit of the first repetition
   int errors = 0;
   int runs = 0;
   std::string error_message;
@@ -133,43 +139,19 @@ const Entry* Report::find(const std::string& name) const {
 }
 
 Report parse_report(std::string_view text, const std::string& file) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    std::string hint;
-    if (text.find("NaN") != std::string_view::npos ||
-        text.find("Infinity") != std::string_view::npos) {
-      hint =
-          " (it contains NaN/Infinity, which Google Benchmark writes for non-finite values and "
-          "strict JSON forbids)";
-    }
-    fail(file, "document", std::string("not valid JSON: ") + e.what() + hint);
-  }
-  if (!root.is_object())
-    fail(file, "top level", "expected an object with \"context\" and \"benchmarks\"");
-  if (!root.contains("context")) fail(file, "context", "missing (not a Google Benchmark report?)");
-  if (!root["context"].is_object()) fail(file, "context", "expected an object");
-  if (!root.contains("benchmarks"))
-    fail(file, "benchmarks", "missing (not a Google Benchmark report?)");
-  if (!root["benchmarks"].is_array()) fail(file, "benchmarks", "expected an array");
+  const nlohmann::json root = advise::parse_report_document(text, file);
 
   Report report;
   report.file = file;
-  report.context = root["context"];
+  report.context = root.at("context");
   std::vector<std::string> order;
   std::map<std::string, Pending> pending;
 
-  const auto& benchmarks = root["benchmarks"];
+  const auto& benchmarks = root.at("benchmarks");
   for (std::size_t i = 0; i < benchmarks.size(); ++i) {
     const auto& b = benchmarks[i];
-    const std::string where = "benchmarks[" + std::to_string(i) + "]";
-    if (!b.is_object()) fail(file, where, "expected an object");
-    if (!b.contains("name") || !b["name"].is_string() || b["name"].get<std::string>().empty()) {
-      fail(file, where + ".name", "missing or not a non-empty string");
-    }
-    const std::string name = b["name"].get<std::string>();
-    const std::string at = where + " (" + name + ")";
+    const advise::ElementHeader h = advise::read_element_header(b, i, file);
+    const std::string& at = h.at;
     // Every number must be finite: a NaN that slipped through (e.g. 1e999) would poison
     // comparisons.
     for (const auto& [key, value] : b.items()) {
@@ -177,26 +159,9 @@ Report parse_report(std::string_view text, const std::string& file) {
         fail(file, at + "." + key, "not a finite number");
       }
     }
-    std::string run_name = name;
-    if (b.contains("run_name")) {
-      if (!b["run_name"].is_string()) fail(file, at + ".run_name", "expected a string");
-      run_name = b["run_name"].get<std::string>();
-    }
-    std::string run_type = "iteration";
-    if (b.contains("run_type")) {
-      if (!b["run_type"].is_string()) fail(file, at + ".run_type", "expected a string");
-      run_type = b["run_type"].get<std::string>();
-      if (run_type != "iteration" && run_type != "aggregate") {
-        fail(file, at + ".run_type",
-             "expected \"iteration\" or \"aggregate\", got \"" + run_type + "\"");
-      }
-    }
-    bool error = false;
-    if (b.contains("error_occurred")) {
-      if (!b["error_occurred"].is_boolean())
-        fail(file, at + ".error_occurred", "expected true or false");
-      error = b["error_occurred"].get<bool>();
-    }
+    const std::string& run_name = h.run_name;
+    const std::string& run_type = h.run_type;
+    const bool error = h.error;
     double scale = 1.0;
     if (b.contains("time_unit")) {
       if (!b["time_unit"].is_string()) fail(file, at + ".time_unit", "expected a string");
@@ -238,9 +203,7 @@ Report parse_report(std::string_view text, const std::string& file) {
     ++p.runs;
     if (error) {
       ++p.errors;
-      if (b.contains("error_message") && b["error_message"].is_string()) {
-        p.error_message = b["error_message"].get<std::string>();
-      }
+      p.error_message = h.error_message;
       continue;
     }
     p.rep_times_ns.push_back(real_time * scale);
@@ -249,8 +212,9 @@ Report parse_report(std::string_view text, const std::string& file) {
         if (value.is_number() && !is_structural(key)) p.counters[key] = value.get<double>();
       }
       p.speedup = speedup;
+      p.scale = scale;
       p.unavailable = read_unavailable(b);
-      p.not_judged = not_judged_reason(b);
+      p.not_judged = advise::not_judged(b).text();
     }
   }
 
@@ -284,14 +248,22 @@ Report parse_report(std::string_view text, const std::string& file) {
         break;
       }
     }
+    if (e.rel_noise && e.counters.count("samples") && e.counters["samples"] >= 1)
+      e.noise_values = static_cast<int>(std::min(e.counters["samples"], 1e9));
+    // Repetitions of a run: their spread is over as many values as there are repetitions.
+    const std::optional<int> reps =
+        p.rep_times_ns.size() >= 2 ? std::optional<int>(static_cast<int>(p.rep_times_ns.size()))
+                                   : std::nullopt;
     if (!e.rel_noise && p.aggregates_ns.count("cv")) {
       e.rel_noise = p.aggregates_ns["cv"];
       e.noise_source = "repetitions cv";
+      e.noise_values = reps;
     }
     if (!e.rel_noise && p.aggregates_ns.count("stddev") && p.aggregates_ns.count("mean") &&
         p.aggregates_ns["mean"] > 0) {
       e.rel_noise = p.aggregates_ns["stddev"] / p.aggregates_ns["mean"];
       e.noise_source = "repetitions stddev/mean";
+      e.noise_values = reps;
     }
     if (!e.rel_noise && p.rep_times_ns.size() >= 2) {
       double mean = 0;
@@ -302,20 +274,22 @@ Report parse_report(std::string_view text, const std::string& file) {
       var /= static_cast<double>(p.rep_times_ns.size() - 1);
       if (mean > 0) {
         e.rel_noise = std::sqrt(var) / mean;
-        e.noise_source = std::to_string(p.rep_times_ns.size()) + " repetitions";
+        e.noise_source = "repetitions cv";
+        e.noise_values = reps;
       }
     }
+    // One run only: its median's own 95% interval (time_median_ci_low/high, in seconds as
+    // time_median, else in the entry's time unit), when it brackets the central time. Over
+    // repetitions the central time is their median and their spread is the interval's basis.
+    if (p.rep_times_ns.size() == 1 && !p.aggregates_ns.count("median"))
+      e.time_interval = median_interval(e.counters, e.time_ns, p.scale);
     report.entries.push_back(std::move(e));
   }
   return report;
 }
 
 Report load_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "file", "cannot be opened");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_report(buf.str(), path);
+  return parse_report(advise::read_report_file(path), path);
 }
 
 }  // namespace fusebench::gate

@@ -11,6 +11,8 @@ import json
 import math
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -206,7 +208,13 @@ class LayoutChecks:
         self.assertTrue(ps)
         for pid, ax in ps.items():
             self.assertTrue(data_lines(ax), f"panel {pid} is empty")
-        self.assertEqual(len(fig.axes), len(ps), "an axes that is not a data panel")
+        # Every other axes is an empty cell of a tp column that says why it is empty.
+        for ax in fig.axes:
+            if not (ax.get_gid() or "").startswith("panel:"):
+                self.assertTrue((ax.get_gid() or "").startswith("empty:"), f"an axes that is not a panel: {ax.get_gid()}")
+                self.assertFalse(data_lines(ax))
+                self.assertTrue(any(t.get_text() for t in ax.texts), f"{ax.get_gid()} does not say why it is empty")
+        self.assert_legend_drawn(fig)
         # One style per series in each panel, measured and model lines alike.
         for pid, ax in ps.items():
             for kind in ("measured", "model"):
@@ -241,6 +249,26 @@ class LayoutChecks:
                     tb = (t.get_bbox_patch() or t).get_window_extent(r)
                     if tb.overlaps(ab):
                         self.assertFalse(tb.y0 <= y <= tb.y1, f"{pid}: threshold line through a text")
+
+
+    def assert_legend_drawn(self, fig):
+        """The legend names what was drawn and only that: one entry per series drawn (each in its
+        own colour), and every other entry the label of an artist drawn in some panel."""
+        drawn = {}
+        for ax in fig.axes:
+            for ln in data_lines(ax, "measured"):
+                drawn[ln.get_label()] = ln.get_color()
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        series = [lb for lb in labels if lb in drawn]
+        self.assertEqual(sorted(series), sorted(drawn), "legend series != series drawn")
+        colors = [matplotlib.colors.to_hex(drawn[lb]) for lb in series]
+        self.assertEqual(len(colors), len(set(colors)), f"two series share a colour: {list(zip(series, colors))}")
+        artist_labels = {a.get_label() for ax in fig.axes for a in ax.get_children()}
+        artist_labels |= {a.get_label() for ax in fig.axes for a in ax.lines}
+        for lb in labels:
+            if lb.startswith("advice strip"):
+                continue  # fusebench_advice.shade's strips: drawn-only by its own bookkeeping
+            self.assertIn(lb, artist_labels, f"legend entry {lb!r} for nothing drawn")
 
 
 class ChartTest(unittest.TestCase, LayoutChecks):
@@ -336,26 +364,117 @@ class ChartTest(unittest.TestCase, LayoutChecks):
                               tp=tp, dtype=dtype, comm="none" if tp == 1 else "inprocess")
         return ents
 
-    def test_tp_chart_speedup_over_naive_and_paired_24_series(self):
-        figs, summary = draw(self.tp_entries(), self.tmp)
+    def draw_tp(self, cores):
+        """The TP chart of tp_entries on a host with this many cores."""
+        ctx = json.loads(json.dumps(syn.CPU_CONTEXT))
+        ctx["num_cpus"] = ctx["hardware_threads"] = cores
+        path = syn.write(os.path.join(self.tmp, f"tp{cores}.json"), self.tp_entries(), ctx)
+        return draw(None, self.tmp, reports=[path])
+
+    def test_tp_chart_is_small_multiples_one_column_per_tp(self):
+        # Issue 23: 24 series in 4 colours and a 30-line notes box. Now one column of panels per
+        # tp, a colour per series (variant x dtype), the same in every column.
+        figs, summary = self.draw_tp(cores=64)
         (_, fig), = figs
         ps = panels(fig)
-        self.assertEqual(list(ps)[:2], ["speedup:naive", "speedup:paired"])
+        for tp in (2, 4):
+            self.assertEqual(len(data_lines(ps[f"speedup:naive@tp{tp}"], "measured")), 6)  # 3 variants x 2 dtypes
+            self.assertEqual(len(data_lines(ps[f"speedup:paired@tp{tp}"], "measured")), 4)  # sp and overlap
+            self.assertEqual(len(data_lines(ps[f"launches@tp{tp}"], "measured")), 8)  # every series
         self.assertNotIn("speedup:split", ps)
-        self.assertEqual(len(data_lines(ps["speedup:naive"], "measured")), 18)  # 3 variants x 6 configs
-        self.assertEqual(len(data_lines(ps["speedup:paired"], "measured")), 12)  # sp and overlap
-        self.assertEqual(len(data_lines(ps["launches"], "measured")), 24)  # every series
+        # One axes column per tp: every panel of a column lies in one x range, columns side by side.
+        r = fig.canvas.get_renderer()
+        xs = {tp: {round(ax.get_window_extent(r).x0) for gid, ax in ps.items() if gid.endswith(f"@tp{tp}")}
+              for tp in (1, 2, 4)}
+        self.assertTrue(all(len(v) == 1 for v in xs.values()), xs)
+        self.assertLess(xs[1].pop(), min(xs[2]))
         over_paired = [s for s in summary if s["over"] == "paired"]
         self.assertEqual({s["variant"] for s in over_paired}, {"sp", "overlap"})
         sp2 = [s for s in over_paired if s["variant"] == "sp" and s["tp"] == 2 and s["dtype"] == "fp32"][0]
         self.assertEqual(sp2["measured"]["kind"], "cross_up")  # g rises through 1.05 between 1 and 64
+        self.assertIsNone(sp2["oversubscribed"])  # 4 busy threads on 64 cores
         # Communication is not in the cost model: no model line where the entries communicate.
         self.assertTrue(all(s["model_prediction"] is None for s in summary if s["tp"] > 1))
-        styles = {(ln.get_color(), ln.get_marker()) for ln in data_lines(ps["launches"], "measured")}
-        self.assertEqual(len(styles), 24)
-        self.assertEqual(len([h for h in fig.legends[0].legend_handles if h.get_label().startswith(
-            ("naive", "paired", "sp", "overlap"))]), 24)
+        colors = {ln.get_label(): ln.get_color() for gid, ax in ps.items() for ln in data_lines(ax, "measured")}
+        self.assertEqual(len(colors), 8)
+        self.assertEqual(len(set(colors.values())), 8)
+        # Short notes: at most one line per series, and the shared rule said once, in the figure.
+        for a in artists(fig, "crossover-notes"):
+            self.assertLessEqual(len(a.get_text().splitlines()), 12, a.get_text())
         self.assert_readable(fig)
+
+    def test_tp1_variants_are_charted_once(self):
+        # At tp 1 naive, paired, sp and overlap are one computation: one line per dtype, no speedup.
+        figs, summary = self.draw_tp(cores=64)
+        (_, fig), = figs
+        ps = panels(fig)
+        for pid in ("launches@tp1", "time@tp1"):
+            self.assertEqual({ln.get_label() for ln in data_lines(ps[pid], "measured")}, {"naive (bf16)", "naive (fp32)"},
+                             pid)
+        self.assertEqual(len(data_lines(ps["bytes@tp1"], "model")), 2)  # the model's bytes, once per dtype
+        self.assertNotIn("speedup:naive@tp1", ps)
+        empty = [ax for ax in fig.axes if ax.get_gid() == "empty:speedup:naive@tp1"]
+        self.assertEqual(len(empty), 1)
+        self.assertIn("one computation", empty[0].texts[0].get_text())
+        self.assertFalse([s for s in summary if s["tp"] == 1])
+        title = next(ax for gid, ax in ps.items() if gid.endswith("@tp1")).get_title()
+        top = [ax for ax in fig.axes if (ax.get_gid() or "").endswith("@tp1")][0].get_title()
+        self.assertIn("naive, paired, sp, overlap are one computation", top.replace("\n", " "), title)
+        self.assert_readable(fig)
+
+    def test_oversubscribed_cpu_ranks_state_no_crossover(self):
+        # The same curves on 2 cores: 2 ranks + 2 overlap lanes (4 threads) and 8 threads at tp 4
+        # outnumber the cores, so the rising sp curve is contention and no crossover is stated.
+        figs, summary = self.draw_tp(cores=2)
+        (_, fig), = figs
+        for s in summary:
+            self.assertEqual(s["measured"]["kind"], "not_resolved", s)
+            self.assertEqual(s["measured"]["crossings"], [])
+            want = 4 if s["tp"] == 2 else 8
+            self.assertEqual((s["oversubscribed"]["threads"], s["oversubscribed"]["cores"]), (want, 2))
+            self.assertIn("not resolved: ranks oversubscribe the cores", fx.describe(s["measured"]))
+        self.assertFalse(artists(fig, "crossing"))
+        for tp, n in ((2, 4), (4, 8)):
+            top = [ax for ax in fig.axes if ax.get_gid() == f"panel:speedup:naive@tp{tp}"][0].get_title()
+            self.assertIn(f"ranks oversubscribe the cores: {n} busy threads on 2 cores", top.replace("\n", " "))
+        notes = " ".join(a.get_text() for a in artists(fig, "crossover-notes")).replace("\n", " ")
+        self.assertIn("not resolved: ranks oversubscribe the cores", notes)
+        self.assertNotIn("rises above", notes)
+        self.assert_readable(fig)
+
+    def test_report_that_says_threads_outnumber_the_cores_is_oversubscribed(self):
+        # A report's preemption_unchecked ("outnumber the cores") decides where thread fields lack.
+        ents = syn.curve("tp_mlp", [(1, tight(0.9)), (64, tight(1.2))], baseline="naive", variant="sp", tp=2,
+                         comm="inprocess")
+        for e in ents:
+            e["preemption_unchecked"] = "this group's own threads (TP ranks and lanes) outnumber the cores, ..."
+        ctx = dict(syn.CPU_CONTEXT, num_cpus=64, hardware_threads=64)
+        path = syn.write(os.path.join(self.tmp, "said.json"), ents, ctx)
+        _, summary = draw(None, self.tmp, reports=[path])
+        (s,) = summary
+        self.assertEqual(s["oversubscribed"]["source"], "preemption_unchecked")  # 64 cores: only its word
+        self.assertEqual(s["measured"]["kind"], "not_resolved")
+        # Without the marker the same curve on 64 cores crosses.
+        for e in ents:
+            del e["preemption_unchecked"]
+        path = syn.write(os.path.join(self.tmp, "quiet.json"), ents, ctx)
+        _, summary = draw(None, self.tmp, reports=[path])
+        self.assertEqual(summary[0]["measured"]["kind"], "cross_up")
+
+    def test_launch_ticks_are_integers(self):
+        # Issue 23: launches 1 (fused) and 3 (split) drew ticks 1.25, 1.5, ...; a constant 5 drew 4.9, 5.1.
+        for ents in (syn.curve("qkv", [(1, tight(1.2)), (16, tight(1.1))]),
+                     syn.curve("tp_mlp", [(1, tight(1.0)), (16, tight(1.0))], baseline="naive", variant="sp",
+                               tp=1, comm="none")):
+            figs, _ = draw(ents, self.tmp)
+            (_, fig), = figs
+            fig.canvas.draw()
+            ax = [a for gid, a in panels(fig).items() if gid.startswith("launches")][0]
+            lo, hi = ax.get_ylim()
+            ticks = [t for t in ax.get_yticks() if lo <= t <= hi]
+            self.assertTrue(ticks)
+            self.assertTrue(all(float(t).is_integer() for t in ticks), ticks)
+            plt.close("all")
 
     def test_collective_chart_has_bus_bandwidth_and_no_empty_bytes_panel(self):
         ents = []
@@ -368,8 +487,8 @@ class ChartTest(unittest.TestCase, LayoutChecks):
         self.assertEqual(len(figs), 2)
         for _, fig in figs:
             ps = panels(fig)
-            self.assertEqual(set(ps), {"time", "busbw", "launches"})
-            self.assertEqual(len(data_lines(ps["busbw"])), 2)
+            self.assertEqual(set(ps), {f"{p}@tp{tp}" for p in ("time", "busbw", "launches") for tp in (2, 4)})
+            self.assertEqual(len(data_lines(ps["busbw@tp2"])), 1)
             self.assertTrue(artists(fig, "interval-band"))
             self.assert_readable(fig)
 
@@ -435,6 +554,95 @@ class HtmlTest(unittest.TestCase):
         self.assertIn("<th class='s'>ceilings</th><td><table class='ctx'>", page)
 
 
+FIXTURE_TP = os.path.join(HERE, "..", "..", "reports", "2026-12-02-cpu-advice", "tp-1.json")
+
+
+def html_page(d, path, *extra):
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert pc.main([path, "-o", d, "--formats=svg"] + list(extra)) == 0
+        assert make_html.main([path, "--charts", d, "-o", os.path.join(d, "index.html")] + list(extra)) == 0
+    with open(os.path.join(d, "index.html"), encoding="utf-8") as f:
+        return f.read()
+
+
+def table_rows(page, cls):
+    t = re.search(rf"<table class='sortable {cls}'>(.*?)</table>", page, re.S).group(1)
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", t)
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", t, re.S)[1:]]
+    return heads, rows
+
+
+class HtmlLayoutTest(unittest.TestCase):
+    def test_entry_table_puts_axes_and_first_read_figures_first_and_the_name_last(self):
+        # Issue 23: a very wide name column first, then the axes again: time and speedup off-screen.
+        with tempfile.TemporaryDirectory() as d:
+            page = html_page(d, syn.write(os.path.join(d, "r.json"),
+                                          syn.curve("qkv", [(1, (0.95, 0.9, 1.0)), (16, (1.1, 1.06, 1.14))])))
+        heads, rows = table_rows(page, "entries")
+        self.assertEqual(heads[:9], ["op", "variant", "tokens", "tp", "dtype", "model", "timing", "time_us",
+                                     "speedup_vs_baseline"])
+        self.assertEqual(heads[9], "status")
+        self.assertEqual(heads[-1], "name")
+        self.assertIn("1.1 [1.06, 1.14] over split", [r[8] for r in rows])
+
+    def test_crossover_interval_column_is_filled_on_the_fixture_report(self):
+        # Issue 23: "measured interval (tokens)" was empty in every row: it held only resolved
+        # crossings. Now the interval, or why there is none, in every row.
+        with tempfile.TemporaryDirectory() as d:
+            page = html_page(d, FIXTURE_TP)
+            ents = syn.curve("qkv", [(1, tight(0.9)), (16, tight(0.98)), (64, (1.06, 1.0, 1.12)), (256, tight(1.1))])
+            ents += syn.curve("gate_up", [(1, (1.0, 0.9, 1.1)), (16, (1.2, 1.1, 1.3)), (64, (1.0, 0.95, 1.1))])
+            ents += syn.curve("gate_up", [(1, 1.3), (16, 1.2)], dtype="bf16")
+            page2 = html_page(d, syn.write(os.path.join(d, "r.json"), ents))
+        heads, rows = table_rows(page, "crossovers")
+        col = heads.index("measured interval (tokens)")
+        self.assertEqual(len(rows), 5)
+        for r in rows:
+            self.assertEqual(r[col], "none: ranks oversubscribe the cores", r)
+            self.assertIn("not resolved: ranks oversubscribe the cores: 4 busy threads on 2 cores",
+                          r[heads.index("measured crossover")])
+        heads, rows = table_rows(page2, "crossovers")
+        cells = sorted(r[heads.index("measured interval (tokens)")] for r in rows)
+        self.assertEqual(cells, ["none resolved: intervals straddle 1.05x at 1, 64", "none: no 95% interval",
+                                 "up 16-256"])
+
+    def test_entry_status_says_oversubscribed_on_the_fixture_report(self):
+        with tempfile.TemporaryDirectory() as d:
+            page = html_page(d, FIXTURE_TP)
+        heads, rows = table_rows(page, "entries")
+        status = {r[heads.index("status")] for r in rows}
+        self.assertTrue(status and all("oversubscribed (4 threads, 2 cores)" in x for x in status), status)
+
+    def test_context_tables_keep_words_whole(self):
+        # Issue 23: the models table broke words into fragments ("hid den"): word-break:break-word
+        # lets a table column shrink below its longest word.
+        self.assertNotIn("word-break:break-word", make_html.CSS)
+        self.assertNotIn("break-all", make_html.CSS)
+        self.assertIn("overflow-wrap:break-word", make_html.CSS)
+        self.assertIn("<td class='nw'>qwen3-0.6b</td>", make_html.render_value({"model": "qwen3-0.6b"}))
+
+    def test_page_in_chromium_has_first_read_columns_on_screen_and_no_broken_word(self):
+        browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+        if not browser:
+            self.skipTest("no chromium on PATH")
+        with tempfile.TemporaryDirectory() as d:
+            ctx = json.loads(json.dumps(syn.CPU_CONTEXT))
+            with open(FIXTURE_TP, encoding="utf-8") as f:
+                ctx["models"] = json.load(f)["context"]["models"]  # the table that broke "hid den"
+            ents = syn.curve("tp_mlp", [(1, tight(0.9)), (64, tight(1.2))], baseline="naive", variant="sp", tp=2,
+                             comm="inprocess", layer="dense", weights="random")
+            html_page(d, syn.write(os.path.join(d, "r.json"), ents, ctx))
+            out = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                  "--window-size=1280,900", f"--user-data-dir={d}/profile", "--virtual-time-budget=5000",
+                                  "--dump-dom", f"file://{d}/index.html#selftest"],
+                                 capture_output=True, text=True, timeout=120).stdout
+        m = re.search(r"SELFTEST [A-Z]*: [^<]*", out)
+        self.assertTrue(m, out[-500:])
+        self.assertIn("off screen none", m.group(0))
+        self.assertIn("broken words 0", m.group(0))
+        self.assertTrue(m.group(0).startswith("SELFTEST PASS"), m.group(0))
+
+
 class SummaryTest(unittest.TestCase):
     def run_summary(self, entries, context=None):
         with tempfile.TemporaryDirectory() as d:
@@ -467,6 +675,26 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("(not judged: n < 6)", out)
         self.assertNotIn("falls under", out)
         self.assertIn("fused over split: not resolved", out)
+
+    def test_oversubscribed_cpu_tp_states_no_crossover_on_the_fixture_report(self):
+        # Issue 23: 2 in-process ranks with overlap's lanes (4 threads) on 2 cores stated
+        # "sp over naive: rises above 1.05x between 1-64 tokens".
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(summarize_report.main([FIXTURE_TP]), 0)
+        out = out.getvalue()
+        self.assertIn("oversubscribed (rows so marked): ranks oversubscribe the cores: 4 busy threads on 2 cores", out)
+        self.assertIn("sp over naive: not resolved: ranks oversubscribe the cores", out)
+        self.assertNotIn("rises above", out)
+        rows = [ln for ln in out.splitlines() if ln.startswith("qwen3-0.6b ") and " tp_mlp " in ln]
+        self.assertTrue(rows and all(ln.endswith("oversubscribed") for ln in rows))
+
+    def test_tp1_variants_are_not_compared(self):
+        ents = syn.curve("tp_mlp", [(1, tight(1.0)), (16, tight(1.0))], baseline="naive", variant="sp", tp=1,
+                         comm="none")
+        out = self.run_summary(ents)
+        self.assertIn("tp_mlp tp 1: its variants are one computation", out)
+        self.assertNotIn("sp over naive", out)
 
     def test_gpu_device_and_tp_comparisons(self):
         ctx = dict(syn.CPU_CONTEXT, backend="cuda", gpu_name="NVIDIA H200")

@@ -34,22 +34,36 @@ grep -q "## fusebench gate: PASS" "$out/summary.md" || { echo "FAIL: summary"; f
 edit "$out/launch.json" 'd["benchmarks"][0]["model_launches"] += 1'
 expect 1 "model_launches changed" "$r" "$out/launch.json"
 grep -q "CHANGED" "$out/stdout" || { echo "FAIL: no CHANGED row"; fails=$((fails + 1)); }
-# Time: the CPU's own CV is large on a loaded machine, so the noise is set explicitly, and the
-# entries are made judgeable (a loaded machine may have left them contended or on few samples,
-# which the gate rightly does not judge; that rule has its own tests).
-judged='for b in d["benchmarks"]:
-    b["time_cv"] = 0.01; b["timing_stop"] = "converged"; b["samples"] = max(b.get("samples", 0), 50)
-    if "speedup_pairs" in b: b["speedup_pairs"] = max(b["speedup_pairs"], 50)'
+# Time (docs/gate.md, "The time rule"): the ratio of the medians with its 95% interval, from each
+# median's own interval (time_median_ci_low/high); the CPU default threshold is 50%. The entries
+# are made judgeable (a loaded machine may have left them contended or on few samples, which the
+# gate rightly does not judge; that rule has its own tests) and their intervals set to +-HALF.
+judged='def scaled(b, factor, half):
+    b["timing_stop"] = "converged"; b["samples"] = max(b.get("samples", 0), 50)
+    if "speedup_pairs" in b: b["speedup_pairs"] = max(b["speedup_pairs"], 50)
+    b["real_time"] *= factor; b["time_median"] = b.get("time_median", b["real_time"] * 1e-6) * factor
+    b["time_median_ci_low"] = b["time_median"] * (1 - half); b["time_median_ci_high"] = b["time_median"] * (1 + half)
+for b in d["benchmarks"]: scaled(b, 1, 0.01)'
 edit "$out/quiet.json" "$judged"
 edit "$out/slow.json" "$judged
-d[\"benchmarks\"][1][\"real_time\"] *= 1.5"
-expect 1 "50% slower, CV 1%" "$out/quiet.json" "$out/slow.json"
+scaled(d[\"benchmarks\"][1], 2, 0.01)"
+expect 1 "2x slower, medians known to 1%" "$out/quiet.json" "$out/slow.json"
 grep -q "SLOWER" "$out/stdout" || { echo "FAIL: no SLOWER row"; fails=$((fails + 1)); }
-expect 0 "50% slower with --ignore-time" "$out/quiet.json" "$out/slow.json" --ignore-time
-edit "$out/noisy.json" 'd["benchmarks"][1]["real_time"] *= 1.5
-for b in d["benchmarks"]: b["time_cv"] = 0.3'
-edit "$out/noisy_base.json" 'for b in d["benchmarks"]: b["time_cv"] = 0.3'
-expect 0 "50% slower within noise (CV 30% each: limit 2*sqrt(2)*30% = 85%)" "$out/noisy_base.json" "$out/noisy.json"
+expect 0 "2x slower with --ignore-time" "$out/quiet.json" "$out/slow.json" --ignore-time
+edit "$out/drift.json" "$judged
+scaled(d[\"benchmarks\"][1], 1.3, 0.01)"
+expect 0 "30% slower: within the CPU default threshold (50%)" "$out/quiet.json" "$out/drift.json"
+expect 1 "30% slower with --time-threshold=5" "$out/quiet.json" "$out/drift.json" --time-threshold=5
+edit "$out/fast.json" "$judged
+scaled(d[\"benchmarks\"][1], 1 / 40, 0.01)"
+expect 0 "40x faster: reported, not failed" "$out/quiet.json" "$out/fast.json"
+grep -q "FASTER" "$out/stdout" || { echo "FAIL: no FASTER row"; fails=$((fails + 1)); }
+edit "$out/noisy_base.json" "$judged
+for b in d[\"benchmarks\"]: scaled(b, 1, 0.6)"
+edit "$out/noisy.json" "$judged
+for b in d[\"benchmarks\"]: scaled(b, 1, 0.6)
+scaled(d[\"benchmarks\"][1], 2, 0.6)"
+expect 0 "2x slower, medians known to 60% only: the ratio's interval spans 1.5" "$out/noisy_base.json" "$out/noisy.json"
 edit "$out/fewer.json" 'd["benchmarks"].pop()'
 expect 1 "benchmark missing from current" "$r" "$out/fewer.json"
 expect 0 "new benchmark in current" "$out/fewer.json" "$r"

@@ -23,7 +23,7 @@ fi
 flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions --hide-scrollbars
        --user-data-dir="$out/profile")
 selftest() {
-  timeout 120 "$browser" "${flags[@]}" --virtual-time-budget=5000 --enable-logging=stderr --v=0 \
+  timeout 120 "$browser" "${flags[@]}" --window-size=1280,900 --virtual-time-budget=5000 --enable-logging=stderr --v=0 \
     --dump-dom "file://$out/index.html#selftest" 2>"$out/chromium.log" | grep -o "SELFTEST [A-Z]*: [^<]*" || true
 }
 result=$(selftest)

@@ -65,14 +65,13 @@ CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::in
 }
 
 DType checkpoint_run_dtype(const HfLayerWeights& layer, const std::string& dir,
-                           const Backend& backend) {
+                           const Backend& backend, const std::string& dtype_flag) {
   const std::set<TensorDtype> stored = layer.stored_dtypes();
   if (stored.size() != 1) {
-    throw std::invalid_argument(
-        "--weights: " + dir + " layer " + std::to_string(layer.layer()) +
-        " is stored in several dtypes (" + dtype_list(stored) +
-        "), so it has no dtype of its own to run in: pick one with --dtypes (fp32 holds BF16 and "
-        "F16 values exactly)");
+    throw std::invalid_argument("--weights: " + dir + " layer " + std::to_string(layer.layer()) +
+                                " is stored in several dtypes (" + dtype_list(stored) +
+                                "), so it has no dtype of its own to run in: pick one with " +
+                                dtype_flag + " (fp32 holds BF16 and F16 values exactly)");
   }
   const TensorDtype own = *stored.begin();
   const auto run = exact_run_dtype(own);
@@ -83,11 +82,12 @@ DType checkpoint_run_dtype(const HfLayerWeights& layer, const std::string& dir,
   if (const auto why = backend.unsupported_reason(*run); !why.empty()) {
     throw std::invalid_argument(
         "--weights: " + dir + " is stored in " + std::string(to_string(own)) + ", which the " +
-        backend.name() + " backend cannot run (" + why +
-        "): give --dtypes=fp32 to run it converted exactly (every " + std::string(to_string(own)) +
+        backend.name() + " backend cannot run (" + why + "): give " + dtype_flag +
+        "=fp32 to run it converted exactly (every " + std::string(to_string(own)) +
         " value is an fp32 value)" +
-        (*run == DType::f16 ? ", or --dtypes=bf16 (rounds each value to bf16's 8-bit mantissa)"
-                            : ""));
+        (*run == DType::f16
+             ? ", or " + dtype_flag + "=bf16 (rounds each value to bf16's 8-bit mantissa)"
+             : ""));
   }
   return *run;
 }

@@ -52,81 +52,6 @@ std::string percent(double fraction) {
   return buf;
 }
 
-// An interval is reported only where it exists at 95% (n >= 6): below that an entry has the
-// value alone, and a note saying why (no [min, max] stand-in: it drew crossovers and failed the
-// gate from one or two samples a side).
-nlohmann::json estimate_json(const measure::Estimate& e) {
-  nlohmann::json j = {{"speedup", e.value}, {"pairs", e.n}};
-  if (e.reaches_confidence) {
-    j["ci_low"] = e.low;
-    j["ci_high"] = e.high;
-  }
-  return j;
-}
-
-nlohmann::json block_values(const measure::BlockSpread& s) { return s.values; }
-
-std::string few_values_note(const measure::Estimate& e, const char* what) {
-  return std::string("no 95% interval: only ") + std::to_string(e.n) + " " + what +
-         " (the order-statistic interval of a median needs at least 6); not resolved by this run";
-}
-
-// A member's statistics over all its samples, preempted ones included (all_preempted entries).
-measure::Summary preempted_summary(const measure::MemberMeasurement& mm,
-                                   const measure::StoppingRule& rule) {
-  std::vector<measure::Sample> all = mm.samples;
-  for (measure::Sample& x : all) x.preempted = false;
-  measure::Summary s = measure::summarize(all, rule);
-  s.dropped_preempted = mm.summary.dropped_preempted;
-  return s;
-}
-
-// What contention did to a host-timed entry (measure/contention.hpp): preempted samples, how
-// long its threads waited for a CPU, the host's load while its group was measured, and why a
-// contended entry is not judged.
-void add_contention(const measure::GroupMeasurement& g, const measure::Summary& s,
-                    nlohmann::json& fields, std::map<std::string, double>& c) {
-  const bool host_timed = g.regime == measure::Regime::eager || g.regime == measure::Regime::graph;
-  if (!host_timed) return;  // device time: a preempted host thread does not enter it
-  if (!g.contention_watched) {
-    // The binary leaves the run delay unread only for a multi-process run whose ranks fill the
-    // cores (engine_for_active).
-    fields["preemption_unchecked"] =
-        "contention not judged: no run delay was read (in fusebench, a multi-process run whose "
-        "ranks' threads outnumber this machine's cores: the other ranks are processes of their "
-        "own, so their waits and CPU time cannot be told from a neighbour's)";
-  } else if (g.preemption_checked) {
-    c["samples_dropped_preempted"] = static_cast<double>(s.dropped_preempted);
-  } else {
-    fields["preemption_unchecked"] =
-        s.waited_known ? "this group's own threads (TP ranks and lanes) outnumber the cores, so "
-                         "their waits for a CPU are their own: samples are not dropped; the "
-                         "group is contended when other processes took CPU time meanwhile"
-                       : "the run delay of this process's threads is unreadable here "
-                         "(context.contention): no sample was checked";
-  }
-  if (s.waited_known && s.waited_over_s > 0) c["host_wait_fraction"] = s.waited_s / s.waited_over_s;
-  if (g.load.foreign_cores) c["host_foreign_cores"] = *g.load.foreign_cores;
-  if (g.load.psi_some_fraction) c["host_psi_cpu_some"] = *g.load.psi_some_fraction;
-  if (g.stop == measure::StopReason::contended) {
-    char buf[320];
-    if (g.preemption_checked) {
-      std::snprintf(buf, sizeof(buf),
-                    "not judged: contended: %zu of this entry's samples were preempted (its "
-                    "threads waited for a CPU for over %.0f%% of the sample), which kept its "
-                    "group from a valid interval",
-                    s.dropped_preempted, measure::kPreemptedFraction * 100);
-    } else {
-      std::snprintf(buf, sizeof(buf),
-                    "not judged: contended: other processes used %.2f cores on average while "
-                    "this group (whose own threads fill the cores) was measured",
-                    g.load.foreign_cores.value_or(0));
-    }
-    fields["timing_contended_note"] = buf;
-    c["contended"] = 1;  // so the console row says it too
-  }
-}
-
 }  // namespace
 
 GroupRunner::GroupRunner(Backend& backend, std::uint64_t seed, const std::vector<Fixture>& fixtures,
@@ -573,162 +498,67 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
                                     const measure::GroupMeasurement& g,
                                     const std::vector<std::size_t>& timed,
                                     const std::vector<std::string>& cache_policy) {
-  const ComparisonGroup& cg = plan_.groups[group];
   Active& a = *active_;
   Member& m = a.members[pos];
   const Fixture& f = fixtures_[m.fixture];
   const std::size_t t =
       static_cast<std::size_t>(std::find(timed.begin(), timed.end(), pos) - timed.begin());
-  const measure::MemberMeasurement& mm = g.members[t];
-  // Every sample preempted: the entry is not an error but a contended one, its times those of
-  // the preempted samples (what the scheduler allowed), said so, and judged by nothing.
-  const bool all_preempted = mm.summary.samples == 0 && mm.summary.dropped_preempted > 0 &&
-                             g.stop == measure::StopReason::contended;
-  const measure::Summary s =
-      all_preempted ? preempted_summary(mm, settings_.engine.rule) : mm.summary;
-  EntryResult r;
-  if (s.samples == 0) {
-    r.error = "no valid sample: " + std::to_string(s.dropped_throttled) + " throttled, " +
-              std::to_string(s.dropped_preempted) + " preempted, " +
-              std::to_string(mm.block_timeouts) + " blocking-kernel timeouts";
-    if (s.dropped_throttled > 0 && s.all_clock_mhz_min) {
-      r.error += " (sample clocks " + std::to_string(std::lround(*s.all_clock_mhz_min)) + "-" +
-                 std::to_string(std::lround(*s.all_clock_mhz_max)) + " MHz; below " +
-                 std::to_string(std::lround(settings_.engine.rule.throttle_fraction *
-                                            settings_.engine.rule.reference_clock_mhz)) +
-                 " MHz counts as throttled)";
-    }
-    if (mm.block_timeouts > 0 && mm.runs_per_sample == 1) {
-      r.error +=
-          " (even one run could not be enqueued behind the blocking kernel: either something "
-          "in the region waits for the stream, e.g. a synchronous copy inside the library, or "
-          "the host-mapped release flag does not reach the GPU, in which case every batch and "
-          "cold member fails so; time it with --timing=eager or graph)";
-    }
-    if (mm.gave_up) {
-      r.error += "; its sampling stopped: " + mm.gave_up_reason +
-                 ", so the rest of its group was measured without waiting for it";
-    }
-    return r;
+  const measure::StoppingRule& rule = settings_.engine.rule;
+  const measure::Summary s = entry_summary(g, t, rule);
+  EntryResult r =
+      timing_entry(g, t, s, rule, m.rotation ? m.rotation->sets() : 1, cache_policy[pos]);
+  if (!r.error.empty()) return r;
+
+  Comparison cmp{
+      {}, f.variant, f.baseline_variant(), baseline_missing(group, f.baseline_variant())};
+  for (std::size_t p : timed) cmp.variants.push_back(fixtures_[a.members[p].fixture].variant);
+  add_comparison(g, t, cmp, r);
+  add_clocks(s, settings_.engine.device != nullptr, r);
+  const Cost cost = cost_of(m.ws->plan());
+  add_roofline(f, m, g.regime, s.median, cost, r);
+  add_counters(pos, g.regime, cost, r);
+  if (a.tp) add_tp_report(pos, s.median, r);
+  add_model_cost(cost, f.tokens, f.shard.tp, r);
+  return r;
+}
+
+std::string GroupRunner::baseline_missing(std::size_t group, const std::string& baseline) const {
+  const ComparisonGroup& cg = plan_.groups[group];
+  std::string why = "the baseline (" + baseline + ") is not in this run (--variants)";
+  for (const Member& other : active_->members) {
+    if (fixtures_[other.fixture].variant == baseline && !other.error.empty())
+      why = "the baseline (" + baseline + ") failed: " + other.error;
   }
-  r.seconds = s.median;
+  for (std::size_t u : cg.unselected) {
+    if (fixtures_[u].variant == baseline)
+      why = "the baseline (" + baseline +
+            ") is not selected by --benchmark_filter, so it was not measured with this entry";
+  }
+  return why;
+}
+
+void GroupRunner::add_roofline(const Fixture& f, const Member& m, measure::Regime regime,
+                               double median, const Cost& cost, EntryResult& r) {
   auto& c = r.counters;
   auto& fields = r.fields;
-  if (all_preempted) {
-    fields["time_median_note"] =
-        "every sample was preempted (timing_stop: contended): time_median and its statistics "
-        "are those of the preempted samples, what the scheduler allowed, not the code's time";
-  }
-  c["time_median"] = s.median;
-  c["time_mean"] = s.mean;
-  c["time_min"] = s.min;
-  c["time_cv"] = s.cv;
-  c["samples"] = all_preempted ? 0.0 : static_cast<double>(s.samples);
-  c["samples_dropped_throttled"] = static_cast<double>(s.dropped_throttled);
-  add_contention(g, s, fields, c);
-  c["runs_per_sample"] = static_cast<double>(mm.runs_per_sample);
-  c["rotation_sets"] = static_cast<double>(m.rotation ? m.rotation->sets() : 1);
-  c["timing_rounds"] = static_cast<double>(g.rounds);
-  c["timing_blocks"] = static_cast<double>(g.blocks);
-  if (!g.blocks_note.empty()) fields["timing_blocks_note"] = g.blocks_note;
-  if (g.blocks > 1 && t < g.median_blocks.size())
-    fields["time_median_blocks"] = block_values(g.median_blocks[t]);
-  c["converged"] = g.stop == measure::StopReason::converged ? 1 : 0;
-  if (g.regime == measure::Regime::batch || g.regime == measure::Regime::cold)
-    c["samples_dropped_block_timeout"] = static_cast<double>(mm.block_timeouts);
-  if (mm.median) {
-    if (mm.median->reaches_confidence) {
-      c["time_median_ci_low"] = mm.median->low;
-      c["time_median_ci_high"] = mm.median->high;
-    } else {
-      fields["time_median_ci_note"] = few_values_note(*mm.median, "samples");
-    }
-  }
-  fields["timing"] = measure::to_string(g.regime);
-  fields["timing_stop"] = measure::to_string(g.stop);
-  fields["timing_target"] = g.target;
-  fields["cache_policy"] = cache_policy[pos];
-
-  // The comparison: who was measured with this entry, and its speedup over each of them.
-  const std::string baseline = f.baseline_variant();
-  std::vector<std::string> variants;
-  for (std::size_t p : timed) variants.push_back(fixtures_[a.members[p].fixture].variant);
-  fields["interleaved_with"] = variants;
-  fields["speedup_baseline"] = baseline;
-  nlohmann::json over = nlohmann::json::object();
-  for (std::size_t j = 0; j < timed.size(); ++j) {
-    if (j != t && g.speedup[t][j]) over[variants[j]] = estimate_json(*g.speedup[t][j]);
-  }
-  fields["speedup_over"] = over;
-  if (f.variant != baseline) {
-    if (g.baseline) {
-      if (const auto& e = g.speedup[t][*g.baseline]) {
-        c["speedup"] = e->value;
-        if (e->reaches_confidence) {
-          c["speedup_ci_low"] = e->low;
-          c["speedup_ci_high"] = e->high;
-        }
-        c["speedup_pairs"] = static_cast<double>(e->n);
-        if (g.blocks > 1) {
-          const measure::BlockSpread& spread = g.speedup_blocks[t][*g.baseline];
-          fields["speedup_blocks"] = block_values(spread);
-          if (spread.between)
-            fields["speedup_ci_between_blocks"] = {spread.between->low, spread.between->high};
-        }
-        if (!e->reaches_confidence) fields["speedup_ci_note"] = few_values_note(*e, "pairs");
-      } else {
-        fields["speedup_unavailable"] =
-            "no round has valid samples of both this variant and " + baseline;
-      }
-    } else {
-      std::string why = "the baseline (" + baseline + ") is not in this run (--variants)";
-      for (std::size_t p = 0; p < a.members.size(); ++p) {
-        const Member& other = a.members[p];
-        if (fixtures_[other.fixture].variant == baseline && !other.error.empty())
-          why = "the baseline (" + baseline + ") failed: " + other.error;
-      }
-      for (std::size_t u : cg.unselected) {
-        if (fixtures_[u].variant == baseline)
-          why = "the baseline (" + baseline +
-                ") is not selected by --benchmark_filter, so it was not measured with this entry";
-      }
-      fields["speedup_unavailable"] = why + ": no speedup";
-    }
-  }
-
-  if (s.clock_mhz_mean) {
-    c["sm_clock_mhz"] = *s.clock_mhz_mean;
-    c["sm_clock_min_mhz"] = *s.clock_mhz_min;
-    c["sm_clock_max_mhz"] = *s.clock_mhz_max;
-  }
-  if (s.all_clock_mhz_min) {
-    c["sm_clock_all_min_mhz"] = *s.all_clock_mhz_min;
-    c["sm_clock_all_max_mhz"] = *s.all_clock_mhz_max;
-  }
-  if (!s.clock_mhz_mean) {
-    fields["sm_clock_unavailable"] = settings_.engine.device == nullptr
-                                         ? "no GPU: the CPU clock is not read; no sample is dropped"
-                                         : "the clock probe returned no reading";
-  }
   const Plan& plan = m.ws->plan();
-  const Cost cost = cost_of(plan);
   if (settings_.ceilings != nullptr) {
     double frac = -1;
     if (settings_.ceilings_log != nullptr) {
       // Never above the roofline: a faster entry raises the published ceilings first (a
       // contended entry is only ever slower, so it never raises them).
-      settings_.ceilings_log->observe(f.name(), f.dtype, plan, s.median);
-      frac = settings_.ceilings_log->fraction(f.name(), s.median);
+      settings_.ceilings_log->observe(f.name(), f.dtype, plan, median);
+      frac = settings_.ceilings_log->fraction(f.name(), median);
     } else {
-      frac = measure::roofline_fraction(plan, s.median, settings_.ceilings->for_dtype(f.dtype));
+      frac = measure::roofline_fraction(plan, median, settings_.ceilings->for_dtype(f.dtype));
     }
     if (frac >= 0) c["roofline_fraction"] = frac;
     // The fused-vs-split decomposition, once this variant and the baseline have the regimes.
     const std::string shape = f.group_data_key();
-    decomposition_.record(shape, f.variant, measure::to_string(g.regime),
-                          {s.median, cost.bytes, cost.launches});
-    const auto d =
-        decomposition_.decompose(shape, baseline, f.variant, settings_.ceilings->bandwidth);
+    decomposition_.record(shape, f.variant, measure::to_string(regime),
+                          {median, cost.bytes, cost.launches});
+    const auto d = decomposition_.decompose(shape, f.baseline_variant(), f.variant,
+                                            settings_.ceilings->bandwidth);
     if (d.decomposition) fields["decomposition"] = *d.decomposition;
     if (!d.unavailable.empty()) fields["decomposition_unavailable"] = d.unavailable;
   }
@@ -742,7 +572,13 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     fields["gemm_algorithms"] = std::vector<std::string>(
         m.algorithms.begin(), m.algorithms.begin() + std::min(m.algorithms.size(), gemm_steps));
   }
+}
 
+void GroupRunner::add_counters(std::size_t pos, measure::Regime regime, const Cost& cost,
+                               EntryResult& r) {
+  Active& a = *active_;
+  Member& m = a.members[pos];
+  const Fixture& f = fixtures_[m.fixture];
   // Counter passes, after timing and never during it: once per member (the regimes and
   // repetitions of a fixture run the same region, whose counts do not depend on the timing).
   const std::function<void()> region = [&] {
@@ -758,7 +594,7 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     m.counted = counted;
   }
   RegionCounters measured = *m.counted;
-  if (g.regime == measure::Regime::graph && !m.graphs.empty()) {
+  if (regime == measure::Regime::graph && !m.graphs.empty()) {
     // The launch-count pass counts eager runs of the region; a graph entry times a replay of its
     // capture, so the replay is counted too (graph nodes are kernel records with a graph id).
     for (const auto& collector : collectors_) {
@@ -774,25 +610,21 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     }
   }
   add_model_ratios(measured, cost.launches, cost.bytes);
-  for (const auto& [counter, value] : measured.values) c[counter] = value;
-  if (!measured.unavailable.empty()) fields["counters_unavailable"] = measured.unavailable;
-  if (!measured.kernel_names.empty()) fields["kernel_names"] = measured.kernel_names;
-  if (a.tp) {
-    // Compute/comm split (exposed and hidden against the median) and bus bandwidth.
-    std::optional<Ceilings> ceilings;
-    if (settings_.ceilings != nullptr) ceilings = settings_.ceilings->for_dtype(f.dtype);
-    const TpReport tp = a.tp->report(a.tp_index[pos], s.median, ceilings ? &*ceilings : nullptr,
-                                     settings_.engine.device, settings_.engine.block_timeout_s);
-    for (const auto& [counter, value] : tp.counters) c[counter] = value;
-    for (const auto& [key, value] : tp.fields.items()) fields[key] = value;
-  }
-  c["model_flops"] = cost.flops;
-  c["model_bytes"] = cost.bytes;
-  c["model_launches"] = cost.launches;
-  c["model_intensity"] = cost.arithmetic_intensity();
-  c["tokens"] = static_cast<double>(f.tokens);
-  c["tp"] = f.shard.tp;
-  return r;
+  for (const auto& [counter, value] : measured.values) r.counters[counter] = value;
+  if (!measured.unavailable.empty()) r.fields["counters_unavailable"] = measured.unavailable;
+  if (!measured.kernel_names.empty()) r.fields["kernel_names"] = measured.kernel_names;
+}
+
+void GroupRunner::add_tp_report(std::size_t pos, double median, EntryResult& r) {
+  Active& a = *active_;
+  const Fixture& f = fixtures_[a.members[pos].fixture];
+  // Compute/comm split (exposed and hidden against the median) and bus bandwidth.
+  std::optional<Ceilings> ceilings;
+  if (settings_.ceilings != nullptr) ceilings = settings_.ceilings->for_dtype(f.dtype);
+  const TpReport tp = a.tp->report(a.tp_index[pos], median, ceilings ? &*ceilings : nullptr,
+                                   settings_.engine.device, settings_.engine.block_timeout_s);
+  for (const auto& [counter, value] : tp.counters) r.counters[counter] = value;
+  for (const auto& [key, value] : tp.fields.items()) r.fields[key] = value;
 }
 
 std::string GroupRunner::tally_text() const {

@@ -8,14 +8,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "display.hpp"
-#include "filter.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/verify.hpp"
 #include "measure/cache_size.hpp"
-#include "progress.hpp"
-#include "report_writer.hpp"
-#include "verification.hpp"
+#include "runner/display.hpp"
+#include "runner/filter.hpp"
+#include "runner/progress.hpp"
+#include "runner/report_writer.hpp"
+#include "runner/verification.hpp"
 
 namespace fusebench::bench {
 namespace {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/tp_run.hpp"
+#include "entry_fields.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/counters.hpp"
 #include "fusebench/workspace.hpp"
@@ -40,15 +41,6 @@ struct RunnerSettings {
   // Blocks per group measurement (measure/blocks.hpp); 0: auto (measure::kAutoCpuBlocks for
   // every group on the CPU backend, else 1).
   std::size_t timing_blocks = 0;
-};
-
-// One entry's result: what Google Benchmark gets (the iteration time and counters) and the
-// fields merged into the entry in the report.
-struct EntryResult {
-  std::string error;   // non-empty: the fixture failed (SkipWithError)
-  double seconds = 0;  // median time per run (SetIterationTime)
-  std::map<std::string, double> counters;
-  nlohmann::json fields = nlohmann::json::object();
 };
 
 class GroupRunner {
@@ -131,9 +123,18 @@ class GroupRunner {
   void warm_up(bool keep_algorithms);  // one untimed run of every member
   void refresh_members();              // fresh buffers and ranks between blocks
   std::vector<EntryResult> measure_prepared(std::size_t group);
+  // Member `member_pos`'s entry from the group's measurement (entry_fields.hpp for the pure
+  // parts; the ceilings, counter passes and TP report below need the member's resources).
   EntryResult result_for(std::size_t group, std::size_t member_pos,
                          const measure::GroupMeasurement& g, const std::vector<std::size_t>& timed,
                          const std::vector<std::string>& cache_policy);
+  // Why `baseline` was not measured with the group (not selected, failed, not in the run).
+  std::string baseline_missing(std::size_t group, const std::string& baseline) const;
+  void add_roofline(const Fixture& f, const Member& m, measure::Regime regime, double median,
+                    const Cost& cost, EntryResult& r);
+  // Counter passes, once per member; a graph entry's replay is counted too.
+  void add_counters(std::size_t pos, measure::Regime regime, const Cost& cost, EntryResult& r);
+  void add_tp_report(std::size_t pos, double median, EntryResult& r);
 
   Backend& backend_;
   std::uint64_t seed_;

@@ -141,19 +141,25 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     dtype_names = gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
   std::vector<DType> default_dtypes;
   for (const auto& d : dtype_names) {
-    const DType dtype = parse_dtype(d);
+    DType dtype{};
+    try {
+      dtype = parse_dtype(d);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(o.dtype_flag + ": " + e.what());
+    }
     if (auto why = backend.unsupported_reason(dtype); !why.empty()) {
-      throw std::invalid_argument("--dtypes: " + d + " is not supported here: " + why);
+      throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
     }
     default_dtypes.push_back(dtype);
   }
   // Per model: --dtypes, else the backend's default, or a checkpoint's own dtype (exact).
   std::vector<std::vector<DType>> model_dtypes;
   for (std::size_t i = 0; i < s.models.size(); ++i) {
-    model_dtypes.push_back(s.checkpoints[i] && o.dtypes.empty()
-                               ? std::vector<DType>{checkpoint_run_dtype(
-                                     *s.checkpoints[i], s.checkpoint_dirs[i], backend)}
-                               : default_dtypes);
+    model_dtypes.push_back(
+        s.checkpoints[i] && o.dtypes.empty()
+            ? std::vector<DType>{checkpoint_run_dtype(*s.checkpoints[i], s.checkpoint_dirs[i],
+                                                      backend, o.dtype_flag)}
+            : default_dtypes);
     for (DType d : model_dtypes.back()) {
       if (std::find(s.dtypes.begin(), s.dtypes.end(), d) == s.dtypes.end()) s.dtypes.push_back(d);
     }

@@ -28,9 +28,10 @@ CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::in
 
 // The dtype a checkpoint runs in by default: its own (exact). Throws std::invalid_argument when
 // its tensors differ in dtype or the backend cannot run it (fp16 on the CPU), saying which
-// --dtypes would run it and whether that conversion is exact.
+// --dtypes would run it and whether that conversion is exact (`dtype_flag`: that flag's name in
+// the front end asking, fusebench-region's --dtype).
 DType checkpoint_run_dtype(const HfLayerWeights& layer, const std::string& dir,
-                           const Backend& backend);
+                           const Backend& backend, const std::string& dtype_flag = "--dtypes");
 
 // How the stored values become the run's: "exact (BF16 -> fp32)" or "rounds (F32 -> bf16,
 // to nearest even)".

@@ -11,7 +11,7 @@
 #include "fusebench/backend.hpp"
 #include "fusebench/hf_layer.hpp"
 #include "fusebench/shapes.hpp"
-#include "options.hpp"
+#include "run_options.hpp"
 
 namespace fusebench {
 struct CommSettings;

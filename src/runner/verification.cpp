@@ -21,8 +21,17 @@ std::string sci(double v) {
   return buf;
 }
 
-// "qkv/fused: OK (vs split: 3 outputs, max_abs 1.2e-06; vs float64 on rows 1-59 of 1024 rows:
-// 3 outputs, max_abs 2.1e-06)": one line, the worst output per kind of comparison.
+// Which part of |got - want| <= atol + rtol*|want| decided: "rtol" (every element within
+// rtol*|want|), "atol" (some elements near zero pass by atol alone, so the max relative error may
+// exceed rtol) or "neither" (mismatches).
+const char* within(std::int64_t mismatches, std::int64_t within_atol_only) {
+  return mismatches > 0 ? "neither" : within_atol_only > 0 ? "atol" : "rtol";
+}
+
+// "qkv/fused: OK (vs split: 3 outputs, max_abs 1.2e-06, within rtol 0.0001; vs float64 on rows
+// 1-59 of 1024 rows: 3 outputs, max_abs 2.1e-06, within atol 0.0001: 12/3072 elements near 0
+// exceed rtol 0.0001)":
+// one line, the worst output per kind of comparison.
 std::string one_line(const VerifyResult& r, std::int64_t tokens) {
   std::string line = r.op + "/" + r.variant + ": ";
   if (!r.checked()) return line + "NOT CHECKED (nothing was compared)";
@@ -35,13 +44,24 @@ std::string one_line(const VerifyResult& r, std::int64_t tokens) {
   for (const auto& kind : kinds) {
     int outputs = 0;
     double max_abs = 0;
-    std::int64_t mismatches = 0, elements = 0;
+    std::int64_t mismatches = 0, elements = 0, by_atol = 0;
+    Tolerance tol;
     for (const auto& c : r.comparisons) {
       if (c.against != kind) continue;
       ++outputs;
       max_abs = std::max(max_abs, c.max_abs_error);
       mismatches += c.mismatches;
       elements += c.elements;
+      by_atol += c.within_atol_only;
+      tol = c.tolerance;
+    }
+    const std::string decided = within(mismatches, by_atol);
+    std::string tolerance = ", within rtol " + sci(tol.rtol);
+    if (decided == "atol") {
+      tolerance = ", within atol " + sci(tol.atol) + ": " + std::to_string(by_atol) + "/" +
+                  std::to_string(elements) + " elements near 0 exceed rtol " + sci(tol.rtol);
+    } else if (decided == "neither") {
+      tolerance = " (atol " + sci(tol.atol) + " + rtol " + sci(tol.rtol) + "*|want|)";
     }
     std::string against = "vs " + kind;
     if (kind == "float64" && r.reference_rows < tokens)
@@ -51,7 +71,8 @@ std::string one_line(const VerifyResult& r, std::int64_t tokens) {
               (outputs == 1 ? "" : "s") + ", max_abs " + sci(max_abs) +
               (mismatches > 0 ? ", " + std::to_string(mismatches) + "/" + std::to_string(elements) +
                                     " mismatches"
-                              : "");
+                              : "") +
+              tolerance;
   }
   return line + " (" + detail + ")";
 }
@@ -70,13 +91,28 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
                       {"float64_reference_rows", r.reference_rows}};
   if (tokens_checked != f.tokens) j["tokens_checked"] = tokens_checked;
   j["comparisons"] = nlohmann::json::array();
+  std::int64_t mismatches = 0, by_atol = 0;
   for (const auto& c : r.comparisons) {
     j["comparisons"].push_back({{"output", c.output},
                                 {"against", c.against},
                                 {"max_abs_error", c.max_abs_error},
                                 {"max_rel_error", c.max_rel_error},
                                 {"mismatches", c.mismatches},
-                                {"elements", c.elements}});
+                                {"elements", c.elements},
+                                {"atol", c.tolerance.atol},
+                                {"rtol", c.tolerance.rtol},
+                                {"within", within(c.mismatches, c.within_atol_only)},
+                                {"elements_within_atol_only", c.within_atol_only}});
+    mismatches += c.mismatches;
+    by_atol += c.within_atol_only;
+  }
+  // Beside max_rel_error, which tolerance passed it (a max_rel_error above rtol with ok=true is
+  // atol's doing: elements whose want is near zero).
+  if (!r.comparisons.empty()) {
+    j["atol"] = r.comparisons.front().tolerance.atol;
+    j["rtol"] = r.comparisons.front().tolerance.rtol;
+    j["within"] = within(mismatches, by_atol);
+    j["elements_within_atol_only"] = by_atol;
   }
   return j;
 }
@@ -98,7 +134,12 @@ std::int64_t reference_rows(double macs_per_row, std::int64_t tokens) {
 }
 
 nlohmann::json verification_policy() {
-  return {{"shapes",
+  return {{"tolerance",
+           "an element passes when |got - want| <= atol + rtol*|want| (atol and rtol per dtype, "
+           "in each result); within: rtol when every element is within rtol*|want|, atol when "
+           "some elements whose want is near zero pass by atol alone (their relative error, and "
+           "so max_rel_error, may exceed rtol), neither when elements mismatch"},
+          {"shapes",
            "every model, tp, op, dtype and token count of the fixtures this run measures "
            "(after --benchmark_filter); all variants of each op, on one fresh random input, with "
            "the entries' weights (random, or the checkpoint's layer for weights:checkpoint)"},

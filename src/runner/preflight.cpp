@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
 
 namespace fusebench::bench {
 namespace {
@@ -13,6 +14,22 @@ std::string gib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
   return buf;
+}
+
+// What would make `f` fit. A higher tp shrinks one rank's shard (weights, outputs), except where
+// every rank lives in this process (inprocess: the shards add up to the whole layer again) and
+// for the collectives, whose messages are the pipelines' activations.
+std::string fitting_advice(const Fixture& f) {
+  std::string advice = "use fewer tokens (--tokens) or a smaller model";
+  if (is_collective_op(f.op)) return advice;
+  if (f.comm == "inprocess") {
+    return advice + "; a higher --tp would not help here: the " + std::to_string(f.shard.tp) +
+           " in-process ranks each hold their shard in this one process, so their shards add up "
+           "to the whole layer";
+  }
+  return advice +
+         ", or a higher --tp (one rank's shard holds 1/tp of the weights and outputs; its input "
+         "activations stay whole)";
 }
 
 }  // namespace
@@ -36,8 +53,7 @@ void check_fits_in_memory(const std::vector<Fixture>& fixtures, const Backend& b
   if (largest != nullptr && largest_bytes > static_cast<double>(free.bytes)) {
     throw std::invalid_argument(largest->name() + " needs " + gib(largest_bytes) +
                                 " for its buffers, but " + gib(static_cast<double>(free.bytes)) +
-                                " is free (" + free.source +
-                                "): use fewer tokens, a smaller model or a lower tp");
+                                " is free (" + free.source + "): " + fitting_advice(*largest));
   }
 }
 

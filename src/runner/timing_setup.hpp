@@ -10,7 +10,7 @@
 #include "group_runner.hpp"
 #include "measure/ceilings.hpp"
 #include "measure/timing_device.hpp"
-#include "options.hpp"
+#include "run_options.hpp"
 #include "sweep.hpp"
 
 namespace fusebench::bench {
