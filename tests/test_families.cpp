@@ -521,3 +521,105 @@ TEST(Families, ExpertOrMlaFieldsTheFamilyDoesNotReadAreRefused) {
       "n_shared_experts": null, "moe_intermediate_size": 32, "first_k_dense_replace": 0})",
                                   "dots.json"));
 }
+
+// The bias and head_dim rules read from vLLM's model files (docs/models.md, "Where each rule
+// was read"): what the class builds, not what the config's name for it suggests.
+TEST(Families, PhiMoeAlwaysBuildsAttentionBiasesAndRefusesAConfigWithout) {
+  const std::string base = R"({"model_type": "phimoe", "hidden_size": 64,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+      "num_local_experts": 4, "num_experts_per_tok": 2)";
+  // PhiMoEAttention: QKVParallelLinear and RowParallelLinear with bias=True, hard-coded.
+  const ModelShape m = parse_hf_config(base + R"(, "attention_bias": true})", "p.json");
+  EXPECT_TRUE(m.qkv_bias);
+  EXPECT_TRUE(m.o_bias);
+  // Without the flag transformers saves no bias tensors, which vLLM's loader then misses.
+  for (const char* tail : {R"(, "attention_bias": false})", "}"}) {
+    const auto why = error_of([&] { parse_hf_config(base + tail, "p.json"); });
+    EXPECT_NE(why.find("'attention_bias' is"), std::string::npos) << why;
+    EXPECT_NE(why.find("PhiMoEForCausalLM"), std::string::npos) << why;
+  }
+}
+
+TEST(Families, CohereReadsHeadDimAndBuildsNoAttentionBias) {
+  // CohereAttention: head_dim = config.head_dim when the config has one (Cohere2Config does).
+  const ModelShape m = parse_hf_config(
+      R"({"model_type": "cohere2", "hidden_size": 64, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 96})",
+      "c.json");
+  EXPECT_EQ(m.head_dim, 32);
+  EXPECT_EQ(m.q_size(), 128);
+  EXPECT_FALSE(m.qkv_bias);
+  EXPECT_FALSE(m.o_bias);
+  // qkv_proj and o_proj are bias=False: a true attention_bias would be dropped by the loader.
+  const auto why = error_of([] {
+    parse_hf_config(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4,
+        "intermediate_size": 96, "attention_bias": true})",
+                    "c.json");
+  });
+  EXPECT_NE(why.find("'attention_bias' is true"), std::string::npos) << why;
+}
+
+TEST(Families, GraniteMoeDerivesHeadDimAndHunyuanRefusesMlpBias) {
+  // GraniteMoeAttention: head_dim = hidden_size / num_attention_heads, whatever head_dim says.
+  const auto granite = error_of([] {
+    parse_hf_config(R"({"model_type": "granitemoe", "hidden_size": 64, "num_attention_heads": 4,
+        "head_dim": 32, "intermediate_size": 96, "num_local_experts": 4,
+        "num_experts_per_tok": 2})",
+                    "g.json");
+  });
+  EXPECT_NE(granite.find("head_dim=32 differs"), std::string::npos) << granite;
+  // HunYuan: vLLM 0.23's class built an MLP bias from mlp_bias, transformers' (vLLM 0.34's
+  // Transformers backend) none.
+  const auto hunyuan = error_of([] {
+    parse_hf_config(R"({"model_type": "hunyuan_v1_dense", "hidden_size": 64,
+        "num_attention_heads": 4, "head_dim": 16, "intermediate_size": 96, "mlp_bias": true})",
+                    "h.json");
+  });
+  EXPECT_NE(hunyuan.find("'mlp_bias' is true"), std::string::npos) << hunyuan;
+}
+
+TEST(Families, GraniteAndNemotronReadBiasLikeLlamaAndErnieDropsTheOProjBias) {
+  // GraniteDecoderLayer, NemotronDecoderLayer: attention_bias or bias, on q/k/v and o_proj.
+  for (const char* type : {"granite", "nemotron"}) {
+    const ModelShape m = parse_hf_config(std::string(R"({"model_type": ")") + type +
+                                             R"(", "hidden_size": 64, "num_attention_heads": 4,
+            "intermediate_size": 96, "bias": true})",
+                                         "b.json");
+    EXPECT_TRUE(m.qkv_bias) << type;
+    EXPECT_TRUE(m.o_bias) << type;
+  }
+  // Ernie4_5ForCausalLM: Llama's layers, o_proj.bias = None.
+  const ModelShape ernie = parse_hf_config(
+      R"({"model_type": "ernie4_5", "hidden_size": 64, "num_attention_heads": 4,
+          "intermediate_size": 96, "attention_bias": true})",
+      "e.json");
+  EXPECT_TRUE(ernie.qkv_bias);
+  EXPECT_FALSE(ernie.o_bias);
+}
+
+TEST(Families, Llama4BuildsNoAttentionBias) {
+  // Llama4DecoderLayer: Llama4Attention(bias=False, bias_o_proj=False) whatever the config says.
+  const std::string base = R"({"model_type": "llama4_text", "hidden_size": 64,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+      "intermediate_size": 32, "intermediate_size_mlp": 96, "num_local_experts": 4,
+      "num_experts_per_tok": 1, "interleave_moe_layer_step": 1)";
+  const ModelShape m = parse_hf_config(base + "}", "l.json");
+  EXPECT_FALSE(m.qkv_bias);
+  const auto why =
+      error_of([&] { parse_hf_config(base + R"(, "attention_bias": true})", "l.json"); });
+  EXPECT_NE(why.find("'attention_bias' is true"), std::string::npos) << why;
+}
+
+TEST(Families, MiniCpm3RefusesBiasFlags) {
+  // MiniCPM3Attention, MiniCPMMLP: bias=False; transformers builds biases from these flags.
+  for (const char* flag : {"attention_bias", "mlp_bias"}) {
+    const auto why = error_of([&] {
+      parse_hf_config(std::string(R"({"model_type": "minicpm3", "hidden_size": 64,
+          "num_attention_heads": 4, "intermediate_size": 96, "q_lora_rank": 32,
+          "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, ")") +
+                          flag + R"(": true})",
+                      "m.json");
+    });
+    EXPECT_NE(why.find(std::string("'") + flag + "' is true"), std::string::npos) << why;
+  }
+}

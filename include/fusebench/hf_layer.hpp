@@ -48,6 +48,12 @@ enum class Presence { always, qkv_bias, o_bias, mlp_bias, q_lora_rank };
 // its kv head count (new_decoder_architecture: num_kv_heads; multi_query: one, which is stacked).
 enum class RowLayout { stacked, grouped_qkv };
 
+// How a tensor holding every routed expert of a layer stacks them: along a leading dimension
+// ([experts, rows, cols]: GraniteMoE's input_linear, Llama-4's experts.gate_up_proj, as
+// transformers 5 writes them), or flattened into the rows ([experts * rows, cols]: DBRX's
+// ffn.experts.mlp.w1/v1/w2). `none`: one expert per tensor ("{expert}" in its name), or none.
+enum class ExpertStack { none, leading, flattened };
+
 struct StoredTensor {
   std::string name;  // "{layer}": the decoder layer; "{expert}": the routed expert
   std::vector<std::pair<std::string, LayerExtent>> parts;
@@ -57,8 +63,10 @@ struct StoredTensor {
   LayerKind group = LayerKind::attention;
   Presence presence = Presence::always;
   RowLayout layout = RowLayout::stacked;
-  // Stored [in, out] (GPT-2's Conv1D) instead of F.linear's [out, in]; vLLM's loader transposes.
+  // Stored [in, out] (GPT-2's Conv1D; each expert of Llama-4's and DBRX's w2) instead of
+  // F.linear's [out, in]; vLLM's loader transposes.
   bool transposed = false;
+  ExpertStack experts = ExpertStack::none;
 };
 
 struct LayerFamily {
@@ -116,6 +124,9 @@ class HfLayerWeights : public TensorSource {
     // block b stored at row0 + b * period; 0: contiguous from row0.
     std::int64_t block = 0, period = 0;
     bool transposed = false;  // stored [cols, rows] (Conv1D)
+    // The first stored row (in the tensor's 2-D view) of a transposed part: its expert's.
+    std::int64_t stored_row0 = 0;
+    std::int64_t expert = -1;  // the expert of a tensor stacking every expert; -1: none
   };
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::string family_;

@@ -277,6 +277,9 @@ struct Family {
   // Bias flags transformers reads but vLLM's class does not (it builds no bias there): refused
   // when true, since the checkpoint's bias would be dropped.
   const char* unread_true = "";
+  // Bias flags vLLM's class does not read because it always builds the bias: refused when not
+  // true, since vLLM's loader would find no checkpoint tensor for it and refuse to load.
+  const char* required_true = "";
   const char* act_field = "hidden_act";  // the activation field (ungated: for the message)
   const char* note = "";  // what else the row says (docs/models.md), shown in context.models
 };
@@ -301,14 +304,19 @@ const Family kFamilies[] = {
     {.model_type = "phi3",
      .vllm_class = "Phi3ForCausalLM (Llama layers; checkpoint stores qkv_proj/gate_up_proj fused)",
      .qkv_bias = kLlamaQkv, .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
-    {.model_type = "granite", .vllm_class = "GraniteForCausalLM", .qkv_bias = "attention_bias",
-     .o_bias = "attention_bias", .mlp_bias = "mlp_bias"},
+    // GraniteDecoderLayer: bias = attention_bias or bias (q/k/v and o_proj), mlp_bias.
+    {.model_type = "granite", .vllm_class = "GraniteForCausalLM", .qkv_bias = kLlamaO,
+     .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
     {.model_type = "exaone4", .vllm_class = "Exaone4ForCausalLM", .qkv_bias = kLlamaO,
      .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
+    // vLLM 0.23's hunyuan_v1.py reads mlp_bias; transformers' HunYuan MLP (what vLLM 0.34 runs,
+    // through its Transformers backend) has none: a true mlp_bias is a layout they disagree on.
     {.model_type = "hunyuan_v1_dense", .vllm_class = "HunYuanDenseV1ForCausalLM",
-     .qkv_bias = kLlamaO, .o_bias = kLlamaO, .mlp_bias = "mlp_bias"},
-    {.model_type = "seed_oss", .vllm_class = "SeedOssForCausalLM", .qkv_bias = "attention_bias",
-     .o_bias = "attention_out_bias", .mlp_bias = "mlp_bias"},
+     .qkv_bias = kLlamaO, .o_bias = kLlamaO, .unread_true = "mlp_bias"},
+    // vLLM 0.34 runs Seed-OSS through its Transformers backend: transformers' SeedOssAttention
+    // (q/k/v bias = attention_bias, o_proj = attention_out_bias), SeedOssMLP (mlp_bias).
+    {.model_type = "seed_oss", .vllm_class = "SeedOssForCausalLM (TransformersForCausalLM)",
+     .qkv_bias = "attention_bias", .o_bias = "attention_out_bias", .mlp_bias = "mlp_bias"},
     {.model_type = "glm",
      .vllm_class = "GlmForCausalLM (LlamaForCausalLM, o_proj bias removed; checkpoint stores "
                    "gate_up_proj fused)",
@@ -316,8 +324,9 @@ const Family kFamilies[] = {
     {.model_type = "glm4",
      .vllm_class = "Glm4ForCausalLM (checkpoint stores gate_up_proj fused)",
      .qkv_bias = "attention_bias"},
+    // Ernie4_5ForCausalLM: Llama's layers with o_proj.bias set to None.
     {.model_type = "ernie4_5", .vllm_class = "Ernie4_5ForCausalLM (LlamaForCausalLM)",
-     .qkv_bias = kLlamaQkv, .o_bias = kLlamaO, .mlp_bias = "mlp_bias", .unread_true = "use_bias"},
+     .qkv_bias = kLlamaQkv, .mlp_bias = "mlp_bias", .unread_true = "use_bias"},
     {.model_type = "stablelm", .vllm_class = "StablelmForCausalLM", .derived_head_dim = true,
      .qkv_bias = "use_qkv_bias"},
     {.model_type = "olmo", .vllm_class = "OlmoForCausalLM", .kv = Kv::mha,
@@ -326,10 +335,10 @@ const Family kFamilies[] = {
      .unread_true = "attention_bias"},
     {.model_type = "olmo3", .vllm_class = "Olmo3ForCausalLM (Olmo2ForCausalLM)",
      .derived_head_dim = true, .unread_true = "attention_bias"},
-    {.model_type = "cohere", .vllm_class = "CohereForCausalLM", .derived_head_dim = true,
-     .qkv_bias = "attention_bias", .o_bias = "attention_bias"},
+    // CohereAttention: head_dim read when the config has one; qkv_proj and o_proj bias=False.
+    {.model_type = "cohere", .vllm_class = "CohereForCausalLM", .unread_true = "attention_bias"},
     {.model_type = "cohere2", .vllm_class = "Cohere2ForCausalLM (CohereForCausalLM)",
-     .derived_head_dim = true, .qkv_bias = "attention_bias", .o_bias = "attention_bias"},
+     .unread_true = "attention_bias"},
     // No vLLM model file of their own: vLLM runs them through its Transformers backend
     // (TransformersForCausalLM), whose layers are transformers' own (q/k/v and gate/up separate
     // column-parallel layers): the split variant is what it runs, fused what fusing would give.
@@ -380,24 +389,28 @@ const Family kFamilies[] = {
      .mlp = Mlp::ungated},
     {.model_type = "starcoder2", .vllm_class = "Starcoder2ForCausalLM", .derived_head_dim = true,
      .qkv_bias = "use_bias:true", .o_bias = "use_bias:true", .mlp = Mlp::ungated},
-    {.model_type = "nemotron", .vllm_class = "NemotronForCausalLM", .qkv_bias = "attention_bias",
-     .o_bias = "attention_bias", .mlp = Mlp::ungated},
+    // NemotronDecoderLayer: bias = attention_bias or bias (q/k/v and o_proj).
+    {.model_type = "nemotron", .vllm_class = "NemotronForCausalLM", .qkv_bias = kLlamaO,
+     .o_bias = kLlamaO, .mlp = Mlp::ungated},
     {.model_type = "arcee", .vllm_class = "ArceeForCausalLM", .qkv_bias = kLlamaQkv,
      .o_bias = kLlamaO, .mlp = Mlp::ungated},
     // --- MoE.
     {.model_type = "mixtral", .vllm_class = "MixtralForCausalLM", .moe = Moe::every,
      .experts = "num_local_experts", .expert_size = "intermediate_size", .aliases = kExperts},
-    {.model_type = "phimoe", .vllm_class = "PhiMoEForCausalLM", .qkv_bias = "attention_bias",
-     .o_bias = "attention_bias", .moe = Moe::every, .experts = "num_local_experts",
-     .expert_size = "intermediate_size", .aliases = kExperts},
+    // PhiMoEAttention: qkv_proj and o_proj bias=True whatever attention_bias says.
+    {.model_type = "phimoe", .vllm_class = "PhiMoEForCausalLM", .qkv_bias = "true",
+     .o_bias = "true", .moe = Moe::every, .experts = "num_local_experts",
+     .expert_size = "intermediate_size", .aliases = kExperts, .required_true = "attention_bias"},
     {.model_type = "olmoe", .vllm_class = "OlmoeForCausalLM", .derived_head_dim = true,
      .moe = Moe::every, .experts = "num_experts", .expert_size = "intermediate_size",
      .aliases = "num_local_experts=num_experts", .unread_true = "attention_bias"},
-    {.model_type = "granitemoe", .vllm_class = "GraniteMoeForCausalLM", .moe = Moe::every,
+    // GraniteMoeAttention: head_dim = hidden_size / num_attention_heads, no bias.
+    {.model_type = "granitemoe", .vllm_class = "GraniteMoeForCausalLM", .derived_head_dim = true,
+     .moe = Moe::every,
      .experts = "num_local_experts", .expert_size = "intermediate_size",
      .unread_true = "attention_bias"},
     {.model_type = "granitemoeshared", .vllm_class = "GraniteMoeSharedForCausalLM",
-     .moe = Moe::every, .experts = "num_local_experts", .expert_size = "intermediate_size",
+     .derived_head_dim = true, .moe = Moe::every, .experts = "num_local_experts", .expert_size = "intermediate_size",
      .shared = "shared_intermediate_size", .unread_true = "attention_bias"},
     {.model_type = "qwen2_moe", .vllm_class = "Qwen2MoeForCausalLM", .derived_head_dim = true,
      .qkv_bias = "true", .moe = Moe::qwen, .experts = "num_experts",
@@ -422,14 +435,13 @@ const Family kFamilies[] = {
      .qkv_bias = kLlamaO, .o_bias = kLlamaO, .moe = Moe::hunyuan, .experts = "num_experts",
      .expert_size = "moe_intermediate_size", .shared = "intermediate_size*num_shared_expert",
      .aliases = "num_experts_per_tok=moe_topk,num_local_experts=num_experts"},
-    {.model_type = "llama4_text", .vllm_class = "Llama4ForCausalLM",
-     .qkv_bias = "attention_bias", .o_bias = "attention_bias", .moe = Moe::llama4,
+    // Llama4DecoderLayer: Llama4Attention(bias=False, bias_o_proj=False), hard-coded.
+    {.model_type = "llama4_text", .vllm_class = "Llama4ForCausalLM", .moe = Moe::llama4,
      .experts = "num_local_experts", .expert_size = "intermediate_size",
-     .shared = "intermediate_size"},
+     .shared = "intermediate_size", .unread_true = "attention_bias"},
     {.model_type = "llama4", .vllm_class = "Llama4ForConditionalGeneration (text model)",
-     .qkv_bias = "attention_bias", .o_bias = "attention_bias", .moe = Moe::llama4,
-     .experts = "num_local_experts", .expert_size = "intermediate_size",
-     .shared = "intermediate_size"},
+     .moe = Moe::llama4, .experts = "num_local_experts", .expert_size = "intermediate_size",
+     .shared = "intermediate_size", .unread_true = "attention_bias"},
     {.model_type = "dbrx", .vllm_class = "DbrxForCausalLM", .kv = Kv::dbrx,
      .derived_head_dim = true, .moe = Moe::dbrx,
      .aliases = "num_attention_heads=n_heads,hidden_size=d_model,num_hidden_layers=n_layers"},
@@ -441,7 +453,9 @@ const Family kFamilies[] = {
      .moe = Moe::deepseek, .experts = "n_routed_experts", .expert_size = "moe_intermediate_size",
      .shared = "moe_intermediate_size*n_shared_experts",
      .aliases = "num_local_experts=n_routed_experts"},
-    {.model_type = "minicpm3", .vllm_class = "MiniCPM3ForCausalLM", .attn = Attn::mla_unfused},
+    // MiniCPM3Attention and MiniCPMMLP: every projection bias=False.
+    {.model_type = "minicpm3", .vllm_class = "MiniCPM3ForCausalLM", .attn = Attn::mla_unfused,
+     .unread_true = "attention_bias,mlp_bias"},
     // gpt-oss: its own rules (biases everywhere, swigluoai on interleaved w13), read below.
     {.model_type = "gpt_oss", .vllm_class = "GptOssForCausalLM", .qkv_bias = "true",
      .o_bias = "true", .mlp_bias = "true", .moe = Moe::every, .experts = "num_local_experts",
@@ -931,6 +945,14 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
     if (c.flag_or(flag, false)) {
       c.fail("field '" + flag + "' is true, but vLLM's " + m.vllm_class +
              " builds these projections without a bias: the checkpoint's bias would be dropped");
+    }
+  }
+  for (const std::string& flag : split(f.required_true, ',')) {
+    if (!c.flag_or(flag, false)) {
+      c.fail("field '" + flag + "' is " + (c.has(flag) ? "false" : "absent") + ", but vLLM's " +
+             m.vllm_class +
+             " builds these projections with a bias whatever it says: a checkpoint without the "
+             "bias tensors fails vLLM's load (weights not initialized from checkpoint)");
     }
   }
   if (f.attn != Attn::gqa) read_mla(c, f, m);

@@ -112,9 +112,12 @@ MatrixShape matrix_shape(const SafetensorsFile& file, const TensorInfo& info) {
 MatrixShape matrix_shape(const std::string& label, const TensorInfo& info) {
   if (info.shape.size() == 2) return {info.shape[0], info.shape[1]};
   if (info.shape.size() == 1) return {info.shape[0], 1};
+  // A stack of matrices (a layer's routed experts as transformers 5 stores them, [experts, rows,
+  // cols]) reads as their rows one after another.
+  if (info.shape.size() == 3) return {info.shape[0] * info.shape[1], info.shape[2]};
   fail(label, info,
        "shape " + shape_text(info.shape) + " has " + std::to_string(info.shape.size()) +
-           " dimensions; a weight is 2-D and a bias 1-D");
+           " dimensions; a weight is 2-D (3-D: a stack of experts) and a bias 1-D");
 }
 
 std::vector<float> read_window(const SafetensorsFile& file, const TensorInfo& info,

@@ -362,13 +362,30 @@ const std::vector<LayerFamily>& layer_families() {
        concat({separate_attention(P::qkv_bias, P::o_bias),
                routed_experts("block_sparse_moe.", {"w1", "w3", "w2"})}),
        {}},
-      // GraniteMoE stores each layer's experts as 3-D tensors (block_sparse_moe.input_linear
-      // [experts, 2 * intermediate, hidden]), Llama-4 too (feed_forward.experts.gate_up_proj
-      // [experts, hidden, 2 * intermediate]): the attention and the dense/shared MLPs map.
+      // GraniteMoE (granitemoe.py's hf_to_vllm_mapper: block_sparse_moe.input_linear ->
+      // experts.gate_up_proj, FusedMoE's w13 [experts, 2 * intermediate, hidden], gate rows
+      // first; output_linear -> w2 [experts, hidden, intermediate]); granitemoeshared's
+      // shared_mlp.input_linear is fused [gate; up] the same way.
       {"granitemoe",
        {"granitemoe", "granitemoeshared"},
        concat({separate_attention(P::qkv_bias, P::o_bias),
-               {{kLayer + "shared_mlp.input_linear.weight",
+               {{kLayer + "block_sparse_moe.input_linear.weight",
+                 {{"w_expert_gate", E::expert_intermediate}, {"w_expert_up", E::expert_intermediate}},
+                 E::hidden,
+                 K::expert,
+                 P::always,
+                 RowLayout::stacked,
+                 false,
+                 ExpertStack::leading},
+                {kLayer + "block_sparse_moe.output_linear.weight",
+                 {{"w_expert_down", E::hidden}},
+                 E::expert_intermediate,
+                 K::expert,
+                 P::always,
+                 RowLayout::stacked,
+                 false,
+                 ExpertStack::leading},
+                {kLayer + "shared_mlp.input_linear.weight",
                  {{"w_shared_expert_gate", E::shared_intermediate},
                   {"w_shared_expert_up", E::shared_intermediate}},
                  E::hidden,
@@ -377,19 +394,84 @@ const std::vector<LayerFamily>& layer_families() {
                  {{"w_shared_expert_down", E::hidden}},
                  E::shared_intermediate,
                  K::shared_expert}}}),
-       {{K::expert,
-         "GraniteMoE stores its experts as 3-D tensors (block_sparse_moe.input_linear [experts, "
-         "2 * intermediate, hidden]), which the checkpoint reader does not map"}}},
+       {}},
+      // Llama4MoE (llama4.py, load_moe_expert_weights): feed_forward.experts.gate_up_proj is
+      // [experts, hidden, 2 * intermediate], transposed to [experts, 2 I, hidden] and chunked
+      // into gate and up; experts.down_proj [experts, intermediate, hidden], transposed.
       {"llama4",
        {"llama4_text", "llama4"},
        concat(
            {separate_attention(P::qkv_bias, P::o_bias),
             separate_mlp(kLayer + "feed_forward.", kProj, K::dense, E::intermediate, std::nullopt),
             separate_mlp(kLayer + "feed_forward.shared_expert.", kProj, K::shared_expert,
-                         E::shared_intermediate, std::nullopt)}),
-       {{K::expert,
-         "Llama-4 stores its experts as 3-D tensors (feed_forward.experts.gate_up_proj [experts, "
-         "hidden, 2 * intermediate]), which the checkpoint reader does not map"}}},
+                         E::shared_intermediate, std::nullopt),
+            {{kLayer + "feed_forward.experts.gate_up_proj",
+              {{"w_expert_gate", E::expert_intermediate}, {"w_expert_up", E::expert_intermediate}},
+              E::hidden,
+              K::expert,
+              P::always,
+              RowLayout::stacked,
+              true,
+              ExpertStack::leading},
+             {kLayer + "feed_forward.experts.down_proj",
+              {{"w_expert_down", E::hidden}},
+              E::expert_intermediate,
+              K::expert,
+              P::always,
+              RowLayout::stacked,
+              true,
+              ExpertStack::leading}}}),
+       {}},
+      // DbrxForCausalLM (dbrx.py): Wqkv is QKVParallelLinear's [q; k; v] rows, out_proj; the
+      // experts' w1 (gate), v1 (up) and w2 are each [experts * intermediate, hidden]
+      // (DbrxExperts.weight_loader reshapes them to [experts, I, hidden]; w2 is transposed).
+      {"dbrx",
+       {"dbrx"},
+       [] {
+         const std::string a = "transformer.blocks.{layer}.norm_attn_norm.attn.";
+         const std::string x = "transformer.blocks.{layer}.ffn.experts.mlp.";
+         std::vector<StoredTensor> t = {
+             {a + "Wqkv.weight", {{"w_q", E::q}, {"w_k", E::kv}, {"w_v", E::kv}}, E::hidden},
+             {a + "out_proj.weight", {{"w_o", E::hidden}}, E::q}};
+         for (const auto& [name, logical] : std::vector<std::pair<std::string, std::string>>{
+                  {"w1", "w_expert_gate"}, {"v1", "w_expert_up"}})
+           t.push_back({x + name,
+                        {{logical, E::expert_intermediate}},
+                        E::hidden,
+                        K::expert,
+                        P::always,
+                        RowLayout::stacked,
+                        false,
+                        ExpertStack::flattened});
+         t.push_back({x + "w2",
+                      {{"w_expert_down", E::hidden}},
+                      E::expert_intermediate,
+                      K::expert,
+                      P::always,
+                      RowLayout::stacked,
+                      true,
+                      ExpertStack::flattened});
+         return t;
+       }(),
+       {}},
+      // HunYuanSparseMoeBlock (vLLM 0.23's hunyuan_v1.py): mlp.experts.E.{gate,up,down}_proj
+      // (transformers 5 saves them so, by qwen2_moe's conversion), the shared mlp.shared_mlp.
+      {"hunyuan_v1_moe",
+       {"hunyuan_v1_moe"},
+       concat({separate_attention(P::qkv_bias, P::o_bias), routed_experts("mlp."),
+               separate_mlp(kLayer + "mlp.shared_mlp.", kProj, K::shared_expert,
+                            E::shared_intermediate, std::nullopt)}),
+       {}},
+      // MiniCPM3Attention: q_a_proj and kv_a_proj_with_mqa as separate replicated layers (no
+      // fused pair: the qkv op is refused, their shapes are still checked); dense MLP.
+      {"minicpm3",
+       {"minicpm3"},
+       concat({{{kLayer + "self_attn.q_a_proj.weight", {{"w_q_a", E::q_lora_rank}}, E::hidden,
+                 K::mla, P::q_lora_rank},
+                {kLayer + "self_attn.kv_a_proj_with_mqa.weight", {{"w_kv_a", E::kv_a}}, E::hidden,
+                 K::mla}},
+               dense_mlp()}),
+       {}},
       {"qwen3_moe",
        {"qwen3_moe", "olmoe"},
        concat({separate_attention(P::qkv_bias, std::nullopt), dense_mlp(), routed_experts("mlp.")}),
@@ -525,13 +607,24 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
     }
     if (stored.transposed && want.size() == 2) {
       std::swap(want[0], want[1]);
-      expected += " transposed (Conv1D stores [in, out])";
+      expected += " transposed ([in, out])";
     }
+    // Every expert's rows (in the tensor's 2-D view: stored rows per expert) and where this
+    // expert's begin.
+    const std::int64_t per_expert = want[0];
+    if (stored.experts == ExpertStack::leading) {
+      want.insert(want.begin(), model.experts);
+      expected = "[num_experts, " + expected.substr(1);
+    } else if (stored.experts == ExpertStack::flattened) {
+      want[0] *= model.experts;
+      expected = "[num_experts * " + expected.substr(1);
+    }
+    const std::int64_t expert_row0 = stored.experts == ExpertStack::none ? 0 : expert * per_expert;
     if (t.info.shape != want) {
       fail("shape " + shape_text(t.info.shape) + " does not match the config: expected " +
            expected + " = " + shape_text(want));
     }
-    const std::int64_t stored_cols = want.size() == 2 ? want[stored.transposed ? 0 : 1] : 1;
+    const std::int64_t stored_cols = stored.cols ? extent_of(model, *stored.cols) : 1;
     std::int64_t row0 = 0;
     if (stored.layout == RowLayout::grouped_qkv) {
       // [kv_heads, q_per_kv + 2, head_dim]: q blocks of q_per_kv heads, then one k, one v head.
@@ -548,6 +641,10 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
       const std::int64_t n = extent_of(model, extent);
       Part part{name, row0, n, stored_cols};
       part.transposed = stored.transposed && stored.cols.has_value();
+      if (stored.experts != ExpertStack::none) {
+        part.expert = expert;
+        (part.transposed ? part.stored_row0 : part.row0) += expert_row0;
+      }
       parts_[logical] = part;
       row0 += n;
     }
@@ -599,8 +696,8 @@ std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
   if (transposed_bias) return rows(r.col0, r.cols, 0, 1);
   if (p.transposed) {
     // Stored [in, out]: read the window's columns as stored rows, then transpose.
-    const auto stored =
-        read_window(t.file, t.info, r.col0, p.row0 + r.row0, r.cols, r.rows, r.dtype);
+    const auto stored = read_window(t.file, t.info, p.stored_row0 + r.col0, p.row0 + r.row0, r.cols,
+                                    r.rows, r.dtype);
     std::vector<float> out(stored.size());
     for (std::int64_t i = 0; i < r.rows; ++i)
       for (std::int64_t j = 0; j < r.cols; ++j) out[i * r.cols + j] = stored[j * r.rows + i];
@@ -619,6 +716,19 @@ std::map<std::string, std::string> HfLayerWeights::sources() const {
   std::map<std::string, std::string> out;
   for (const auto& [logical, p] : parts_) {
     const auto t = checkpoint_->tensor(p.tensor);
+    if (p.expert >= 0) {
+      // One expert's slice of a tensor stacking them all: its rows in the 2-D view.
+      const std::string span =
+          p.transposed
+              ? "rows [" + std::to_string(p.stored_row0) + ", " +
+                    std::to_string(p.stored_row0 + p.cols) + ") columns [" +
+                    std::to_string(p.row0) + ", " + std::to_string(p.row0 + p.rows) + ")"
+              : "rows [" + std::to_string(p.row0) + ", " + std::to_string(p.row0 + p.rows) + ")";
+      out[logical] = p.tensor + " expert " + std::to_string(p.expert) + ": " + span +
+                     (t.info.shape.size() == 3 ? " of its [experts * rows, cols] view" : "") +
+                     (p.transposed ? ", transposed ([in, out])" : "");
+      continue;
+    }
     const bool whole = p.row0 == 0 && p.rows == t.info.shape[p.transposed ? 1 : 0];
     if (p.transposed) {
       out[logical] = p.tensor + " columns [" + std::to_string(p.row0) + ", " +

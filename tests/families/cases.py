@@ -77,7 +77,9 @@ CASES = [
     ("llama4_text", "llama4_text", {}, None),
     ("llama4_interleaved", "llama4_text", {"interleave_moe_layer_step": 2}, None),
     ("llama4", "llama4", {}, None),
-    ("phimoe", "phimoe", {}, None),
+    # PhimoeConfig's default attention_bias is false (transformers then builds no q/k/v/o bias),
+    # but vLLM's PhiMoEAttention builds them whatever it says: vLLM cannot load such a checkpoint.
+    ("phimoe", "phimoe", {}, "'attention_bias' is false"),
     ("phimoe_bias", "phimoe", {"attention_bias": True}, None),
     ("olmoe", "olmoe", {}, None),
     ("nemotron_default", "nemotron", {}, None),

@@ -45,6 +45,8 @@ CHECKPOINTS = {
     "glm4_moe": ("glm4_moe", dict(SMALL, num_key_value_heads=2, head_dim=16, n_routed_experts=4,
                                   num_experts_per_tok=2, moe_intermediate_size=32,
                                   first_k_dense_replace=1)),
+    # PhimoeConfig's default attention_bias=false: no q/k/v/o biases saved, which vLLM's
+    # PhiMoEAttention always builds; tests/test_family_checkpoints.cpp expects the refusal.
     "phimoe": ("phimoe", dict(SMALL, num_key_value_heads=2, num_local_experts=4,
                               num_experts_per_tok=2)),
     "gemma3": ("gemma3", dict(
