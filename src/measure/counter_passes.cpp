@@ -33,8 +33,9 @@ CounterPasses make_counter_passes(Backend& backend, const CounterPassOptions& o)
 #else
   passes.setup["cupti_api_version"] = "unavailable: built without CUPTI";
 #endif
-  passes.setup["nvtx"] = nvtx_built() ? "domain fusebench: <fixture>, <fixture>/timed, "
-                                        "<fixture>/launch-count, <fixture>/dram"
+  passes.setup["nvtx"] = nvtx_built() ? "domain fusebench: <fixture>, <group>/timed, "
+                                        "<group>/timed/block<N>, <fixture>/launch-count, "
+                                        "<fixture>/graph/launch-count, <fixture>/dram"
                                       : "not built (no CUDA nvtx3 headers)";
   passes.setup["order"] =
       "timed pass first (no tracing or profiling on), then launch-count, then dram; each a "
