@@ -12,6 +12,7 @@ import argparse
 import html
 import json
 import math
+import re
 import os
 import sys
 
@@ -41,7 +42,7 @@ tr:nth-child(even) td{background:#fafafa} td.err{color:#b00}
 .ctx td,.ctx th{text-align:left;white-space:normal;max-width:70em;vertical-align:top;
   word-break:normal;overflow-wrap:break-word;hyphens:none}
 .ctx th{cursor:auto;position:static;background:#f7f7f9;white-space:nowrap} .ctx .ctx{margin:0;font-size:11px}
-.ctx-wrap{overflow-x:auto} .ctx td.nw{white-space:nowrap}
+.ctx-wrap{overflow-x:auto} .ctx td.nw,.ctx span.nw{white-space:nowrap}
 .wrap{overflow-x:auto;max-height:80vh}
 .note{color:#555;font-size:.9em}
 .chart-row{display:flex;gap:1em;align-items:flex-start} .chart-row .chart{flex:0 1 70%}
@@ -191,15 +192,33 @@ def _nowrap(v):
     return " class='nw'" if _scalar(v) and len(fmt(v)) <= 40 else ""
 
 
+_BREAKABLE = re.compile(r"[^\w\s]")
+
+
+def _keep_words(text):
+    """Escaped text whose words stay whole: a browser may break a word after "/" or "-"
+    ("<fixture>/graph/launch-count"), so a word of up to 40 characters holding one is kept on
+    one line; longer ones may still wrap."""
+    if len(text) <= 40:
+        return html.escape(text)  # its cell keeps it on one line (_nowrap)
+    out = []
+    for part in re.split(r"(\s+)", text):
+        esc = html.escape(part)
+        out.append(f"<span class='nw'>{esc}</span>"
+                   if part and not part.isspace() and len(part) <= 40 and _BREAKABLE.search(part)
+                   else esc)
+    return "".join(out)
+
+
 def render_value(v, depth=0):
     """Dicts become key/value tables, lists of dicts tables with one row each, lists of scalars
     comma-separated text; deeper than three levels, one line of text."""
     if _scalar(v):
-        return html.escape(fmt(v))
+        return _keep_words(fmt(v))
     if isinstance(v, list) and all(_scalar(x) for x in v):
-        return html.escape(", ".join(fmt(x) for x in v))
+        return _keep_words(", ".join(fmt(x) for x in v))
     if depth >= 3:
-        return html.escape(_inline(v))
+        return _keep_words(_inline(v))
     if isinstance(v, dict):
         rows = "".join(f"<tr><th class='s'>{html.escape(str(k))}</th><td{_nowrap(x)}>{render_value(x, depth + 1)}"
                        f"</td></tr>" for k, x in sorted(v.items()))

@@ -620,6 +620,12 @@ class HtmlLayoutTest(unittest.TestCase):
         self.assertNotIn("break-all", make_html.CSS)
         self.assertIn("overflow-wrap:break-word", make_html.CSS)
         self.assertIn("<td class='nw'>qwen3-0.6b</td>", make_html.render_value({"model": "qwen3-0.6b"}))
+        # In long text a browser may break after "/" or "-": such words are kept whole.
+        long = make_html.render_value({"nvtx": "domain fusebench: <fixture>, <group>/timed, "
+                                               "<fixture>/graph/launch-count, <fixture>/dram"})
+        self.assertIn("<span class='nw'>&lt;fixture&gt;/graph/launch-count,</span>", long)
+        self.assertIn("domain fusebench:", long)
+        self.assertIn(".ctx span.nw", make_html.CSS)
 
     def test_page_in_chromium_has_first_read_columns_on_screen_and_no_broken_word(self):
         browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
