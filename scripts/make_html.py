@@ -192,7 +192,7 @@ def _nowrap(v):
     return " class='nw'" if _scalar(v) and len(fmt(v)) <= 40 else ""
 
 
-_BREAKABLE = re.compile(r"[^\w\s]")
+_BREAKABLE = re.compile(r"[/-]")
 
 
 def _keep_words(text):
