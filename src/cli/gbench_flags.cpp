@@ -88,25 +88,6 @@ const std::vector<Entry>& table() {
   return entries;
 }
 
-// Google Benchmark's IsTruthyFlagValue (commandlineflags.cc).
-bool truthy(std::string value) {
-  if (value.size() == 1) {
-    const char v = value[0];
-    return std::isalnum(static_cast<unsigned char>(v)) && std::strchr("0fFnN", v) == nullptr;
-  }
-  if (value.empty()) return true;
-  std::transform(value.begin(), value.end(), value.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return value != "false" && value != "no" && value != "off";
-}
-
-std::string env_name(const std::string& flag) {
-  std::string env = flag;
-  std::transform(env.begin(), env.end(), env.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return env;
-}
-
 // Where a flag's value came from, as a message names it.
 struct Given {
   std::string value;
@@ -125,7 +106,7 @@ std::optional<Given> find_given(const std::vector<std::string>& args, const Entr
     if (args[i].rfind(prefix, 0) == 0) given = Given{args[i].substr(prefix.size()), args[i], bare};
   }
   if (given || e.flag.name == "v") return given;
-  const std::string env = env_name(e.flag.name);
+  const std::string env = gbench_env_name(e.flag.name);
   if (const char* value = std::getenv(env.c_str()); value != nullptr && *value != '\0')
     return Given{value, env + "=" + value + " (environment)", env + " (environment)"};
   return std::nullopt;
@@ -174,7 +155,7 @@ GbenchChoices check_gbench_flags(const std::vector<std::string>& args) {
     const auto given = find_given(args, e);
     if (!given) continue;
     if (e.flag.treatment == T::refused) {
-      if (e.is_bool && !truthy(given->value)) continue;  // turned off: asks nothing
+      if (e.is_bool && !gbench_truthy(given->value)) continue;  // turned off: asks nothing
       throw std::invalid_argument(given->where + " is not supported by fusebench: " + e.flag.what);
     }
     if (!given->has_value) {
@@ -198,7 +179,7 @@ GbenchChoices check_gbench_flags(const std::vector<std::string>& args) {
                                     "number)");
       }
     } else if (name == "benchmark_list_tests") {
-      choices.list = truthy(given->value);
+      choices.list = gbench_truthy(given->value);
     } else if (name == "benchmark_context") {
       choices.context = parse_context(*given);
     }
@@ -215,6 +196,24 @@ std::string gbench_flags_help() {
     text += "  --" + f.name + " (" + treatment + "): " + f.what + "\n";
   }
   return text;
+}
+
+bool gbench_truthy(std::string value) {
+  if (value.size() == 1) {
+    const char v = value[0];
+    return std::isalnum(static_cast<unsigned char>(v)) && std::strchr("0fFnN", v) == nullptr;
+  }
+  if (value.empty()) return true;
+  std::transform(value.begin(), value.end(), value.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return value != "false" && value != "no" && value != "off";
+}
+
+std::string gbench_env_name(const std::string& flag) {
+  std::string env = flag;
+  std::transform(env.begin(), env.end(), env.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return env;
 }
 
 }  // namespace fusebench::bench

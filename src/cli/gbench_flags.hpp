@@ -35,6 +35,12 @@ struct GbenchChoices {
 // --benchmark_context.
 GbenchChoices check_gbench_flags(const std::vector<std::string>& args);
 
+// How Google Benchmark reads a flag's value (IsTruthyFlagValue, commandlineflags.cc): "", "1",
+// "true", "yes", "on" ... are true; "0", "f", "n", "false", "no", "off" false.
+bool gbench_truthy(std::string value);
+// The flag's environment variable: BENCHMARK_FORMAT for benchmark_format.
+std::string gbench_env_name(const std::string& flag);
+
 // The flag table for --help: one line per flag, what it does under fusebench.
 std::string gbench_flags_help();
 

@@ -9,31 +9,17 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cli/gbench_flags.hpp"
 #include "launch_rank.hpp"
 
 namespace fusebench::bench {
 namespace {
 
-// Google Benchmark's IsTruthyFlagValue (commandlineflags.cc).
-bool truthy(std::string value) {
-  if (value.size() == 1) {
-    const char v = value[0];
-    return std::isalnum(static_cast<unsigned char>(v)) && std::strchr("0fFnN", v) == nullptr;
-  }
-  if (value.empty()) return true;
-  std::transform(value.begin(), value.end(), value.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return value != "false" && value != "no" && value != "off";
-}
-
 // The flag's environment variable (BENCHMARK_FORMAT for benchmark_format), then the last
 // --flag=value on the command line, as Google Benchmark reads them.
 std::string string_flag(const std::vector<std::string>& args, const std::string& flag,
                         const std::string& fallback) {
-  std::string env = flag;
-  std::transform(env.begin(), env.end(), env.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  const char* from_env = std::getenv(env.c_str());
+  const char* from_env = std::getenv(gbench_env_name(flag).c_str());
   std::string value = from_env != nullptr ? from_env : fallback;
   const std::string prefix = "--" + flag + "=";
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -43,11 +29,11 @@ std::string string_flag(const std::vector<std::string>& args, const std::string&
 }
 
 bool bool_flag(const std::vector<std::string>& args, const std::string& flag, bool fallback) {
-  bool value = truthy(string_flag({}, flag, fallback ? "true" : "false"));  // environment
+  bool value = gbench_truthy(string_flag({}, flag, fallback ? "true" : "false"));  // environment
   const std::string bare = "--" + flag, prefix = bare + "=";
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (args[i] == bare) value = true;  // a bool flag alone means true
-    if (args[i].rfind(prefix, 0) == 0) value = truthy(args[i].substr(prefix.size()));
+    if (args[i].rfind(prefix, 0) == 0) value = gbench_truthy(args[i].substr(prefix.size()));
   }
   return value;
 }
@@ -84,7 +70,7 @@ DisplayOptions display_options(const std::vector<std::string>& args) {
   check_format("benchmark_format", o.format);
   check_format("benchmark_out_format", string_flag(args, "benchmark_out_format", "json"));
   const std::string color = string_flag(args, "benchmark_color", "auto");
-  o.color = color == "auto" ? stdout_is_color_terminal() : truthy(color);
+  o.color = color == "auto" ? stdout_is_color_terminal() : gbench_truthy(color);
   o.tabular = bool_flag(args, "benchmark_counters_tabular", false);
   return o;
 }
