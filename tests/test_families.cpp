@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "error_of.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/model_context.hpp"
 #include "fusebench/ops.hpp"
@@ -24,15 +25,6 @@ std::string config_path(const std::string& file) {
   return std::string(FUSEBENCH_TEST_CONFIGS) + "/" + file;
 }
 ModelShape config(const std::string& file) { return load_hf_config(config_path(file)); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // label -> {N, K, bias} of every GEMM of the plan (members of grouped/batched steps too).
 struct Gemm {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "error_of.hpp"
 #include "runner/checkpoint_weights.hpp"
 #include "runner/sweep.hpp"
 
@@ -15,15 +16,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kLlama = std::string(FUSEBENCH_FAMILY_CHECKPOINTS) + "/llama";
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "error_of.hpp"
 #include "runner/preflight.hpp"
 #include "runner/sweep.hpp"
 #include "runner/verification.hpp"
@@ -21,15 +22,6 @@ fb::bench::Options small_qkv() {
   o.tokens = {1, 3};
   o.dtypes = {"fp32"};
   return o;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

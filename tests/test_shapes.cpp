@@ -1,19 +1,9 @@
 #include <gtest/gtest.h>
 
+#include "error_of.hpp"
 #include "fusebench/shapes.hpp"
 
 using namespace fusebench;
-
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
 
 TEST(Shapes, PresetsMatchPublishedConfigs) {
   const ModelShape q = find_model("qwen3-0.6b");
