@@ -1,6 +1,8 @@
 // fusebench: registers the sweep with Google Benchmark, runs it, writes the JSON report.
 #include <benchmark/benchmark.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -16,6 +18,7 @@
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/output_path.hpp"
 #include "fusebench/report.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/contention.hpp"
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<MpiSession> mpi;
   if (launched_by_mpi() && mpi_built()) mpi = std::make_unique<MpiSession>(&argc, &argv);
   bench::install_interrupt_handlers();
+  bench::set_interrupt_exits_now(true);  // until the sweep begins
   // Our help first, then Google Benchmark's (its Initialize would print only its own).
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -127,6 +131,10 @@ int main(int argc, char** argv) {
     // A report path that cannot take a report is refused before anything is measured; missing
     // directories are created, and said (rank 0 alone writes the report).
     if (!options.report.empty() && bench::speaks_for_the_job()) {
+      std::vector<std::pair<std::string, std::string>> inputs;
+      for (const auto& c : options.model_configs) inputs.emplace_back("a --models config", c);
+      for (const auto& w : options.weights) inputs.emplace_back("read by --weights", w);
+      refuse_output_over_input(options.report, "--report", inputs);
       for (const auto& dir : prepare_report_path(options.report, "--report"))
         std::cerr << "fusebench: creating directory " << dir << " for --report\n";
     }
@@ -208,6 +216,15 @@ int main(int argc, char** argv) {
     // Ctrl-C, SIGTERM: the sweep stops at its next safe point (between blocks and groups) and
     // writes what it measured, marked interrupted (interrupt.hpp).
     timing.settings.stop = [] { return bench::interrupt_signal() != 0; };
+    // For the interrupt test (tests/scripts/test_interrupt_stress.sh): a real SIGINT at the
+    // N-th safe point, so every block boundary of a small sweep is hit, not one moment.
+    if (const char* at = std::getenv("FUSEBENCH_TEST_SIGINT_AT_SAFE_POINT")) {
+      timing.settings.stop = [left = std::atoll(at)]() mutable {
+        if (--left == 0) std::raise(SIGINT);
+        return bench::interrupt_signal() != 0;
+      };
+    }
+    bench::set_interrupt_exits_now(false);
     bench::EntryFields fields;
     // Comparison groups: the variants of one op at one shape and regime, measured interleaved
     // (docs/timing.md).

@@ -78,9 +78,14 @@ if [ "$interrupted" = 1 ] || [ "$status" = 130 ] || [ "$status" = 143 ]; then
   rm -rf reports/last-interrupted
   mv "$out" reports/last-interrupted
   if [ -e "$out.old" ]; then mv "$out.old" "$out"; fi
-  echo "bench: interrupted: what this run measured is in reports/last-interrupted/ (report.json," \
-    "marked context.interrupted: true, and console.txt; no charts); reports/latest is still" \
-    "the last complete run"
+  if [ -e reports/last-interrupted/report.json ]; then
+    echo "bench: interrupted: what this run measured is in reports/last-interrupted/ (report.json," \
+      "marked context.interrupted: true, and console.txt; no charts); reports/latest is still" \
+      "the last complete run"
+  else
+    echo "bench: interrupted before the sweep began (nothing measured, no report; the console is" \
+      "in reports/last-interrupted/console.txt); reports/latest is still the last complete run"
+  fi
   if [ "$status" = 0 ]; then status=130; fi
   exit "$status"
 fi

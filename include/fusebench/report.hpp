@@ -9,8 +9,10 @@
 
 namespace fusebench {
 
-// Writes to a temporary file in the same directory, flushes it, then renames it over `path`,
-// so a reader never sees a half-written report. Creates missing parent directories.
+// Writes `content` by the output rule (output_path.hpp): a regular file (or a symlink's target)
+// through a temporary file in the same directory, flushed, then renamed over it, so a reader
+// never sees a half-written report; a descriptor, fifo or device streamed to. Creates missing
+// parent directories.
 void write_file_atomically(const std::string& path, const std::string& content);
 
 // Checks, before anything is measured, that a report can be written at `path` (given as

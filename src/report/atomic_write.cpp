@@ -8,48 +8,26 @@
 #include <system_error>
 #include <vector>
 
+#include "fusebench/output_path.hpp"
 #include "fusebench/report.hpp"
 
 namespace fusebench {
 
 void write_file_atomically(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string err = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + tmp + ": " + err);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + err);
-  }
+  write_output(resolve_output(path, "output"), content);
 }
 
 std::vector<std::string> prepare_report_path(const std::string& path, const std::string& flag) {
   namespace fs = std::filesystem;
   const std::string given = flag + "=" + path;
   const std::string valid = "give a file path, e.g. " + flag + "=reports/run.json";
-  if (path.empty()) throw std::invalid_argument(given + " is empty: " + valid);
+  // Directories, block devices, sockets and closed descriptors are refused here; a stream (a
+  // descriptor, fifo or character device) needs no directory.
+  const OutputTarget target = resolve_output(path, flag);
+  if (!target.atomic) return {};
   std::error_code ec;
-  if (path.back() == '/' || fs::is_directory(path, ec))
-    throw std::invalid_argument(given + " is a directory: " + valid + " (" + flag + "=" +
-                                (fs::path(path) / "report.json").string() + ")");
-  const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  const fs::path written(target.path);  // a symlink's target
+  const fs::path parent = written.has_parent_path() ? written.parent_path() : ".";
   // The missing ancestors, outermost first; the first existing one must be a directory.
   std::vector<fs::path> missing;
   fs::path existing = parent;

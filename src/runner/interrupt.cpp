@@ -9,6 +9,7 @@ namespace fusebench::bench {
 namespace {
 
 std::atomic<int> received{0};
+std::atomic<bool> exits_now{false};
 static_assert(std::atomic<int>::is_always_lock_free, "the handler needs a lock-free flag");
 
 void on_signal(int sig) {
@@ -17,6 +18,16 @@ void on_signal(int sig) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
     return;
+  }
+  if (exits_now.load()) {
+    // Nothing measured yet (checkpoints, ceilings, --verify): nothing to write, and a long
+    // float64 reference must not keep the user waiting.
+    static const char before[] =
+        "\nfusebench: interrupted before the sweep began: nothing was measured, no report "
+        "written\n";
+    const ssize_t ignored = ::write(STDERR_FILENO, before, sizeof(before) - 1);
+    (void)ignored;
+    ::_exit(128 + sig);
   }
   static const char message[] =
       "\nfusebench: interrupted: stopping after the block being measured, then writing what was "
@@ -37,6 +48,8 @@ void install_interrupt_handlers() {
 }
 
 int interrupt_signal() { return received.load(); }
+
+void set_interrupt_exits_now(bool now) { exits_now.store(now); }
 
 std::string signal_name(int signal) {
   if (signal == SIGINT) return "SIGINT";

@@ -10,6 +10,10 @@ namespace fusebench::bench {
 
 // Installs the handlers for SIGINT and SIGTERM (SA_RESTART: system calls go on).
 void install_interrupt_handlers();
+// While set (from start-up until the sweep begins: checkpoints, ceilings, --verify), the first
+// signal ends the process at once with 128 + the signal: nothing was measured, so nothing is
+// written, and a float64 reference of minutes does not delay the stop.
+void set_interrupt_exits_now(bool now);
 // The first signal received, 0 while none.
 int interrupt_signal();
 // "SIGINT", "SIGTERM", else "signal N".

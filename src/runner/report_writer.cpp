@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "fusebench/output_path.hpp"
 #include "fusebench/report.hpp"
 #include "interrupt.hpp"
 
@@ -87,6 +88,15 @@ ReportWriter::ReportWriter(std::string path, nlohmann::json context,
       progress_(std::move(progress)) {
   display_out_ = &display_->GetOutputStream();
   display_->SetOutputStream(&display_text_);
+  if (!path_.empty()) {
+    target_ = resolve_output(path_, "--report");
+    if (target_.fd == STDOUT_FILENO && display_out_ == &std::cout) {
+      // The report alone on stdout, so it can be piped into a JSON reader.
+      display_out_ = &std::cerr;
+      target_.note += "; the result rows go to standard error";
+    }
+    if (!target_.note.empty()) std::cerr << "fusebench: " << target_.note << "\n";
+  }
 }
 
 void ReportWriter::show_display() {
@@ -103,11 +113,13 @@ void ReportWriter::show_display() {
 
 void ReportWriter::mark_complete() {
   complete_ = true;
+  final_ = true;
   interrupted_note_.clear();
 }
 
 void ReportWriter::mark_interrupted(const std::string& note) {
   complete_ = false;
+  final_ = true;
   interrupted_note_ = note;
 }
 
@@ -182,6 +194,8 @@ void ReportWriter::Finalize() {
 
 bool ReportWriter::flush() {
   if (path_.empty()) return true;
+  // A stream (stdout, a fifo, a device) cannot be rewritten: it gets the last write alone.
+  if (!target_.atomic && !final_) return true;
   if (refresh_) refresh_(context_, entries_);
   context_["interrupted"] = !complete_;
   if (complete_) {
@@ -197,7 +211,7 @@ bool ReportWriter::flush() {
     report["context"]["non_finite_values_dropped"] = dropped;
   }
   try {
-    write_file_atomically(path_, report.dump(2) + "\n");
+    write_output(target_, report.dump(2) + "\n");
     return true;
   } catch (const std::exception& e) {
     progress_.clear();

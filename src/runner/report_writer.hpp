@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "fusebench/output_path.hpp"
 #include "progress.hpp"
 
 namespace fusebench::bench {
@@ -67,7 +68,9 @@ class ReportWriter : public benchmark::BenchmarkReporter {
   std::ostream* display_out_ = nullptr;
   void show_display();
   Progress progress_;
+  OutputTarget target_;  // where path_ is written (fusebench/output_path.hpp)
   bool complete_ = false;
+  bool final_ = false;  // marked complete or interrupted: the next flush is the last
   std::string interrupted_note_;
   bool first_write_failed_ = false;
   std::string last_counted_;  // the fixture the progress line last counted
