@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -178,6 +179,28 @@ TEST(QuantFp8E4m3, SaturatesToMaxAndKeepsNaN) {
   EXPECT_EQ(fp8_e4m3fn_from_double(-std::nan("")), 0xFF);
   EXPECT_EQ(fp8_e4m3fn_from_double(1e-30), 0x00);
   EXPECT_EQ(fp8_e4m3fn_from_double(-1e-30), 0x80);
+}
+
+TEST(QuantFp8E4m3, AgreesWithMlDtypesOnCodesTiesAndRandomValues) {
+  // tests/quant/make_fp8_table.py: ml_dtypes' rounding of every code, every midpoint and its
+  // float32 neighbours, and 2048 random values, clamped to +-448 first as vLLM does.
+  struct Row {
+    std::uint32_t bits;
+    std::uint8_t code;
+  };
+  static constexpr Row kTable[] = {
+#include "quant/fp8_e4m3fn_ml_dtypes.inc"
+  };
+  static_assert(std::size(kTable) > 3000);
+  int mismatches = 0;
+  for (const Row& row : kTable) {
+    float x = 0;
+    std::memcpy(&x, &row.bits, sizeof x);
+    if (fp8_e4m3fn_from_float(x) != row.code && ++mismatches <= 5)
+      ADD_FAILURE() << std::hexfloat << x << ": 0x" << std::hex << int{fp8_e4m3fn_from_float(x)}
+                    << ", ml_dtypes 0x" << int{row.code};
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 TEST(QuantInt8, RoundsHalfToEvenAndClampsSymmetrically) {
