@@ -1,6 +1,8 @@
 #include "core/quant.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -196,25 +198,30 @@ double round_half_even(double q) {
 }  // namespace
 
 std::uint8_t fp8_e4m3fn_from_double(double value) {
-  const std::uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
-  if (std::isnan(value)) return sign | 0x7F;
-  const double a = std::fabs(value);
+  // On the double's bits, so the rounding is exact and needs no libm: sign, 11-bit exponent
+  // (bias 1023), 52-bit mantissa.
+  const auto bits = std::bit_cast<std::uint64_t>(value);
+  const auto sign = static_cast<std::uint8_t>((bits >> 56) & 0x80);
+  const std::uint64_t magnitude = bits & 0x7FFF'FFFF'FFFF'FFFFull;
+  if (magnitude > 0x7FF0'0000'0000'0000ull) return sign | 0x7F;  // NaN
   // Saturate: up to 464 rounding gives 448 anyway (the tie goes to 448's even mantissa); beyond,
   // it would give 480, whose bit pattern is e4m3fn's NaN.
-  if (a >= kFp8E4m3Max) return sign | 0x7E;
-  // The spacing of codes around a: 2^(E-3) for the binade 2^E, 2^-9 below the normals (2^-6).
-  int e = 0;
-  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): the binade is 2^(e-1)
-  const int binade = std::max(e - 1, -6);
-  const double steps = round_half_even(std::ldexp(a, 3 - binade));  // exact scaling
-  // steps is in [0, 16]; 16 carries into the next binade (still <= 448 since a < 448).
-  const double rounded = std::ldexp(steps, binade - 3);
-  if (rounded == 0) return sign;
-  std::frexp(rounded, &e);
-  const int rb = std::max(e - 1, -6);
-  const auto mantissa = static_cast<std::uint8_t>(std::ldexp(rounded, 3 - rb));  // 1..15
-  if (rounded < std::ldexp(1.0, -6)) return sign | mantissa;                     // subnormal
-  return static_cast<std::uint8_t>(sign | ((rb + 7) << 3) | (mantissa - 8));
+  if (std::fabs(value) >= kFp8E4m3Max) return sign | 0x7E;
+  const int exponent = static_cast<int>(magnitude >> 52) - 1023;
+  const std::uint64_t significand = (magnitude & ((1ull << 52) - 1)) | (1ull << 52);
+  // Keep the bits of a code: 4 significant bits for a normal (binade >= 2^-6), fewer below, where
+  // the step is 2^-9. `shift` drops the rest; round half to even on what was dropped.
+  const int shift = exponent >= -6 ? 49 : 43 - exponent;
+  if (shift > 54) return sign;  // below 2^-11: under half the smallest step
+  std::uint64_t kept = significand >> shift;
+  const std::uint64_t dropped = significand & ((1ull << shift) - 1);
+  const std::uint64_t half = 1ull << (shift - 1);
+  if (dropped > half || (dropped == half && (kept & 1))) ++kept;
+  // A normal's kept bits are 1mmm with the binade in the exponent field; adding keeps a carry
+  // (1111 + 1) moving into the next binade. Subnormals are just the step count (8 = 2^-6).
+  const std::uint64_t code =
+      exponent >= -6 ? (static_cast<std::uint64_t>(exponent + 7) << 3) + (kept - 8) : kept;
+  return static_cast<std::uint8_t>(sign | code);
 }
 
 std::uint8_t fp8_e4m3fn_from_float(float value) {
@@ -238,7 +245,13 @@ std::int8_t int8_from_double(double value) {
 
 double decode_code(QuantDType dtype, std::uint8_t code) {
   if (dtype == QuantDType::int8) return static_cast<double>(static_cast<std::int8_t>(code));
-  return fp8_e4m3fn_to_double(code);
+  // A table: dequantizing a weight decodes millions of codes.
+  static const auto kFp8 = [] {
+    std::array<double, 256> table{};
+    for (int c = 0; c < 256; ++c) table[c] = fp8_e4m3fn_to_double(static_cast<std::uint8_t>(c));
+    return table;
+  }();
+  return kFp8[code];
 }
 
 namespace {
@@ -342,6 +355,18 @@ float dynamic_scale(QuantDType dtype, float amax) {
 
 namespace {
 
+// Calls fn(begin, end, tile) for each run of elements [begin, end) of one row that share the
+// scale scales[tile], so the loops above do no index division per element.
+template <class Fn>
+void for_each_span(const QuantMat& m, Fn fn) {
+  const std::int64_t tr = m.tile_rows(), tc = m.tile_cols(), sc = m.scale_cols();
+  for (std::int64_t r = 0; r < m.rows; ++r)
+    for (std::int64_t c = 0; c < m.cols; c += tc)
+      fn(static_cast<std::size_t>(r * m.cols + c),
+         static_cast<std::size_t>(r * m.cols + std::min(c + tc, m.cols)),
+         static_cast<std::size_t>((r / tr) * sc + c / tc));
+}
+
 void check_shape(std::int64_t rows, std::int64_t cols) {
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("quantize: negative shape " + std::to_string(rows) + "x" +
@@ -365,11 +390,10 @@ QuantMat quantize_with_scales(const float* data, std::int64_t rows, std::int64_t
       throw std::invalid_argument("quantize: scale " + std::to_string(s) +
                                   " is not a positive finite number");
   m.codes.resize(static_cast<std::size_t>(rows * cols));
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const auto i = static_cast<std::size_t>(r * cols + c);
-      m.codes[i] = quantize_value(dtype, data[i], m.scale_at(r, c));
-    }
+  for_each_span(m, [&](std::size_t begin, std::size_t end, std::size_t tile) {
+    for (std::size_t i = begin; i < end; ++i)
+      m.codes[i] = quantize_value(dtype, data[i], m.scales[tile]);
+  });
   return m;
 }
 
@@ -377,22 +401,20 @@ QuantMat quantize(const float* data, std::int64_t rows, std::int64_t cols, Quant
                   ScaleKind kind) {
   check_shape(rows, cols);
   QuantMat grid{dtype, kind, rows, cols, {}, {}};
-  const std::int64_t tr = grid.tile_rows(), tc = grid.tile_cols(), sc = grid.scale_cols();
-  std::vector<float> amax(static_cast<std::size_t>(grid.scale_rows() * sc), 0.0f);
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) {
-      float& a = amax[static_cast<std::size_t>((r / tr) * sc + c / tc)];
-      a = std::max(a, std::fabs(data[r * cols + c]));
-    }
+  std::vector<float> amax(static_cast<std::size_t>(grid.scale_rows() * grid.scale_cols()), 0.0f);
+  for_each_span(grid, [&](std::size_t begin, std::size_t end, std::size_t tile) {
+    for (std::size_t i = begin; i < end; ++i) amax[tile] = std::max(amax[tile], std::fabs(data[i]));
+  });
   for (float& a : amax) a = dynamic_scale(dtype, a);
   return quantize_with_scales(data, rows, cols, dtype, kind, std::move(amax));
 }
 
 std::vector<double> dequantize(const QuantMat& m) {
   std::vector<double> out(static_cast<std::size_t>(m.rows * m.cols));
-  for (std::int64_t r = 0; r < m.rows; ++r)
-    for (std::int64_t c = 0; c < m.cols; ++c)
-      out[static_cast<std::size_t>(r * m.cols + c)] = m.value(r, c);
+  for_each_span(m, [&](std::size_t begin, std::size_t end, std::size_t tile) {
+    const auto scale = static_cast<double>(m.scales[tile]);
+    for (std::size_t i = begin; i < end; ++i) out[i] = decode_code(m.dtype, m.codes[i]) * scale;
+  });
   return out;
 }
 
@@ -503,21 +525,36 @@ std::string fp8_block_shape_refusal(std::int64_t input_size, std::int64_t output
 
 // ---- float64 references and the error metrics ---------------------------------------------------
 
+namespace {
+
+// Four partial sums: independent adds instead of one dependency chain. The order is fixed, so
+// the same operands give the same bits in every product (channelwise vs split).
+double dot(const double* a, const double* b, std::int64_t k) {
+  double acc[4] = {0, 0, 0, 0};
+  std::int64_t p = 0;
+  for (; p + 4 <= k; p += 4)
+    for (int l = 0; l < 4; ++l) acc[l] += a[p + l] * b[p + l];
+  for (; p < k; ++p) acc[0] += a[p] * b[p];
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+}  // namespace
+
 std::vector<double> matmul_nt(const std::vector<double>& x, const std::vector<double>& w,
                               std::int64_t m, std::int64_t k, std::int64_t n) {
   if (x.size() != static_cast<std::size_t>(m * k) || w.size() != static_cast<std::size_t>(n * k))
     throw std::invalid_argument("matmul_nt: operand sizes do not match " + std::to_string(m) + "x" +
                                 std::to_string(k) + " times (" + std::to_string(n) + "x" +
                                 std::to_string(k) + ")^T");
+  // Rows of W in blocks that stay in cache while every row of X passes over them (W in double
+  // is far larger than the caches: row by row of X it would be read from memory M times).
+  constexpr std::int64_t kRowsPerBlock = 8;
   std::vector<double> y(static_cast<std::size_t>(m * n));
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double* xr = &x[static_cast<std::size_t>(i * k)];
-      const double* wr = &w[static_cast<std::size_t>(j * k)];
-      double acc = 0;
-      for (std::int64_t p = 0; p < k; ++p) acc += xr[p] * wr[p];
-      y[static_cast<std::size_t>(i * n + j)] = acc;
-    }
+  for (std::int64_t j0 = 0; j0 < n; j0 += kRowsPerBlock)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = j0; j < std::min(j0 + kRowsPerBlock, n); ++j)
+        y[static_cast<std::size_t>(i * n + j)] =
+            dot(&x[static_cast<std::size_t>(i * k)], &w[static_cast<std::size_t>(j * k)], k);
   return y;
 }
 
