@@ -392,6 +392,19 @@ TEST(QuantFusion, VllmRequantizationDequantizesThroughFp16) {
   const QuantMat vllm = requantize_with_max_scale({small, max}, RequantArithmetic::vllm);
   EXPECT_EQ(exact.codes, (std::vector<std::uint8_t>{0x01, 0x08}));
   EXPECT_EQ(vllm.codes, (std::vector<std::uint8_t>{0x00, 0x08}));
+
+  // The scale is cast to fp16 first: 0.5625 - 3*2^-14 becomes 0.5625, so code 3.0 (0x44)
+  // dequantizes to 1.6875, the tie between 1.625 and 1.75 (even); exactly, 3 * the scale is
+  // below the tie and rounds to 1.625.
+  const QuantMat three{QuantDType::fp8_e4m3fn,
+                       ScaleKind::tensor,
+                       1,
+                       1,
+                       {0x44},
+                       {0.5625f - 3 * std::ldexp(1.0f, -14)}};
+  const QuantMat one{QuantDType::fp8_e4m3fn, ScaleKind::tensor, 1, 1, {0x38}, {1.0f}};
+  EXPECT_EQ(requantize_with_max_scale({three, one}, RequantArithmetic::vllm).codes[0], 0x3E);
+  EXPECT_EQ(requantize_with_max_scale({three, one}, RequantArithmetic::exact).codes[0], 0x3D);
 }
 
 TEST(QuantFusion, RowAndBlockShardsStackAsTheyAre) {

@@ -460,12 +460,15 @@ QuantMat requantize_with_max_scale(const std::vector<QuantMat>& shards,
   std::size_t i = 0;
   for (const QuantMat& s : shards) {
     const float scale = s.scales[0];
+    // per_tensor_dequantize: an fp16 tensor times weight_scale[idx], a 0-dim fp32 device tensor.
+    // Torch's promotion makes the result fp16 and its CUDA kernel casts the scale to that dtype
+    // on load, then multiplies in fp32 (exact here: 4 by 11 significant bits) and stores fp16.
+    const float scale16 = f16_to_float(float_to_f16(scale));
     for (std::uint8_t code : s.codes) {
       const double v = decode_code(s.dtype, code);
       double x = 0;
       if (arithmetic == RequantArithmetic::vllm) {
-        // fp16 tensor times an fp32 0-dim tensor: computed in fp32, stored as fp16.
-        const float dq = f16_to_float(float_to_f16(static_cast<float>(v) * scale));
+        const float dq = f16_to_float(float_to_f16(static_cast<float>(v) * scale16));
         x = static_cast<double>(dq * inverse);
       } else {
         x = v * static_cast<double>(scale) / static_cast<double>(max_scale);

@@ -119,8 +119,9 @@ std::vector<double> dequantize(const QuantMat& m);
 // ---- Fusing shards (q/k/v, gate/up) as vLLM does ------------------------------------------------
 
 enum class RequantArithmetic {
-  vllm,   // as vLLM's requantize_with_max_scale: fp8 -> fp16 times the shard scale (fp16
-          // result), then times the fp32 reciprocal of the max scale, clamped and rounded
+  vllm,   // as vLLM's requantize_with_max_scale: the code as fp16 times the shard scale cast
+          // to fp16 (an fp16 result), then times the fp32 reciprocal of the max scale, clamped
+          // and rounded
   exact,  // code * shard scale / max scale in double, rounded once (the max-scale loss alone)
 };
 // Per-tensor shards (rows stacked) requantized to the largest shard scale: lossy for every shard
