@@ -65,7 +65,7 @@ pip_install() {
 }
 if [ -f scripts/requirements.txt ]; then
   if [ "$profile" = test ]; then
-    if ! python3 -c "import matplotlib, scipy, yaml, check_jsonschema, safetensors, transformers" 2>/dev/null; then
+    if ! python3 -c "import matplotlib, scipy, yaml, check_jsonschema, safetensors, transformers, ml_dtypes" 2>/dev/null; then
       echo "install-deps: installing Python requirements"
       pip_install -r scripts/requirements.txt
     fi
