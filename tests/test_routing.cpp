@@ -195,6 +195,79 @@ TEST(RoutingConfig, TransformersWrittenConfigs) {
   EXPECT_NE(message.find("'router_jitter_noise'"), std::string::npos) << message;
 }
 
+// Small configs of the families no published test config covers, with the rule each must read.
+const char kBase[] = R"("hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "num_hidden_layers": 2, "hidden_act": "silu", "head_dim": 16, "intermediate_size": 32)";
+std::string small(const std::string& type, const std::string& fields) {
+  return "{\"model_type\": \"" + type + "\", " + kBase + ", " + fields + "}";
+}
+std::string llama4(int k) {
+  return R"({"model_type": "llama4", "text_config": )" +
+         small("llama4_text", R"("intermediate_size_mlp": 64, "num_local_experts": 4,
+             "interleave_moe_layer_step": 1, "num_experts_per_tok": )" +
+                                  std::to_string(k)) +
+         "}";
+}
+std::string dbrx(const char* normalize) {
+  return std::string(R"({"model_type": "dbrx", "d_model": 64, "n_heads": 4, "n_layers": 2,
+      "attn_config": {"kv_n_heads": 2}, "ffn_config": {"moe_num_experts": 4, "moe_top_k": 2,
+      "ffn_hidden_size": 32, "moe_normalize_expert_weights": )") +
+         normalize + "}}";
+}
+
+TEST(RoutingConfig, EveryMoeFamilyReadsItsRule) {
+  struct Case {
+    std::string name, json;
+    RouterScoring scoring;
+    TopkOrder order;
+    bool renormalize, bias, on_input;
+    std::int64_t n_group;
+    double scaling;
+  };
+  const auto S = RouterScoring::softmax, G = RouterScoring::sigmoid;
+  const auto first = TopkOrder::score_then_topk, logits = TopkOrder::topk_then_score;
+  const Case cases[] = {
+      {"llama4", llama4(1), G, logits, false, false, true, 0, 1.0},
+      {"dbrx", dbrx("1"), S, first, true, false, false, 0, 1.0},
+      {"hunyuan", small("hunyuan_v1_moe", R"("moe_intermediate_size": 32, "num_experts": 4,
+           "moe_topk": 2, "use_mixed_mlp_moe": 1, "num_shared_expert": 1)"),
+       S, first, true, false, false, 0, 1.0},
+      {"ernie", small("ernie4_5_moe", R"("moe_intermediate_size": 32, "moe_num_experts": 4,
+           "moe_k": 2, "moe_num_shared_experts": 0)"),
+       S, first, true, true, false, 0, 1.0},
+      {"granitemoe", small("granitemoe", R"("num_local_experts": 4, "num_experts_per_tok": 2)"), S,
+       logits, false, false, false, 0, 1.0},
+      {"olmoe", small("olmoe", R"("num_experts": 4, "num_experts_per_tok": 2,
+           "norm_topk_prob": false)"),
+       S, first, false, false, false, 0, 1.0},
+      {"dots1", small("dots1", R"("moe_intermediate_size": 32, "n_routed_experts": 4,
+           "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 0,
+           "n_group": 2, "topk_group": 1, "norm_topk_prob": true, "routed_scaling_factor": 2.0)"),
+       G, first, true, true, false, 2, 2.0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const RoutingRule r = routing_rule_from_config(c.json, c.name);
+    EXPECT_EQ(r.scoring, c.scoring);
+    EXPECT_EQ(r.order, c.order);
+    EXPECT_EQ(r.renormalize, c.renormalize);
+    EXPECT_EQ(r.correction_bias, c.bias);
+    EXPECT_EQ(r.weight_on_input, c.on_input);
+    EXPECT_EQ(r.n_group, c.n_group);
+    EXPECT_DOUBLE_EQ(r.routed_scaling_factor, c.scaling);
+    EXPECT_EQ(r.experts, 4);
+  }
+  // What vLLM would route otherwise: DBRX's p-norm other than 1, Llama-4 with top_k > 1.
+  EXPECT_NE(error_of([] {
+              routing_rule_from_config(dbrx("2"), "dbrx");
+            }).find("'ffn_config.moe_normalize_expert_weights' = 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              routing_rule_from_config(llama4(2), "llama4");
+            }).find("num_experts_per_tok = 2"),
+            std::string::npos);
+}
+
 TEST(RoutingConfig, RefusesWhatItCannotRead) {
   const auto edited = [](std::string file, const std::string& key, const char* value) {
     nlohmann::json j = nlohmann::json::parse(config(file));

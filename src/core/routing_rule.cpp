@@ -291,19 +291,18 @@ RoutingRule routing_rule_from_config(std::string_view json_text, const std::stri
       break;
     case Renorm::dbrx: {
       r.renormalize = true;
-      const Fields ffn(c.json().contains("ffn_config") ? c.json().at("ffn_config") : c.json(),
-                       name + " (ffn_config)");
-      const std::string key = "moe_normalize_expert_weights";
-      if (c.json().contains("ffn_config") && c.json().at("ffn_config").contains(key)) {
-        const auto& v = c.json().at("ffn_config").at(key);
-        if (!v.is_number() || v.get<double>() != 1.0)
-          ffn.fail("field '" + key + "' = " + v.dump() +
-                   ": vLLM's DbrxForCausalLM renormalizes by the sum (p = 1) whatever it says");
-      }
+      const auto& ffn = c.json().contains("ffn_config") ? c.json().at("ffn_config") : c.json();
+      const char* key = "moe_normalize_expert_weights";
+      if (ffn.contains(key) && (!ffn.at(key).is_number() || ffn.at(key).get<double>() != 1.0))
+        c.fail("field 'ffn_config." + std::string(key) + "' = " + ffn.at(key).dump() +
+               ": vLLM's DbrxForCausalLM renormalizes by the sum (p = 1) whatever it says");
       break;
     }
   }
   if (f->groups != Groups::none) read_deepseek(c, *f, r);
+  if (r.weight_on_input && r.top_k != 1)  // FusedMoE asserts it: the weights would not commute
+    c.fail("num_experts_per_tok = " + std::to_string(r.top_k) + ": vLLM's " + m.vllm_class +
+           " applies the router weight to the expert's input, which it supports at top_k 1 only");
   try {
     validate(r);
   } catch (const std::invalid_argument& e) {
