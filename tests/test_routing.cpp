@@ -3,6 +3,7 @@
 // sources and theirs, the statistics, and the padding arithmetic of moe_align_block_size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -394,6 +395,10 @@ TEST(RoutingSources, SeededAndDeterministic) {
   const auto a = make_routing(parse_routing("router"), r, 16, 64, 3);
   EXPECT_EQ(a.expert_ids, make_routing(parse_routing("router"), r, 16, 64, 3).expert_ids);
   EXPECT_EQ(a.seed, 3u);
+  // One seed is one router: the first tokens route alike at every M of a sweep.
+  const auto b = make_routing(parse_routing("router"), r, 4, 64, 3);
+  EXPECT_TRUE(std::equal(b.expert_ids.begin(), b.expert_ids.end(), a.expert_ids.begin()));
+  EXPECT_TRUE(std::equal(b.weights.begin(), b.weights.end(), a.weights.begin()));
 }
 
 TEST(RoutingSources, ZipfIsMoreSkewedThanUniform) {

@@ -91,8 +91,10 @@ RoutingAssignment route_hidden(const RoutingRule& rule, std::int64_t tokens, std
                                const std::vector<float>& hidden_states,
                                const std::vector<float>& router_w, const std::vector<float>& bias);
 
-// Seeded router inputs: hidden ~ N(0, 1), router_w ~ N(0, 1/H) (logits ~ N(0, 1), the near-uniform
-// routing of vLLM's benchmark_moe.py randn logits), bias ~ N(0, 0.1^2) when the rule has one.
+// Seeded router inputs (router_w and bias drawn first: one seed is one router at every M, and
+// token t the same token): hidden ~ N(0, 1), router_w ~ N(0, 1/H) (logits ~ N(0, 1), the
+// near-uniform routing of vLLM's benchmark_moe.py randn logits), bias ~ N(0, 0.1^2) when the rule
+// has one.
 struct RouterInputs {
   std::vector<float> hidden_states, router_w, bias;
 };

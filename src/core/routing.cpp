@@ -105,10 +105,10 @@ void index_by_expert(RoutingAssignment& a) {
 
 RouterInputs random_router_inputs(const RoutingRule& rule, std::int64_t tokens, std::int64_t hidden,
                                   std::uint64_t seed) {
+  // The router (and bias) first: they depend on the seed alone, and token t's hidden state is
+  // the same at every M, so one seed routes the first tokens alike across a token sweep.
   Rng rng(seed);
   RouterInputs in;
-  in.hidden_states.resize(static_cast<std::size_t>(tokens * hidden));
-  for (float& x : in.hidden_states) x = static_cast<float>(rng.normal());
   in.router_w.resize(static_cast<std::size_t>(rule.experts * hidden));
   const double scale = 1.0 / std::sqrt(static_cast<double>(hidden));
   for (float& x : in.router_w) x = static_cast<float>(rng.normal() * scale);
@@ -116,6 +116,8 @@ RouterInputs random_router_inputs(const RoutingRule& rule, std::int64_t tokens, 
     in.bias.resize(static_cast<std::size_t>(rule.experts));
     for (float& x : in.bias) x = static_cast<float>(0.1 * rng.normal());
   }
+  in.hidden_states.resize(static_cast<std::size_t>(tokens * hidden));
+  for (float& x : in.hidden_states) x = static_cast<float>(rng.normal());
   return in;
 }
 
