@@ -49,7 +49,8 @@ RoutingAssignment empty_assignment(std::string routing, std::int64_t tokens, std
   return a;
 }
 
-// Positive weights summing to 1 per token (see the header: a permuted weight must show).
+// Positive weights summing to 1 per token (see the header: a permuted weight must show), drawn
+// in [0.25, 1.25) so that no slot's contribution all but vanishes.
 void random_weights(RoutingAssignment& a, Rng& rng) {
   a.weights.resize(a.expert_ids.size());
   for (std::int64_t t = 0; t < a.tokens; ++t) {
