@@ -87,6 +87,9 @@ struct ModelShape {
 const std::vector<ModelShape>& model_presets();
 // Throws std::invalid_argument naming the model and listing the presets.
 ModelShape find_model(std::string_view name);
+// The config.json excerpt a preset is read from (the MoE routing rule reads it too); throws as
+// find_model for an unknown name.
+std::string preset_config(std::string_view name);
 // Reads a HF config.json as vLLM's model class for its model_type does (docs/models.md): sizes,
 // biases, the MoE layers, MLA, the gated activation; refuses (std::invalid_argument naming the
 // file and the field) what it cannot map: an unknown model_type, a missing field that cannot be
