@@ -114,14 +114,8 @@ int main(int argc, char** argv) {
           std::cout << f.name();
           // The buffers check_fits_in_memory weighs (in-process TP ranks each hold theirs).
           if (options.list_bytes) {
-            const double ranks = f.comm == "inprocess" ? f.shard.tp : 1;
-            std::cout
-                << '\t'
-                << static_cast<std::uint64_t>(
-                       ranks *
-                       static_cast<double>(
-                           build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype).total_bytes()))
-                << '\t' << f.group_key() << '\t' << f.group_data_key();
+            std::cout << '\t' << bench::fixture_bytes(f) << '\t' << f.group_key() << '\t'
+                      << f.group_data_key();
           }
           std::cout << "\n";
         }

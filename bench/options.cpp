@@ -98,6 +98,11 @@ void validate(const CLI::App& app, const Options& o) {
     throw std::invalid_argument(std::string(o.list_bytes ? "--list-bytes" : "--list-for") +
                                 " only changes what --list prints: add --list");
   }
+  if (o.list && o.verify) {
+    throw std::invalid_argument(
+        "--list and --verify: --list prints the fixtures and runs nothing, so nothing would be "
+        "verified; drop --list to verify (then the sweep runs), or --verify to list");
+  }
   if (app.count("--timing-target-cv") > 0) {
     throw std::invalid_argument(
         "--timing-target-cv is retired: variants are measured interleaved and the stopping rule "
@@ -305,6 +310,7 @@ int parse_options(int argc, char** argv, Options& o) {
     for (const auto& f : gbench_flags()) gbench_names.push_back("--" + f.name);
     reject_unknown_flags(app, argc, argv, gbench_names, "fusebench --help lists the flags");
     reject_missing_values(app, argc, argv);
+    reject_empty_list_items(app, argc, argv);
     app.parse(argc, argv);
     o.seed = parse_seed(seed_text);
     validate(app, o);

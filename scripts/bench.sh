@@ -18,6 +18,7 @@ for arg in "$@"; do
 scripts/bench.sh [FUSEBENCH FLAGS...]
   Installs what is missing, builds Release, then runs
     build/bin/fusebench --verify --report=reports/latest/report.json [FUSEBENCH FLAGS...]
+  (without --verify when the flags hold --list, which runs nothing to verify)
   and writes reports/latest/: report.json, console.txt (everything shown, stdout and stderr),
   advice.md and advice.json (when to fuse, docs/advise.md), the crossover charts and index.html. A run that stops before measuring anything leaves
   reports/latest as it was (its output goes to reports/last-failed/); so does a run stopped by
@@ -62,13 +63,18 @@ else
   say "no GPU on this machine: running the CPU backend sweep (about 2 minutes on 2 cores)"
 fi
 status=0
+# --list runs nothing, so there is nothing to verify: fusebench refuses the two together.
+verify=--verify
+for arg in "$@"; do
+  case $arg in --list | --benchmark_list_tests | --benchmark_list_tests=true) verify= ;; esac
+done
 # Ctrl-C reaches fusebench too, which stops at its next safe point, writes what it measured and
 # exits 130; this shell waits for it (the trap only notes the signal) and tee, which ignores
 # the signal, keeps the console to the end.
 interrupted=0
 trap 'interrupted=1' INT TERM
 # stdout and stderr both: console.txt holds what was shown (backend choice, verification, rows).
-build/bin/fusebench --verify --report="$out/report.json" "$@" 2>&1 |
+build/bin/fusebench ${verify:+"$verify"} --report="$out/report.json" "$@" 2>&1 |
   (trap '' INT TERM && exec tee -a "$out/console.txt") || status=$?
 trap - INT TERM
 

@@ -80,7 +80,8 @@ TEST(BenchCli, UnknownModelListsPresets) {
 TEST(BenchCli, ModelConfigWithQSizeNotHiddenGivesTheRightFlops) {
   const auto dir = temp_path("model");
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "config.json") << R"({"hidden_size": 512, "num_attention_heads": 8,
+  std::ofstream(dir / "config.json")
+      << R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8,
       "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 1024})";
   const auto report_path = temp_path("cfg.json");
   const CliResult r =

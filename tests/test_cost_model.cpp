@@ -34,7 +34,8 @@ TEST(CostModel, GateUpLaunchesAndActivationBytes) {
 
 TEST(CostModel, ConfigWithQSizeNotHiddenGivesFlopsFromHeads) {
   const ModelShape model = parse_hf_config(
-      R"({"hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8,
+      R"({"model_type": "llama",
+          "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8,
           "head_dim": 128, "intermediate_size": 3072})",
       "qwen-like");
   const Cost c = cost_of(build_plan("qkv", "fused", shard(model, 1), 10, DType::bf16));

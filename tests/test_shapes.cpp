@@ -47,7 +47,8 @@ TEST(Shapes, IndivisibleTpNamesValueAndValidSizes) {
 
 TEST(Shapes, HfConfigWithExplicitHeadDim) {
   const ModelShape m = parse_hf_config(
-      R"({"hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
+      R"({"model_type": "llama",
+          "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
           "head_dim": 128, "intermediate_size": 6144, "num_hidden_layers": 48})",
       "custom");
   EXPECT_EQ(m.q_size(), 4096);  // differs from hidden
@@ -57,19 +58,22 @@ TEST(Shapes, HfConfigWithExplicitHeadDim) {
 
 TEST(Shapes, HfConfigDefaultsHeadDimAndKvHeads) {
   const ModelShape m = parse_hf_config(
-      R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 11008})", "llama2");
+      R"({"model_type": "llama",
+          "hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 11008})",
+      "llama2");
   EXPECT_EQ(m.head_dim, 128);
   EXPECT_EQ(m.kv_heads, 32);
 }
 
 TEST(Shapes, MalformedConfigNamesField) {
   EXPECT_NE(error_of([] {
-              parse_hf_config(R"({"hidden_size": 4096})", "c.json");
+              parse_hf_config(R"({"model_type": "llama", "hidden_size": 4096})", "c.json");
             }).find("num_attention_heads"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               parse_hf_config(
-                  R"({"hidden_size": -1, "num_attention_heads": 2, "intermediate_size": 8})",
+                  R"({"model_type": "llama", "hidden_size": -1, "num_attention_heads": 2,
+                      "intermediate_size": 8})",
                   "c.json");
             }).find("hidden_size"),
             std::string::npos);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fusebench/dtype.hpp"
+#include "fusebench/file_kind.hpp"
 #include "fusebench/safetensors.hpp"
 
 namespace fusebench {
@@ -66,7 +67,8 @@ MatrixShape matrix_shape(const std::string& label, const TensorInfo& info);
 
 // Rows [row0, row0+rows) x columns [col0, col0+cols) of the matrix, as floats: exact for BF16,
 // F16 and F32. `run` is the dtype the values will be encoded to: a finite value that would
-// become infinite there is refused, naming the tensor, the element and the value. Other stored
+// become infinite there is refused, naming the tensor, the element and the value, and so is a
+// NaN or Inf (the flat element and its index in the tensor's shape). Other stored
 // dtypes are refused with unrunnable_reason(). Touches only the window's pages of the file.
 std::vector<float> read_window(const SafetensorsFile& file, const TensorInfo& info,
                                std::int64_t row0, std::int64_t col0, std::int64_t rows,

@@ -166,8 +166,11 @@ struct Plan {
   // Throws std::logic_error when `order` is malformed (a lane out of range, a wait on a later
   // step, or not one entry per step).
   void check_order() const;
+  // Checked (checked_size.hpp): throw SizeOverflow, naming the plan and the buffer, past 2^63-1.
   std::size_t buffer_bytes(int index) const;
   std::size_t total_bytes() const;
+  // "qkv/fused at --tokens=M (dtype d)", for size messages.
+  std::string size_context() const;
 };
 
 }  // namespace fusebench

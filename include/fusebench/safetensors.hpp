@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fusebench/printable.hpp"  // quote_name, printable for its messages
+
 namespace fusebench {
 
 // A checkpoint that cannot be read or used as asked: bad input, so fusebench exits 2. The message
@@ -51,11 +53,6 @@ std::string_view to_string(TensorDtype dtype);
 std::optional<TensorDtype> parse_tensor_dtype(std::string_view name);
 int dtype_bits(TensorDtype dtype);  // bits per element (F4: 4, F6_*: 6)
 std::string known_tensor_dtypes();  // "BOOL, U8, ..." for messages
-
-// A name from a file, quoted and made safe to print (control bytes escaped, long names cut).
-std::string quote_name(std::string_view name);
-// Text from a file (or about one) made safe to print on one line, unquoted.
-std::string printable(std::string_view text);
 
 struct TensorInfo {
   std::string name;

@@ -93,4 +93,34 @@ void reject_unknown_flags(const CLI::App& app, int argc, char** argv,
   }
 }
 
+void reject_empty_list_items(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.size() <= 2 || arg.substr(0, 2) != "--") continue;
+    const std::size_t eq = arg.find('=');
+    const std::string name(arg.substr(0, eq));
+    const CLI::Option* opt = app.get_option_no_throw(name);
+    if (opt == nullptr || opt->get_delimiter() == '\0') continue;
+    std::string_view value;
+    if (eq != std::string_view::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      value = argv[i + 1];
+    }
+    if (value.empty()) continue;
+    std::size_t item = 1, start = 0;
+    while (true) {
+      const std::size_t end = std::min(value.find(opt->get_delimiter(), start), value.size());
+      if (end == start) {
+        throw std::invalid_argument(
+            name + ": item " + std::to_string(item) + " of '" + std::string(value) +
+            "' is empty (every comma-separated item needs a value: drop the extra comma)");
+      }
+      if (end == value.size()) break;
+      start = end + 1;
+      ++item;
+    }
+  }
+}
+
 }  // namespace fusebench::bench

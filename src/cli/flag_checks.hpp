@@ -48,4 +48,10 @@ std::vector<std::string> flag_names(const CLI::App& app);
 void reject_unknown_flags(const CLI::App& app, int argc, char** argv,
                           const std::vector<std::string>& also_known, const std::string& help);
 
+// CLI11 splits a delimited value and drops its empty items ("--tokens=1,,4" reads as 1,4, "1,"
+// as 1): throws std::invalid_argument for the first empty item of any delimited option of `app`,
+// naming the flag, the item's position and the value. A value that is empty as a whole is the
+// missing-value check's to refuse.
+void reject_empty_list_items(const CLI::App& app, int argc, char** argv);
+
 }  // namespace fusebench::bench

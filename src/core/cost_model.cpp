@@ -8,6 +8,10 @@
 namespace fusebench {
 namespace {
 
+// Costs are doubles; sizes are multiplied as doubles too, so a product of untrusted sizes (tokens
+// from the command line) cannot wrap as an int64 product would.
+double elements(const View& v) { return static_cast<double>(v.rows) * static_cast<double>(v.cols); }
+
 struct StepCost {
   double flops = 0, bytes = 0, comm_bytes = 0;
 };
@@ -37,16 +41,16 @@ void for_each_step_cost(const Plan& plan, F&& f) {
             }
             f(total, 1, 0, 0);
           } else if constexpr (std::is_same_v<T, ActAndMulStep>) {
-            const double mn = static_cast<double>(s.out.rows * s.out.cols);
+            const double mn = elements(s.out);
             f(StepCost{0, 3 * mn * elem, 0}, 0, 1, 0);
           } else if constexpr (std::is_same_v<T, BiasAddStep>) {
             // Reads y and the bias, writes y: 2MN + N per member, one launch for all.
             double bytes = 0;
             for (const auto& m : s.members)
-              bytes += static_cast<double>(2 * m.y.rows * m.y.cols + m.bias.rows) * elem;
+              bytes += (2 * elements(m.y) + static_cast<double>(m.bias.rows)) * elem;
             f(StepCost{0, bytes, 0}, 0, 1, 0);
           } else if constexpr (std::is_same_v<T, RmsNormStep>) {
-            const double mn = static_cast<double>(s.out.rows * s.out.cols);
+            const double mn = elements(s.out);
             f(StepCost{0, (2 * mn + static_cast<double>(s.out.cols)) * elem, 0}, 0, 1, 0);
           } else {
             f(StepCost{0, 0, collective_call(step, plan.dtype)->bytes}, 0, 0, 1);
@@ -60,7 +64,7 @@ void for_each_step_cost(const Plan& plan, F&& f) {
 
 std::optional<CollectiveCall> collective_call(const Step& step, DType dtype) {
   const double elem = static_cast<double>(dtype_size(dtype));
-  const auto size = [&](const View& v) { return static_cast<double>(v.rows * v.cols) * elem; };
+  const auto size = [&](const View& v) { return elements(v) * elem; };
   if (const auto* a = std::get_if<AllReduceStep>(&step))
     return CollectiveCall{CollectiveKind::all_reduce, size(a->data)};
   if (const auto* g = std::get_if<AllGatherStep>(&step))

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "fusebench/checked_size.hpp"
+
 namespace fusebench {
 
 bool is_collective(const Step& step) {
@@ -54,14 +56,24 @@ void Plan::check_order() const {
   }
 }
 
+std::string Plan::size_context() const {
+  return op + "/" + variant + " at --tokens=" + std::to_string(tokens) + " (dtype " +
+         std::string(to_string(dtype)) + ")";
+}
+
 std::size_t Plan::buffer_bytes(int index) const {
   const auto& b = buffers.at(static_cast<std::size_t>(index));
-  return static_cast<std::size_t>(b.rows * b.cols) * dtype_size(dtype);
+  const auto what = [&] {
+    return size_context() + ": buffer '" + b.name + "' [" + std::to_string(b.rows) + " x " +
+           std::to_string(b.cols) + "] of " + std::to_string(dtype_size(dtype)) + "-byte elements";
+  };
+  return size_mul(size_mul(b.rows, b.cols, what), dtype_size(dtype), what);
 }
 
 std::size_t Plan::total_bytes() const {
-  std::size_t total = 0;
-  for (int i = 0; i < static_cast<int>(buffers.size()); ++i) total += buffer_bytes(i);
+  std::uint64_t total = 0;
+  for (int i = 0; i < static_cast<int>(buffers.size()); ++i)
+    total = size_add(total, buffer_bytes(i), [&] { return size_context() + ": total bytes"; });
   return total;
 }
 

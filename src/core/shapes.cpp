@@ -9,6 +9,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "fusebench/file_kind.hpp"
+#include "fusebench/printable.hpp"
+
 namespace fusebench {
 
 std::string_view to_string(Activation a) {
@@ -580,7 +583,7 @@ void read_attention_sizes(const ConfigReader& c, const Family& f, ModelShape& m)
 void require_silu(const ConfigReader& c, ModelShape& m, const std::string& act) {
   if (act != "silu") {
     m.gated = false;
-    m.refused.push_back({"gate_up", "hidden_act='" + act + "': vLLM's " + m.vllm_class +
+    m.refused.push_back({"gate_up", "hidden_act=" + quote_name(act) + ": vLLM's " + m.vllm_class +
                                         " MLP has a gated form only for silu (SiluAndMul)"});
   }
   (void)c;
@@ -598,8 +601,8 @@ void read_gemma_activation(const ConfigReader& c, Mlp rule, ModelShape& m) {
     } else {
       m.gated = false;
       m.refused.push_back(
-          {"gate_up", "hidden_activation='" + *act +
-                          "': vLLM's Gemma MLP knows only gelu_pytorch_tanh and gelu"});
+          {"gate_up", "hidden_activation=" + quote_name(*act) +
+                          ": vLLM's Gemma MLP knows only gelu_pytorch_tanh and gelu"});
     }
     return;
   }
@@ -608,7 +611,8 @@ void read_gemma_activation(const ConfigReader& c, Mlp rule, ModelShape& m) {
     m.activation = Activation::gelu_tanh;
   } else {
     m.gated = false;
-    m.refused.push_back({"gate_up", "hidden_activation='" + a + "': vLLM's " + m.vllm_class +
+    m.refused.push_back({"gate_up", "hidden_activation=" + quote_name(a) + ": vLLM's " +
+                                        m.vllm_class +
                                         " MLP requires gelu_pytorch_tanh (GeluAndMul tanh)"});
   }
 }
@@ -699,6 +703,23 @@ std::int64_t shared_size(const ConfigReader& c, std::string_view rule, const Mod
   return size * count;
 }
 
+// The experts each token is routed to (top_k), present in the config: vLLM's router picks top_k
+// of the `experts` routed experts, so 1 <= top_k <= experts; refused naming both fields.
+std::int64_t routed_per_token(const ConfigReader& c, const std::string& top_k,
+                              const std::string& experts_field, std::int64_t experts) {
+  const nlohmann::json& v = *c.find(top_k);
+  const bool whole = v.is_number_integer() &&
+                     (v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::uint64_t(experts)
+                                             : v.get<std::int64_t>() <= experts);
+  if (!whole || v.get<std::int64_t>() < 1) {
+    c.fail("field '" + c.stored_name(top_k) + "' = " + v.dump() +
+           " must be a whole number in [1, " + std::to_string(experts) + "] (" + experts_field +
+           " = " + std::to_string(experts) +
+           ": each token is routed to that many of the routed experts)");
+  }
+  return v.get<std::int64_t>();
+}
+
 // The MoE layers of the model: placement, routed and shared experts, dense layers elsewhere.
 void read_moe(const ConfigReader& c, const Family& f, ModelShape& m) {
   ModelShape::MoePlacement& p = m.moe_placement;
@@ -783,7 +804,8 @@ void read_moe(const ConfigReader& c, const Family& f, ModelShape& m) {
   // Routed experts.
   if (f.moe == Moe::dbrx) {
     m.experts = ffn.positive("moe_num_experts");
-    m.experts_per_token = ffn.positive_or("moe_top_k", 1);
+    m.experts_per_token =
+        ffn.has("moe_top_k") ? routed_per_token(ffn, "moe_top_k", "moe_num_experts", m.experts) : 1;
   } else {
     const nlohmann::json* count = c.find(f.experts);
     if (count != nullptr && count->is_array())
@@ -812,7 +834,8 @@ void read_moe(const ConfigReader& c, const Family& f, ModelShape& m) {
     const nlohmann::json* k = c.find(top_k);
     if (k != nullptr && k->is_array())
       c.fail("field '" + c.stored_name(top_k) + "' is a per-layer list: not mapped");
-    m.experts_per_token = c.positive(top_k);
+    if (k == nullptr) c.fail("missing field '" + top_k + "'");
+    m.experts_per_token = routed_per_token(c, top_k, c.stored_name(f.experts), m.experts);
   }
   const std::int64_t expert =
       f.moe == Moe::dbrx ? ffn.positive("ffn_hidden_size") : size_field(c, f.expert_size, m);
@@ -824,8 +847,8 @@ void read_moe(const ConfigReader& c, const Family& f, ModelShape& m) {
     const auto act = ffn.object("ffn_act_fn").text("name").value_or("silu");
     if (act != "silu") {
       m.gated = false;
-      m.refused.push_back({"gate_up", "ffn_config.ffn_act_fn.name='" + act +
-                                          "': vLLM's DbrxForCausalLM runs silu experts"});
+      m.refused.push_back({"gate_up", "ffn_config.ffn_act_fn.name=" + quote_name(act) +
+                                          ": vLLM's DbrxForCausalLM runs silu experts"});
     }
   }
   const bool known = m.layers > 0;
@@ -889,16 +912,73 @@ void read_mla(const ConfigReader& c, const Family& f, ModelShape& m) {
                        "(fused_qkv_a_proj, q_b_proj, kv_b_proj, o_proj) is not modelled"});
 }
 
+// JSON keeps the last of two equal keys without a word, so a config saying hidden_size twice
+// would run with whichever came last; refused instead, naming the key and where it is (any
+// nesting level), as the checkpoint reader refuses a tensor named twice.
+nlohmann::json parse_unique_keys(std::string_view text, const std::string& name) {
+  struct Level {
+    bool object = false;
+    std::string path;  // where this object or array is, e.g. "text_config" or "a[2]"
+    std::set<std::string> keys;
+    std::string last_key;   // the key whose value is being parsed
+    std::size_t index = 0;  // the array element being parsed
+  };
+  std::vector<Level> open;
+  const auto path_of_child = [](const Level& parent) {
+    if (!parent.object) return parent.path + "[" + std::to_string(parent.index) + "]";
+    return parent.path.empty() ? parent.last_key : parent.path + "." + parent.last_key;
+  };
+  const auto next_element = [&] {
+    if (!open.empty() && !open.back().object) ++open.back().index;
+  };
+  using Event = nlohmann::json::parse_event_t;
+  const auto callback = [&](int, Event event, nlohmann::json& parsed) {
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start: {
+        Level level;
+        level.object = event == Event::object_start;
+        if (!open.empty()) level.path = path_of_child(open.back());
+        open.push_back(std::move(level));
+        break;
+      }
+      case Event::key: {
+        Level& level = open.back();
+        std::string key = parsed.get<std::string>();
+        if (!level.keys.insert(key).second) {
+          throw std::invalid_argument(
+              name + ": key " + quote_name(key) + " appears twice" +
+              (level.path.empty() ? "" : " in " + quote_name(level.path)) +
+              " (JSON would keep the last one silently; keep the one you mean)");
+        }
+        level.last_key = std::move(key);
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        open.pop_back();
+        next_element();
+        break;
+      case Event::value:
+        next_element();
+        break;
+    }
+    return true;
+  };
+  return nlohmann::json::parse(text, callback);
+}
+
 }  // namespace
 
 ModelShape parse_hf_config(std::string_view json_text, const std::string& name) {
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(json_text);
+    root = parse_unique_keys(json_text, name);
   } catch (const nlohmann::json::exception& e) {
     // Not only parse_error: a number too large for a double throws out_of_range (found by
-    // fuzz/fuzz_hf_config), which must still surface as the documented invalid_argument.
-    throw std::invalid_argument(name + ": not valid JSON (" + e.what() + ")");
+    // fuzz/fuzz_hf_config), which must still surface as the documented invalid_argument. The
+    // parser quotes the bytes it stopped at, which may be a NUL or invalid UTF-8.
+    throw std::invalid_argument(name + ": not valid JSON (" + printable(e.what()) + ")");
   }
   if (!root.is_object()) throw std::invalid_argument(name + ": top level must be a JSON object");
   // Multimodal configs (Gemma-3, LLaVA, Llama-4, ...) keep the language model under text_config.
@@ -914,26 +994,34 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
   std::optional<std::string> outer;
   if (nested) outer = ConfigReader(root, name).text("model_type");
   if (!type && nested) type = outer;
-  const Family* family = nullptr;
-  if (type) {
-    for (const auto& f : kFamilies) {
-      if (f.model_type == *type) family = &f;
-    }
-    if (family == nullptr) {
-      plain.fail("model_type '" + *type +
-                 "' is not a family the suite maps (it would guess its layers); known: " +
-                 known_model_types() + " (docs/models.md)");
-    }
+  if (!type) {
+    // A shape is never filled with a guess (docs/models.md): without model_type the family's
+    // rules (biases, MoE placement, activation) are unknown, and `architectures` names classes,
+    // not the config layout this table maps.
+    std::string architectures;
+    if (root.contains("architectures"))
+      architectures = " (architectures: " + printable(root["architectures"].dump()) + ")";
+    plain.fail("missing field 'model_type'" + architectures +
+               ": the suite reads a config by its model_type, as vLLM does, and does not guess "
+               "one; add the model's model_type, e.g. \"model_type\": \"llama\" (known: " +
+               known_model_types() + "; docs/models.md)");
   }
-  static const Family kNoType = kFamilies[0];
-  const Family& f = family ? *family : kNoType;
+  const Family* family = nullptr;
+  for (const auto& f : kFamilies) {
+    if (f.model_type == *type) family = &f;
+  }
+  if (family == nullptr) {
+    plain.fail("model_type " + quote_name(*type) +
+               " is not a family the suite maps (it would guess its layers); known: " +
+               known_model_types() + " (docs/models.md)");
+  }
+  const Family& f = *family;
   const ConfigReader c(cfg, where, parse_aliases(f.aliases));
   c.has("model_type");
-  m.family = type.value_or("llama");
-  m.vllm_class = family ? std::string(f.vllm_class)
-                        : "LlamaForCausalLM (no model_type in the config: Llama's rules)";
+  m.family = *type;
+  m.vllm_class = std::string(f.vllm_class);
   if (nested && outer && *outer != *type) {
-    m.vllm_class = "the text model of model_type '" + *outer + "': " + m.vllm_class;
+    m.vllm_class = "the text model of model_type " + quote_name(*outer) + ": " + m.vllm_class;
   }
 
   read_attention_sizes(c, f, m);
@@ -965,10 +1053,13 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
     c.has("hidden_act");
     m.interleaved_gate_up = true;
     m.experts = c.positive(f.experts);
-    const std::int64_t per_tok =
-        c.positive_or("num_experts_per_tok", c.positive_or("experts_per_token", 0));
-    if (per_tok == 0) c.fail("missing field 'num_experts_per_tok'");
-    m.experts_per_token = per_tok;
+    // Both names are read (the config class aliases them); num_experts_per_tok wins.
+    const bool per_tok = c.has("num_experts_per_tok"), per_token = c.has("experts_per_token");
+    const std::string top_k = per_tok     ? "num_experts_per_tok"
+                              : per_token ? "experts_per_token"
+                                          : "";
+    if (top_k.empty()) c.fail("missing field 'num_experts_per_tok'");
+    m.experts_per_token = routed_per_token(c, top_k, c.stored_name(f.experts), m.experts);
     m.mlp_layers.push_back({LayerKind::expert, m.intermediate, "intermediate_size (per expert)",
                             m.layers > 0 ? m.layers : -1});
   } else {
@@ -987,7 +1078,8 @@ ModelShape parse_hf_config(std::string_view json_text, const std::string& name) 
         c.has("intermediate_size");
         c.has("n_inner");
         c.has("ffn_hidden_size");
-        m.refused.push_back({"gate_up", m.vllm_class + "'s MLP is ungated (fc -> " + act +
+        m.refused.push_back({"gate_up", m.vllm_class + "'s MLP is ungated (fc -> " +
+                                            printable(act) +
                                             " -> fc): there is no gate/up pair to fuse"});
         break;
       }
@@ -1143,6 +1235,10 @@ ModelShape load_hf_config(const std::string& path) {
     throw std::invalid_argument("model config '" + path +
                                 "' is a directory; pass the config.json inside it");
   }
+  // A fifo would block the read; a device is not a config.
+  if (const auto what = not_a_regular_file(path); !what.empty() && what != "does not exist")
+    throw std::invalid_argument("model config '" + path + "' " + what +
+                                "; expected a regular file");
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("cannot read model config '" + path + "'");
   std::stringstream buffer;

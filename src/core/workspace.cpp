@@ -9,6 +9,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "fusebench/checked_size.hpp"
 #include "fusebench/communicator.hpp"
 #include "fusebench/cost_model.hpp"
 
@@ -48,7 +49,7 @@ std::vector<float> unrounded_window(const std::string& name, std::int64_t logica
   // Weights scaled by 1/sqrt(K) keep every output O(1), so one tolerance fits all shapes.
   const float scale =
       role == BufferRole::weight ? 1.0f / std::sqrt(static_cast<float>(logical_cols)) : 1.0f;
-  std::vector<float> values(static_cast<std::size_t>(rows * cols));
+  std::vector<float> values(size_mul(rows, cols, [&] { return "window of " + name; }));
   const auto fill_rows = [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t r = first; r < last; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
@@ -431,9 +432,9 @@ std::vector<float> Workspace::read(const View& v) {
   backend_.synchronize();
   const BufferSpec& b = plan_.buffers.at(static_cast<std::size_t>(v.buffer));
   const std::size_t elem = dtype_size(plan_.dtype);
-  std::vector<std::byte> raw(static_cast<std::size_t>(b.rows * b.cols) * elem);
+  std::vector<std::byte> raw(plan_.buffer_bytes(v.buffer));
   backend_.download(raw.data(), buffers_.at(static_cast<std::size_t>(v.buffer)), raw.size());
-  const auto all = decode(raw.data(), static_cast<std::size_t>(b.rows * b.cols), plan_.dtype);
+  const auto all = decode(raw.data(), raw.size() / elem, plan_.dtype);
   std::vector<float> out;
   out.reserve(static_cast<std::size_t>(v.rows * v.cols));
   for (std::int64_t r = v.row0; r < v.row0 + v.rows; ++r) {

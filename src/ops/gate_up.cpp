@@ -80,7 +80,9 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     // [w_gate; w_up]), x shared (stride 0), outputs [2, M, inter]: gate = rows [0, M), up = rows
     // [M, 2M). Then the activation over the two. Same weight bytes as fused; one launch.
     const int w = tp::add_windowed(p, "w_gate_up", BufferRole::weight, {wg, wu}, h);
-    const int y = add_output(p, "gate_up_batched", 2 * m, inter);
+    const int y =
+        add_output(p, "gate_up_batched",
+                   size_mul_i64(2, m, [&] { return p.size_context() + ": 2 x tokens"; }), inter);
     const int a = add_output(p, "act", m, inter);
     GemmStep gate{"gate_proj", whole(p, x), View{w, 0, 0, inter, h}, View{y, 0, 0, m, inter}};
     GemmStep up{"up_proj", whole(p, x), View{w, inter, 0, inter, h}, View{y, m, 0, m, inter}};

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "fusebench/checked_size.hpp"
 #include "op_list.hpp"
 
 namespace fusebench::ops::tp {
@@ -103,7 +104,10 @@ struct SpRows {
 };
 inline SpRows sp_rows(const ShardShape& s, std::int64_t m) {
   SpRows r;
-  r.local = (m + s.tp - 1) / s.tp;
+  const auto what = [&] {
+    return "--tokens=" + std::to_string(m) + " padded to a multiple of tp=" + std::to_string(s.tp);
+  };
+  r.local = static_cast<std::int64_t>(size_add(m, s.tp - 1, what)) / s.tp;
   r.padded = r.local * s.tp;
   r.row0 = s.rank * r.local;
   r.real = std::clamp<std::int64_t>(m - r.row0, 0, r.local);

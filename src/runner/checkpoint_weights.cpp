@@ -39,11 +39,13 @@ void for_each_weight_part(const Fixture& f, F&& body) {
 CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::int64_t expert) {
   try {
     const std::string config = (fs::path(dir) / "config.json").string();
-    std::error_code ec;
-    if (!fs::is_regular_file(config, ec)) {
+    if (const auto what = not_a_regular_file(config); what == "does not exist") {
       throw std::invalid_argument(dir +
                                   " has no config.json (a Hugging Face model directory holds one "
                                   "beside its *.safetensors; the model's shape comes from it)");
+    } else if (!what.empty()) {
+      throw std::invalid_argument(config + " " + what +
+                                  "; expected a regular file (the model's config.json)");
     }
     CheckpointModel out;
     out.model = load_hf_config(config);
@@ -139,8 +141,12 @@ void check_checkpoint_values(const std::vector<Fixture>& fixtures) {
     if (!f.checkpoint) continue;
     const HfLayerWeights& layer = *f.checkpoint;
     for_each_weight_part(f, [&](WindowRequest r) {
-      if (!conversion_may_overflow(layer.stored_dtype_of(r.name), r.dtype)) return;
-      if (!done.insert({&layer, r.name, r.dtype}).second) return;
+      // Every value is read once: reading refuses NaN and Inf (any dtype) and values the run
+      // dtype cannot hold (conversion_may_overflow), before anything runs.
+      const DType key = conversion_may_overflow(layer.stored_dtype_of(r.name), r.dtype)
+                            ? r.dtype
+                            : DType::f32;  // finiteness alone does not depend on the run dtype
+      if (!done.insert({&layer, r.name, key}).second) return;
       // The whole logical tensor (every rank's window is a part of it), a block of rows at a time.
       const std::int64_t block =
           std::max<std::int64_t>(1, (std::int64_t{1} << 22) / r.logical_cols);

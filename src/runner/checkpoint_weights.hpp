@@ -43,10 +43,10 @@ bool conversion_exact(const HfLayerWeights& layer, DType run);
 // std::invalid_argument naming the fixture and the tensor.
 void check_checkpoint_fixtures(const std::vector<Fixture>& fixtures);
 
-// Where a conversion can overflow (an F32 or BF16 checkpoint in an fp16 run, F32 in bf16), reads
-// every weight the fixtures use in that dtype once, in row blocks, so a value beyond the run
-// dtype's range is refused before the sweep (naming the tensor, the element and the value)
-// rather than failing fixtures. Reads nothing otherwise.
+// Reads every weight the fixtures use once, in row blocks, so that a NaN or Inf (any dtype) or,
+// where a conversion can overflow (an F32 or BF16 checkpoint in an fp16 run, F32 in bf16), a value
+// beyond the run dtype's range is refused before the sweep (naming the tensor, the element and the
+// value) rather than failing fixtures or verification with a mismatch that names neither.
 void check_checkpoint_values(const std::vector<Fixture>& fixtures);
 
 // context["weights"]: how random weights are made, and each checkpoint: directory, layer,

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "fusebench/checked_size.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 
@@ -34,17 +35,33 @@ std::string fitting_advice(const Fixture& f) {
 
 }  // namespace
 
+std::uint64_t fixture_bytes(const Fixture& f) {
+  try {
+    const std::uint64_t plan_bytes =
+        build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype).total_bytes();
+    // In-process TP ranks each hold a workspace in this process's memory.
+    const int ranks = f.comm == "inprocess" ? f.shard.tp : 1;
+    return size_mul(plan_bytes, ranks, [&] {
+      return f.op + "/" + f.variant + " at --tokens=" + std::to_string(f.tokens) + ": the " +
+             std::to_string(ranks) + " in-process ranks' buffers";
+    });
+  } catch (const SizeOverflow& e) {
+    throw SizeOverflow(std::string(e.what()) + ", for model " + f.model.name +
+                       ": use fewer tokens (--tokens)");
+  }
+}
+
+void check_sizes(const std::vector<Fixture>& fixtures) {
+  for (const auto& f : fixtures) fixture_bytes(f);
+}
+
 void check_fits_in_memory(const std::vector<Fixture>& fixtures, const Backend& backend) {
   const FreeMemory free = backend.free_memory();
   if (free.source.empty()) return;
   const Fixture* largest = nullptr;
   double largest_bytes = 0;
   for (const auto& f : fixtures) {
-    // In-process TP ranks each hold a workspace in this process's memory.
-    const double ranks = f.comm == "inprocess" ? f.shard.tp : 1;
-    const double bytes =
-        ranks *
-        static_cast<double>(build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype).total_bytes());
+    const auto bytes = static_cast<double>(fixture_bytes(f));
     if (bytes > largest_bytes) {
       largest_bytes = bytes;
       largest = &f;

@@ -1,12 +1,23 @@
 #pragma once
-// Refusals before anything is measured that need the whole sweep: a fixture whose buffers do not
-// fit in what the backend has free (README "Bad input").
+// Refusals before anything is measured that need the whole sweep: a fixture whose sizes overflow,
+// or whose buffers do not fit in what the backend has free (README "Bad input").
+#include <cstdint>
 #include <vector>
 
 #include "fusebench/backend.hpp"
 #include "sweep.hpp"
 
 namespace fusebench::bench {
+
+// The bytes of the buffers `f` holds (its plan's, times the in-process TP ranks that each hold
+// one), checked: throws SizeOverflow (checked_size.hpp) naming the buffer, the tokens, the model
+// and the limit when a size does not fit in 63 bits. What --list-bytes prints and what
+// check_fits_in_memory weighs.
+std::uint64_t fixture_bytes(const Fixture& f);
+
+// fixture_bytes of every fixture: build_sweep refuses a sweep whose sizes overflow before anything
+// is listed or allocated (a wrapped size would allocate, index and report the wrong size).
+void check_sizes(const std::vector<Fixture>& fixtures);
 
 // Throws std::invalid_argument naming the largest fixture that does not fit, its size and what
 // is free (and where that figure comes from). Such a fixture could never be measured. The members

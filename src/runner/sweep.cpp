@@ -8,6 +8,7 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
+#include "preflight.hpp"
 #include "sweep_checks.hpp"
 
 namespace fusebench::bench {
@@ -259,6 +260,8 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
         "models with a bias; docs/models.md)" +
         left_out);
   }
+  // Sizes that overflow are refused before anything is listed or allocated (preflight.hpp).
+  check_sizes(s.fixtures);
   // Every checkpoint fixture's weights are there at the shapes its plans ask for (no data read).
   check_checkpoint_fixtures(s.fixtures);
   return s;

@@ -17,6 +17,9 @@ constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
 
 std::string read_text(const fs::path& path) {
+  // A fifo would block the read, a directory reads as empty: say what it is instead.
+  if (const auto what = not_a_regular_file(path.string()); !what.empty())
+    throw CheckpointError(path.string() + " " + what + "; expected a regular file (JSON)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError(path.string() + ": cannot read");
   std::ostringstream text;
@@ -36,6 +39,15 @@ void check_file_name(const std::string& index, const std::string& tensor, const 
   }
 }
 
+// A shard must be a regular *.safetensors file: a fifo would block the read, and a directory or
+// device is not a file of tensors. Throws naming what was found.
+void require_regular_file(const fs::path& path, const std::string& context) {
+  if (const auto what = not_a_regular_file(path.string()); !what.empty()) {
+    throw CheckpointError(context + path.string() + " " + what +
+                          "; expected a regular file (a *.safetensors shard)");
+  }
+}
+
 std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
   for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
   return h;
@@ -50,7 +62,7 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
                           ": not a directory (--weights takes a Hugging Face model directory)");
   }
   const fs::path root(dir);
-  if (fs::exists(root / kIndexName, ec)) {
+  if (fs::exists(fs::symlink_status(root / kIndexName, ec))) {
     index_path_ = (root / kIndexName).string();
     index_text_ = read_text(index_path_);
     nlohmann::json index;
@@ -70,6 +82,11 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
       }
       const std::string name = file.get<std::string>();
       check_file_name(index_path_, tensor, name);
+      if (name == kIndexName) {
+        throw CheckpointError(index_path_ + ": tensor " + quote_name(tensor) +
+                              " maps to the index itself: the index is JSON, the files it "
+                              "names are *.safetensors shards");
+      }
       auto [it, added] = file_ids.emplace(name, file_ids.size());
       (void)added;
       where_[tensor] = it->second;
@@ -78,10 +95,7 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
     files_.resize(file_ids.size());
     for (const auto& [name, id] : file_ids) {
       const fs::path path = root / name;
-      if (!fs::is_regular_file(path, ec)) {
-        throw CheckpointError(index_path_ + ": refers to " + quote_name(name) + ", but " +
-                              path.string() + " does not exist");
-      }
+      require_regular_file(path, index_path_ + ": refers to " + quote_name(name) + ", but ");
       files_[id] = std::make_unique<SafetensorsFile>(path.string());
     }
     for (const auto& [tensor, id] : where_) {
@@ -93,12 +107,15 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
     return;
   }
   std::vector<fs::path> paths;
-  if (fs::is_regular_file(root / kSingleName, ec)) {
+  if (fs::exists(fs::symlink_status(root / kSingleName, ec))) {
+    require_regular_file(root / kSingleName, "");
     paths.push_back(root / kSingleName);
   } else {
+    // Every *.safetensors is a shard: one that is not a regular file is refused, not skipped.
     for (const auto& entry : fs::directory_iterator(root, ec)) {
-      if (entry.path().extension() == ".safetensors" && entry.is_regular_file(ec))
-        paths.push_back(entry.path());
+      if (entry.path().extension() != ".safetensors") continue;
+      require_regular_file(entry.path(), "");
+      paths.push_back(entry.path());
     }
     std::sort(paths.begin(), paths.end());
   }

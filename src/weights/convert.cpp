@@ -17,6 +17,19 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
+// The multi-dimensional index of row-major element `flat` of `shape`: "[1, 5]".
+std::string index_text(const std::vector<std::int64_t>& shape, std::uint64_t flat) {
+  std::vector<std::uint64_t> index(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    const auto extent = static_cast<std::uint64_t>(shape[d]);
+    index[d] = extent == 0 ? 0 : flat % extent;
+    flat = extent == 0 ? 0 : flat / extent;
+  }
+  std::string out = "[";
+  for (std::size_t d = 0; d < index.size(); ++d) out += (d ? ", " : "") + std::to_string(index[d]);
+  return out + "]";
+}
+
 std::string shortest(float v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.9g", static_cast<double>(v));
@@ -149,7 +162,7 @@ std::vector<float> read_window(const std::string& label, std::span<const std::by
   if (rows == 0 || cols == 0) return {};
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
   // Rows are independent: big windows (a 70B model's MLP weights) decode on several threads,
-  // each remembering the first value that does not fit the run dtype.
+  // each remembering the first value that is not finite or does not fit the run dtype.
   struct Overflow {
     std::int64_t row = -1, col = -1;
     float value = 0;
@@ -160,8 +173,9 @@ std::vector<float> read_window(const std::string& label, std::span<const std::by
       const std::byte* src = data + static_cast<std::size_t>((row0 + r) * m.cols + col0) * elem;
       float* dst = out.data() + r * cols;
       load_row(src, cols, info.dtype, dst);
-      for (std::int64_t c = 0; check && bad.row < 0 && c < cols; ++c) {
-        if (overflows(dst[c], run)) bad = {row0 + r, col0 + c, dst[c]};
+      for (std::int64_t c = 0; bad.row < 0 && c < cols; ++c) {
+        if (!std::isfinite(dst[c]) || (check && overflows(dst[c], run)))
+          bad = {row0 + r, col0 + c, dst[c]};
       }
     }
   };
@@ -177,7 +191,15 @@ std::vector<float> read_window(const std::string& label, std::span<const std::by
   }
   decode_rows(0, rows / threads, bad[0]);
   for (auto& w : workers) w.join();
-  for (const auto& b : bad) {
+  for (const auto& b : bad) {  // in row order: the first bad value of the window
+    if (b.row >= 0 && !std::isfinite(b.value)) {
+      const auto flat = static_cast<std::uint64_t>(b.row * m.cols + b.col);
+      fail(label, info,
+           "value " + shortest(b.value) + " at element " + std::to_string(flat) + " (index " +
+               index_text(info.shape, flat) + " of shape " + shape_text(info.shape) +
+               ") is not finite: a weight that is NaN or Inf makes every output it touches "
+               "NaN or Inf, so the checkpoint is refused (is it corrupt?)");
+    }
     if (b.row >= 0) {
       fail(label, info,
            "value " + shortest(b.value) + " at (" + std::to_string(b.row) + ", " +

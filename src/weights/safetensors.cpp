@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "fusebench/checked_size.hpp"
+
 namespace fusebench {
 namespace {
 
@@ -91,8 +93,6 @@ class HeaderReader {
 
     const auto& shape = entry.at("shape");
     if (!shape.is_array()) fail(name, "shape is " + json_type(shape) + ", not an array");
-    std::uint64_t elements = 1;
-    bool overflow = false;
     for (const auto& d : shape) {
       const auto dim = as_u64(d);
       if (!dim || *dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
@@ -100,13 +100,15 @@ class HeaderReader {
                        " (dimensions are non-negative integers)");
       }
       info.shape.push_back(static_cast<std::int64_t>(*dim));
-      overflow = overflow || __builtin_mul_overflow(elements, *dim, &elements);
     }
-    std::uint64_t bits = 0;
-    const auto width = static_cast<std::uint64_t>(dtype_bits(info.dtype));
-    if (overflow || __builtin_mul_overflow(elements, width, &bits)) {
-      fail(name, "shape " + shape.dump() + " of " + std::string(to_string(info.dtype)) +
-                     " overflows 64 bits");
+    // Checked products (checked_size.hpp): a shape whose size wraps would pass the byte check.
+    std::uint64_t elements = 1, bits = 0;
+    const std::string what = "shape " + shape.dump() + " of " + std::string(to_string(info.dtype));
+    try {
+      for (const std::int64_t d : info.shape) elements = size_mul(elements, d, what + " elements");
+      bits = size_mul(elements, dtype_bits(info.dtype), what + " bits");
+    } catch (const SizeOverflow& e) {
+      fail(name, e.what());
     }
     if (bits % 8 != 0) {
       fail(name, std::to_string(elements) + " elements of " + std::string(to_string(info.dtype)) +
@@ -217,37 +219,6 @@ std::string known_tensor_dtypes() {
   return out;
 }
 
-namespace {
-
-// Control bytes (and, inside quotes, the quote and backslash) as \xNN; long text cut short.
-std::string escaped(std::string_view text, bool quoted) {
-  constexpr std::size_t kMaxShown = 300;
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f || (quoted && (c == '\'' || c == '\\'))) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);  // UTF-8 passes through (JSON strings are valid UTF-8)
-    }
-  }
-  if (text.size() > kMaxShown) out += "...(" + std::to_string(text.size()) + " bytes)";
-  return out;
-}
-
-}  // namespace
-
-std::string quote_name(std::string_view name) {
-  std::string out = "'";  // appended, not "'" + ...: GCC 12's -Wrestrict misfires on that
-  out += escaped(name, true);
-  return out + "'";
-}
-
-std::string printable(std::string_view text) { return escaped(text, false); }
-
 std::uint64_t TensorInfo::elements() const {
   std::uint64_t n = 1;
   for (auto d : shape) n *= static_cast<std::uint64_t>(d);  // validated by parse_safetensors
@@ -263,6 +234,14 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, const std::
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
     n = (n << 8) | std::to_integer<std::uint64_t>(file[static_cast<std::size_t>(i)]);
+  // A JSON file (an index named as a shard, a config) reads as a header length of about 8e18;
+  // a real header of 123 bytes starts with '{' too, so only a length past the file says JSON.
+  if (n > file.size() - 8 && file[0] == std::byte{'{'}) {
+    fail(
+        "starts with '{' and is not a safetensors file but JSON (an index or a config?): a "
+        "safetensors file starts with an 8-byte little-endian header length, here " +
+        std::to_string(n) + " for a file of " + std::to_string(file.size()) + " bytes");
+  }
   if (n > file.size() - 8) {
     fail("header length " + std::to_string(n) + " is larger than the rest of the file (" +
          std::to_string(file.size() - 8) +
@@ -310,7 +289,8 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, const std::
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a fifo must not wait for a writer (it is refused below, as not regular).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw CheckpointError(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

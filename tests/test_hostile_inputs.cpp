@@ -1,0 +1,297 @@
+// Hostile inputs through the fusebench binary (issue 27): one row per input, with the files it
+// needs, the exit code and the fragments the message must (and must not) hold. Each row names the
+// bad value; none measures anything. Adding a case is adding a row.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_run.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fusebench::testing::CliResult;
+
+// A file a case needs, under the case's own temporary directory.
+struct CaseFile {
+  enum Kind { text, directory, fifo };
+  std::string path;     // relative to the case directory
+  std::string content;  // for text: written as is (bytes)
+  Kind kind = text;
+};
+
+struct HostileCase {
+  std::string what;  // the issue item and the input, for the failure message
+  std::string args;  // fusebench's flags; {dir} is the case directory
+  std::vector<CaseFile> files;
+  int exit_code = 2;
+  std::vector<std::string> says;        // fragments the output must hold
+  std::vector<std::string> never = {};  // fragments it must not hold
+};
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+void make_files(const fs::path& dir, const std::vector<CaseFile>& files) {
+  for (const CaseFile& f : files) {
+    const fs::path p = dir / f.path;
+    fs::create_directories(p.parent_path());
+    switch (f.kind) {
+      case CaseFile::directory:
+        fs::create_directories(p);
+        break;
+      case CaseFile::fifo:
+        ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p << ": " << std::strerror(errno);
+        break;
+      case CaseFile::text:
+        std::ofstream(p, std::ios::binary) << f.content;
+        break;
+    }
+  }
+}
+
+void check(const HostileCase& c, std::size_t row) {
+  const fs::path dir = fusebench::testing::temp_path("fusebench_hostile", std::to_string(row));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  make_files(dir, c.files);
+  const std::string args = replace_all(c.args, "{dir}", dir.string());
+  const CliResult r = fusebench::testing::run_fusebench("--backend=cpu " + args);
+  SCOPED_TRACE(c.what + "\n  fusebench --backend=cpu " + args + "\n" + r.output);
+  EXPECT_EQ(r.exit_code, c.exit_code);
+  if (c.exit_code == 2) {
+    EXPECT_NE(r.output.find("fusebench: error: "), std::string::npos);
+    EXPECT_EQ(r.output.find("elapsed"), std::string::npos);  // nothing measured
+  }
+  for (const auto& s : c.says) EXPECT_NE(r.output.find(s), std::string::npos) << "missing: " << s;
+  for (const auto& s : c.never) EXPECT_EQ(r.output.find(s), std::string::npos) << "present: " << s;
+  fs::remove_all(dir);
+}
+
+// A small valid Llama config (one layer), and the same with `tail` spliced in before the '}'.
+std::string llama_config(const std::string& tail = "") {
+  return R"({"model_type": "llama", "hidden_size": 8, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 8,
+             "num_hidden_layers": 1)" +
+         tail + "}";
+}
+
+std::string moe_config(const std::string& top_k) {
+  return R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+             "moe_intermediate_size": 32, "num_experts": 4, "num_experts_per_tok": )" +
+         top_k + R"(, "decoder_sparse_step": 1, "mlp_only_layers": [], "num_hidden_layers": 2})";
+}
+
+// model.safetensors of llama_config()'s layer 0 in F32, every value 0.01, but `poisoned` (a
+// tensor name) holds `bad` (4 bytes, little-endian F32) at flat element `at`.
+std::string llama_safetensors(const std::string& poisoned, std::size_t at, const char* bad) {
+  const std::vector<std::pair<std::string, std::pair<int, int>>> tensors = {
+      {"q_proj", {8, 8}},    {"k_proj", {4, 8}},  {"v_proj", {4, 8}},   {"o_proj", {8, 8}},
+      {"gate_proj", {8, 8}}, {"up_proj", {8, 8}}, {"down_proj", {8, 8}}};
+  std::string header = "{", data;
+  for (const auto& [short_name, shape] : tensors) {
+    const bool attn = short_name.find("_proj") == 1;  // q, k, v, o
+    const std::string name =
+        "model.layers.0." + std::string(attn ? "self_attn." : "mlp.") + short_name + ".weight";
+    const std::size_t begin = data.size();
+    for (int i = 0; i < shape.first * shape.second; ++i) {
+      const float v = 0.01f;
+      char bytes[4];
+      std::memcpy(bytes, &v, 4);
+      if (name == poisoned && static_cast<std::size_t>(i) == at) std::memcpy(bytes, bad, 4);
+      data.append(bytes, 4);
+    }
+    header += std::string(header.size() > 1 ? ", " : "") + "\"" + name +
+              "\": {\"dtype\": \"F32\", \"shape\": [" + std::to_string(shape.first) + ", " +
+              std::to_string(shape.second) + "], \"data_offsets\": [" + std::to_string(begin) +
+              ", " + std::to_string(data.size()) + "]}";
+  }
+  header += "}";
+  std::string length(8, '\0');
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return length + header + data;
+}
+
+constexpr char kNaN[4] = {0, 0, '\xc0', '\x7f'};  // F32 quiet NaN, little-endian
+constexpr char kInf[4] = {0, 0, '\x80', '\x7f'};  // F32 +Inf
+
+}  // namespace
+
+TEST(HostileInputs, EachIsRefusedNamingTheBadValue) {
+  const std::string k_proj = "model.layers.0.self_attn.k_proj.weight";
+  const std::vector<CaseFile> llama = {{"m/config.json", llama_config()}};
+  const auto with_llama = [&](std::vector<CaseFile> more) {
+    more.insert(more.begin(), llama.begin(), llama.end());
+    return more;
+  };
+  const std::vector<HostileCase> cases = {
+      // Item 2: sizes that overflow 63 bits are refused before anything is listed or allocated,
+      // naming the token count and the limit; what fits 63 bits meets the memory check.
+      {"27.2 tokens 2^62 (segfaulted)",
+       "--ops=qkv --tokens=4611686018427387904 --dtypes=fp32",
+       {},
+       2,
+       {"--tokens=4611686018427387904", "exceeds the size limit 9223372036854775807 (2^63-1)"}},
+      {"27.2 tokens 2^52 (vector max_size)",
+       "--ops=qkv --tokens=4503599627370496 --dtypes=fp32",
+       {},
+       2,
+       {"--tokens=4503599627370496", "(2^63-1)", "use fewer tokens"},
+       {"max_size"}},
+      {"27.2 --list-bytes (printed a wrapped count)",
+       "--list --list-bytes --ops=qkv --tokens=4503599627370496 --dtypes=fp32",
+       {},
+       2,
+       {"--tokens=4503599627370496", "(2^63-1)"}},
+      {"27.2 plain --list of an overflowing size",
+       "--list --ops=gate_up --tokens=4611686018427387904",
+       {},
+       2,
+       {"--tokens=4611686018427387904"}},
+      {"27.2 sequence-parallel padding of 2^63-1 tokens",
+       "--list --ops=tp_mlp --variants=sp --tp=2 --tokens=9223372036854775807",
+       {},
+       2,
+       {"--tokens=9223372036854775807 padded to a multiple of tp=2", "(2^63-1)"}},
+      {"27.2 2^40 tokens: fits 63 bits, refused by the memory check",
+       "--ops=qkv --tokens=1099511627776 --dtypes=fp32",
+       {},
+       2,
+       {"free", "use fewer tokens"}},
+      // Item 6: top-k routing beyond the routed experts, or none.
+      {"27.6 num_experts_per_tok 9 of 4",
+       "--model-config={dir}/moe.json --list",
+       {{"moe.json", moe_config("9")}},
+       2,
+       {"'num_experts_per_tok' = 9", "num_experts = 4"}},
+      {"27.6 num_experts_per_tok 0",
+       "--model-config={dir}/moe.json --list",
+       {{"moe.json", moe_config("0")}},
+       2,
+       {"'num_experts_per_tok' = 0", "num_experts = 4"}},
+      {"27.6 num_experts_per_tok -1",
+       "--model-config={dir}/moe.json --list",
+       {{"moe.json", moe_config("-1")}},
+       2,
+       {"'num_experts_per_tok' = -1", "[1, 4]"}},
+      // Item 7: a key given twice, at the top and nested.
+      {"27.7 hidden_size twice",
+       "--model-config={dir}/dup.json --list",
+       {{"dup.json", llama_config(R"(, "hidden_size": 128)")}},
+       2,
+       {"key 'hidden_size' appears twice"}},
+      {"27.7 a nested key twice",
+       "--model-config={dir}/dup.json --list",
+       {{"dup.json", llama_config(R"(, "rope_scaling": {"factor": 2, "factor": 4})")}},
+       2,
+       {"key 'factor' appears twice in 'rope_scaling'"}},
+      // Item 8: no model_type: refused, not read with Llama's rules.
+      {"27.8 no model_type",
+       "--model-config={dir}/none.json --list",
+       {{"none.json", R"({"hidden_size": 8, "num_attention_heads": 2, "intermediate_size": 8,
+                          "architectures": ["LlamaForCausalLM"]})"}},
+       2,
+       {"missing field 'model_type'", "LlamaForCausalLM"}},
+      // Item 9: combinations that do nothing, and empty list items.
+      {"27.9 --list --verify", "--list --verify", {}, 2, {"--list and --verify"}},
+      {"27.9 trailing comma", "--tokens=1, --list", {}, 2, {"--tokens: item 2 of '1,' is empty"}},
+      {"27.9 empty middle item",
+       "--ops=qkv,,gate_up --list",
+       {},
+       2,
+       {"--ops: item 2 of 'qkv,,gate_up' is empty"}},
+      {"27.9 leading comma, value after a space",
+       "--models ,qwen3-0.6b --list",
+       {},
+       2,
+       {"--models: item 1 of ',qwen3-0.6b' is empty"}},
+      {"27.9 --dtypes", "--dtypes=fp32,, --list", {}, 2, {"--dtypes: item 2"}},
+      // Item 10: non-finite weights, refused at load naming tensor, flat and multi-dim index.
+      {"27.10 NaN weight",
+       "--weights={dir}/m --ops=qkv --tokens=1 --verify",
+       with_llama({{"m/model.safetensors", llama_safetensors(k_proj, 19, kNaN)}}),
+       2,
+       {k_proj, "nan at element 19 (index [2, 3] of shape [4, 8]) is not finite"}},
+      {"27.10 Inf weight",
+       "--weights={dir}/m --ops=gate_up --tokens=1",
+       with_llama({{"m/model.safetensors",
+                    llama_safetensors("model.layers.0.mlp.up_proj.weight", 63, kInf)}}),
+       2,
+       {"up_proj.weight", "inf at element 63 (index [7, 7]"}},
+      // Item 11: checkpoint files that are not what they should be, and untrusted text.
+      {"27.11 index entry '.'",
+       "--weights={dir}/m --list",
+       with_llama(
+           {{"m/model.safetensors.index.json", R"({"weight_map": {")" + k_proj + R"(": "."}})"}}),
+       2,
+       {"refers to '.'", "is a directory; expected a regular file"},
+       {"does not exist"}},
+      {"27.11 model.safetensors a directory",
+       "--weights={dir}/m --list",
+       with_llama({{"m/model.safetensors", "", CaseFile::directory}}),
+       2,
+       {"model.safetensors is a directory; expected a regular file"}},
+      {"27.11 model.safetensors a fifo",
+       "--weights={dir}/m --list",
+       with_llama({{"m/model.safetensors", "", CaseFile::fifo}}),
+       2,
+       {"model.safetensors is a fifo; expected a regular file"}},
+      {"27.11 index naming itself",
+       "--weights={dir}/m --list",
+       with_llama({{"m/model.safetensors.index.json",
+                    R"({"weight_map": {")" + k_proj + R"(": "model.safetensors.index.json"}})"}}),
+       2,
+       {"maps to the index itself"}},
+      {"27.11 a JSON file as a shard",
+       "--weights={dir}/m --list",
+       with_llama({{"m/model.safetensors.index.json",
+                    R"({"weight_map": {")" + k_proj + R"(": "x.safetensors"}})"},
+                   {"m/x.safetensors", R"({"weight_map": {}})"}}),
+       2,
+       {"not a safetensors file but JSON"}},
+      {"27.11 NUL in model_type",
+       "--model-config={dir}/nul.json --list",
+       {{"nul.json", R"({"model_type": "llama\u0000evil", "hidden_size": 8})"}},
+       2,
+       {"model_type 'llama\\x00evil' is not a family"}},
+      {"27.11 invalid UTF-8",
+       "--model-config={dir}/utf8.json --list",
+       {{"utf8.json", "{\"model_type\": \"ll\xff\xfe\", \"hidden_size\": 8}"}},
+       2,
+       {"not valid JSON", "\\xff"},
+       {"\xff"}},
+      {"27.11 --model-config a fifo",
+       "--model-config={dir}/fifo.json --list",
+       {{"fifo.json", "", CaseFile::fifo}},
+       2,
+       {"fifo.json' is a fifo; expected a regular file"}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) check(cases[i], i);
+}
+
+// The rows above must not refuse what is valid: the same inputs, made right, run.
+TEST(HostileInputs, TheValidNeighboursStillRun) {
+  const std::vector<HostileCase> cases = {
+      {"top_k equal to the expert count",
+       "--model-config={dir}/moe.json --list",
+       {{"moe.json", moe_config("4")}},
+       0,
+       {"model:moe/"}},
+      {"a finite checkpoint verifies",
+       "--weights={dir}/m --ops=qkv --tokens=1 --verify "
+       "--timing-max-time=0.02 --timing-blocks=1 --launch-counts=off",
+       {{"m/config.json", llama_config()}, {"m/model.safetensors", llama_safetensors("", 0, kNaN)}},
+       0,
+       {"verification passed"}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) check(cases[i], 100 + i);
+}
