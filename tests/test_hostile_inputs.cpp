@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -274,8 +275,62 @@ TEST(HostileInputs, EachIsRefusedNamingTheBadValue) {
        {{"fifo.json", "", CaseFile::fifo}},
        2,
        {"fifo.json' is a fifo; expected a regular file"}},
+      // Item 3: output paths that would destroy what they name (fusebench/output_path.hpp).
+      {"27.3 --report over the --model-config it reads",
+       "--model-config={dir}/m/config.json --report={dir}/m/config.json --ops=qkv --tokens=1",
+       llama,
+       2,
+       {"--report=", "is a --models config", "never replaces an input"}},
+      {"27.3 --report over a checkpoint's config.json",
+       "--weights={dir}/m --report={dir}/m/config.json --ops=qkv --tokens=1",
+       with_llama({{"m/model.safetensors", llama_safetensors("", 0, kNaN)}}),
+       2,
+       {"is read by --weights", "never replaces an input"}},
+      {"27.3 --report a closed descriptor",
+       "--ops=qkv --tokens=1 --report=/dev/fd/987",
+       {},
+       2,
+       {"--report=/dev/fd/987: descriptor 987 is not open"}},
+      {"27.3 --report a new file under /dev",
+       "--ops=qkv --tokens=1 --report=/dev/fusebench-no-such-disk",
+       {},
+       2,
+       {"no file is created under /dev/"}},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) check(cases[i], i);
+}
+
+// Item 3 end to end: --report=- and /dev/stdout print the report to stdout (the rows go to
+// stderr) and leave /dev/stdout a symlink; a symlinked --report updates its target.
+TEST(HostileInputs, ReportPathsWriteWhatTheyNameAndReplaceNothingElse) {
+  const std::string run =
+      "--ops=qkv --variants=fused --tokens=1 --dtypes=fp32 "
+      "--timing-max-time=0.02 --timing-blocks=1 --launch-counts=off ";
+  for (const std::string stdout_name : {"-", "/dev/stdout"}) {
+    const CliResult r =
+        fusebench::testing::run_fusebench("--backend=cpu " + run + "--report=" + stdout_name);
+    SCOPED_TRACE(r.output);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.output.find("goes to standard output"), std::string::npos);
+    EXPECT_NE(r.output.find("\"benchmarks\": ["), std::string::npos);
+  }
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/stdout", &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  const fs::path dir = fusebench::testing::temp_path("fusebench_hostile", "symlink");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "target.json") << "{}";
+  fs::create_symlink("target.json", dir / "link.json");
+  const CliResult r = fusebench::testing::run_fusebench("--backend=cpu " + run +
+                                                        "--report=" + (dir / "link.json").string());
+  SCOPED_TRACE(r.output);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  std::ifstream in(dir / "target.json");
+  const std::string written{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_NE(written.find("\"benchmarks\""), std::string::npos);
+  fs::remove_all(dir);
 }
 
 // The rows above must not refuse what is valid: the same inputs, made right, run.
