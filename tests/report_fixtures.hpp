@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fusebench::test {
@@ -89,6 +90,39 @@ inline void add_pair(json& benches, const Fixture& f, std::int64_t tokens, doubl
       {"split", {{"speedup", s}, {"ci_low", lo}, {"ci_high", hi}, {"pairs", pairs}}}};
   benches.push_back(split);
   benches.push_back(fused);
+}
+
+// Reports both readers must refuse (issue 27 item 5), each with the message fragment that names
+// the entry and the value: times of 0, negative, missing or not a number, and a name twice
+// (a non-finite number is no strict JSON: the document reader refuses it, for both).
+inline std::vector<std::pair<std::string, std::string>> bad_time_reports() {
+  const std::string name = "qkv/fused/model:m/tokens:1/tp:1/dtype:bf16/manual_time";
+  const std::string at = "benchmarks[0] (" + name + ")";
+  auto doc = [&](std::vector<json> entries) {
+    return json{{"context", {{"backend", "cuda"}, {"gpu_name", "NVIDIA H200"}}},
+                {"benchmarks", entries}}
+        .dump();
+  };
+  auto with = [&](const char* key, json value) {
+    json e = {{"name", name}, {"run_type", "iteration"}, {"real_time", 10.0}, {"time_unit", "us"}};
+    if (value.is_null()) {
+      e.erase(key);
+    } else {
+      e[key] = value;
+    }
+    return e;
+  };
+  return {
+      {doc({with("real_time", 0)}), at + ".real_time: 0 is not a valid time: expected a positive"},
+      {doc({with("real_time", -2.5)}), at + ".real_time: -2.5 is not a valid time"},
+      {doc({with("real_time", nullptr)}), at + ".real_time: missing"},
+      {doc({with("real_time", "fast")}),
+       at + ".real_time: expected a number of time, got \"fast\""},
+      {doc({with("time_median", 0.0)}), at + ".time_median: 0.0 is not a valid time"},
+      {doc({with("real_time", 10.0), with("real_time", 11.0)}),
+       "benchmarks[1] (" + name + ").name: \"" + name +
+           "\" appears twice (benchmarks[0] and benchmarks[1])"},
+  };
 }
 
 }  // namespace fusebench::test
