@@ -114,13 +114,16 @@ const char* state_name(Pair p) {
 // The rank j of the order-statistic 95% interval [x_(j), x_(n+1-j)] of a median of n values:
 // the largest j with 2 P(Binomial(n, 1/2) < j) <= 5%; 0 when none (n < 6).
 int median_interval_rank(std::size_t n) {
-  double tail = 0, term = std::pow(0.5, static_cast<double>(n));  // P(X = 0)
+  // Binomial terms in log space: 0.5^n underflows beyond about 1074 values.
+  const double N = static_cast<double>(n);
+  double tail = 0;
   int j = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    tail += term;  // P(X <= k)
+  for (std::size_t k = 0; 2 * k < n; ++k) {
+    const double K = static_cast<double>(k);
+    tail += std::exp(std::lgamma(N + 1) - std::lgamma(K + 1) - std::lgamma(N - K + 1) -
+                     N * std::log(2.0));  // P(X <= k)
     if (2 * tail > 0.05) break;
     j = static_cast<int>(k) + 1;
-    term *= static_cast<double>(n - k) / static_cast<double>(k + 1);
   }
   return j;
 }
