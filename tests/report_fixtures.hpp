@@ -93,8 +93,8 @@ inline void add_pair(json& benches, const Fixture& f, std::int64_t tokens, doubl
 }
 
 // Reports both readers must refuse (issue 27 item 5), each with the message fragment that names
-// the entry and the value: times of 0, negative, missing or not a number, and a name twice
-// (a non-finite number is no strict JSON: the document reader refuses it, for both).
+// the entry and the value: times not finite (no strict JSON: the document reader refuses them),
+// 0, negative, missing or not a number, and a name twice.
 inline std::vector<std::pair<std::string, std::string>> bad_time_reports() {
   const std::string name = "qkv/fused/model:m/tokens:1/tp:1/dtype:bf16/manual_time";
   const std::string at = "benchmarks[0] (" + name + ")";
@@ -112,7 +112,13 @@ inline std::vector<std::pair<std::string, std::string>> bad_time_reports() {
     }
     return e;
   };
+  std::string infinite = doc({with("real_time", 10.0)});
+  infinite.replace(infinite.find("10.0"), 4, "1e999");  // beyond a double: no finite number
+  std::string nan = doc({with("real_time", 10.0)});
+  nan.replace(nan.find("10.0"), 4, "NaN");  // as Google Benchmark writes it
   return {
+      {infinite, "number overflow parsing '1e999'"},
+      {nan, "it contains NaN/Infinity, which Google Benchmark writes for non-finite values"},
       {doc({with("real_time", 0)}), at + ".real_time: 0 is not a valid time: expected a positive"},
       {doc({with("real_time", -2.5)}), at + ".real_time: -2.5 is not a valid time"},
       {doc({with("real_time", nullptr)}), at + ".real_time: missing"},

@@ -150,7 +150,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     o.allow_identity = parse_identity_fields(identity_allowed);
     // Each file is read once; the gate and the advisor read their entries from the same text.
     std::error_code ec;
-    const bool have_baseline = std::filesystem::exists(baseline_path, ec);
+    // An error other than "absent" (e.g. a permission) is left to the reader to name.
+    const bool have_baseline = std::filesystem::exists(baseline_path, ec) || ec;
     // The baseline first, so its errors are named first (the order of the command line).
     const std::string baseline_text =
         have_baseline ? advise::read_report_file(baseline_path) : std::string();
