@@ -4,11 +4,17 @@
 # index.html). Same arguments in both places, so a baseline and a CI run are comparable.
 #   scripts/ci_sweep.sh OUT_DIR [extra fusebench args]
 #   scripts/ci_sweep.sh --baseline-path REPORT.json   # prints reports/baselines/<device>.json
+#   scripts/ci_sweep.sh --baseline-path-for-gpu NAME  # the same for a GPU name (nvidia-smi's)
+#   scripts/ci_sweep.sh --args                        # prints the sweep's arguments
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Two models (small and mid), decode to prefill token counts, bf16. Override with FUSEBENCH_CI_ARGS.
+# The CPU GEMM threads are pinned (FUSEBENCH_CI_THREADS, default 1): with `auto` the count follows
+# the load at the start, and reports of different counts are not judged (docs/gate.md). --verify
+# checks every fused variant against split and a float64 reference before anything is timed.
 CI_ARGS=${FUSEBENCH_CI_ARGS:---models=qwen3-0.6b,llama3-8b --ops=qkv,gate_up --tokens=1,8,64,256,1024,4096 --dtypes=bf16}
+CI_ARGS="$CI_ARGS --cpu-threads=${FUSEBENCH_CI_THREADS:-1} --verify"
 
 baseline_path() {
   # <device> = the GPU name (or "cpu-<cpu model>") made file-name safe: "NVIDIA H200" -> nvidia-h200.
@@ -20,13 +26,19 @@ print("reports/baselines/" + re.sub(r"[^a-z0-9]+", "-", dev.lower()).strip("-") 
 PY
 }
 
-if [ "${1:-}" = "--baseline-path" ]; then
-  baseline_path "$2"
-  exit 0
-fi
+case "${1:-}" in
+  --baseline-path) baseline_path "$2"; exit 0 ;;
+  --baseline-path-for-gpu)
+    [ -n "${2:-}" ] || { echo "ci_sweep: --baseline-path-for-gpu: no GPU name given (nvidia-smi found none?)" >&2; exit 2; }
+    name=$(tr '[:upper:]' '[:lower:]' <<<"$2" | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
+    echo "reports/baselines/$name.json"
+    exit 0 ;;
+  --args) echo "$CI_ARGS"; exit 0 ;;
+esac
 out=${1:?usage: scripts/ci_sweep.sh OUT_DIR [fusebench args]}
 shift
 mkdir -p "$out"
+echo "ci_sweep: CPU GEMM threads pinned: --cpu-threads=${FUSEBENCH_CI_THREADS:-1} (FUSEBENCH_CI_THREADS)"
 [ -x build/bin/fusebench ] || { echo "ci_sweep: build/bin/fusebench missing: cmake --preset release && cmake --build --preset release"; exit 2; }
 # shellcheck disable=SC2086  # CI_ARGS is a list of flags
 build/bin/fusebench $CI_ARGS --report="$out/report.json" "$@" 2>&1 | tee "$out/console.txt"

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 usage() {
   cat <<'EOF'
-Usage: scripts/update-baseline.sh [--force] [--allow-cpu] [REPORT.json]
+Usage: scripts/update-baseline.sh [--force] [--allow-cpu] [--any-args] [REPORT.json]
 
 Makes a report the regression baseline of its device, reports/baselines/<device>.json, which
 .github/workflows/gpu-regression.yml gates against (docs/gate.md).
@@ -19,6 +19,9 @@ Makes a report the regression baseline of its device, reports/baselines/<device>
   --force       accept a report with failed entries or from a modified (-dirty) checkout
   --allow-cpu   accept a report measured on the CPU backend (refused otherwise: GPU runners
                 compare against GPU baselines)
+  --any-args    accept a report made with other arguments than the CI sweep's
+                (scripts/ci_sweep.sh --args; refused otherwise: the baseline must cover
+                every entry the CI sweep measures, or the gate fails on NEW entries)
   -h, --help    this text
 
 It checks the gate can read the report, prints the differences from the previous baseline,
@@ -29,13 +32,15 @@ EOF
 
 force=0
 allow_cpu=0
+any_args=0
 report=""
 for arg in "$@"; do
   case "$arg" in
     --force) force=1 ;;
     --allow-cpu) allow_cpu=1 ;;
+    --any-args) any_args=1 ;;
     -h | --help) usage; exit 0 ;;
-    -*) echo "update-baseline: unknown option '$arg' (valid: --force, --allow-cpu, --help)" >&2; exit 2 ;;
+    -*) echo "update-baseline: unknown option '$arg' (valid: --force, --allow-cpu, --any-args, --help)" >&2; exit 2 ;;
     *)
       [ -z "$report" ] || { echo "update-baseline: one report at a time (got '$report' and '$arg')" >&2; exit 2; }
       report=$arg ;;
@@ -67,12 +72,21 @@ fi
 gate=build/bin/fusebench-gate
 [ -x "$gate" ] || { echo "update-baseline: $gate missing: cmake --preset release && cmake --build --preset release" >&2; exit 2; }
 # The gate must accept it (schema, finite numbers): compare it with itself.
-"$gate" "$report" "$report" --ignore-time >/dev/null ||
+"$gate" "$report" "$report" --ignore-time --allow-unjudged >/dev/null ||
   { echo "update-baseline: $report is not a usable report (see: $gate $report $report)" >&2; exit 2; }
-checks=$(python3 - "$report" <<'PY'
-import json, sys
+checks=$(python3 - "$report" "$(scripts/ci_sweep.sh --args)" "$any_args" <<'PY'
+import json, shlex, sys
 d = json.load(open(sys.argv[1]))
 c = d.get("context", {})
+# Coverage: the report's arguments (context.command_line without the program and --report=)
+# must be the CI sweep's, so the baseline holds every entry CI measures.
+want = shlex.split(sys.argv[2])
+words = shlex.split(str(c.get("command_line", "")))[1:]
+got = [w for w in words if not w.startswith("--report=")]
+if sys.argv[3] != "1" and sorted(got) != sorted(want):
+    print("args")
+    print(f"its arguments '{' '.join(got) or 'none recorded'}' are not the CI sweep's '{' '.join(want)}'")
+    sys.exit(0)
 errors = [b["name"] for b in d["benchmarks"] if b.get("error_occurred")]
 rev = str(c.get("git_revision", ""))
 problems = []
@@ -87,6 +101,12 @@ PY
 )
 device=$(sed -n 1p <<<"$checks")
 problems=$(sed -n 2p <<<"$checks")
+if [ "$device" = args ]; then
+  echo "update-baseline: refusing: $report: $problems." >&2
+  echo "  A baseline made with other arguments leaves CI entries ungated (the gate fails on NEW" >&2
+  echo "  entries): run scripts/ci_sweep.sh, or pass --any-args if this baseline is meant." >&2
+  exit 1
+fi
 if [ "$device" != gpu ] && [ "$allow_cpu" != 1 ]; then
   echo "update-baseline: refusing: $report was measured on the CPU backend (${device#cpu:}), not a GPU." >&2
   echo "  GPU runners compare against GPU baselines: a CPU report gates nothing there. Adopt a report" >&2

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fusebench::test {
@@ -89,6 +90,45 @@ inline void add_pair(json& benches, const Fixture& f, std::int64_t tokens, doubl
       {"split", {{"speedup", s}, {"ci_low", lo}, {"ci_high", hi}, {"pairs", pairs}}}};
   benches.push_back(split);
   benches.push_back(fused);
+}
+
+// Reports both readers must refuse (issue 27 item 5), each with the message fragment that names
+// the entry and the value: times not finite (no strict JSON: the document reader refuses them),
+// 0, negative, missing or not a number, and a name twice.
+inline std::vector<std::pair<std::string, std::string>> bad_time_reports() {
+  const std::string name = "qkv/fused/model:m/tokens:1/tp:1/dtype:bf16/manual_time";
+  const std::string at = "benchmarks[0] (" + name + ")";
+  auto doc = [&](std::vector<json> entries) {
+    return json{{"context", {{"backend", "cuda"}, {"gpu_name", "NVIDIA H200"}}},
+                {"benchmarks", entries}}
+        .dump();
+  };
+  auto with = [&](const char* key, json value) {
+    json e = {{"name", name}, {"run_type", "iteration"}, {"real_time", 10.0}, {"time_unit", "us"}};
+    if (value.is_null()) {
+      e.erase(key);
+    } else {
+      e[key] = value;
+    }
+    return e;
+  };
+  std::string infinite = doc({with("real_time", 10.0)});
+  infinite.replace(infinite.find("10.0"), 4, "1e999");  // beyond a double: no finite number
+  std::string nan = doc({with("real_time", 10.0)});
+  nan.replace(nan.find("10.0"), 4, "NaN");  // as Google Benchmark writes it
+  return {
+      {infinite, "number overflow parsing '1e999'"},
+      {nan, "it contains NaN/Infinity, which Google Benchmark writes for non-finite values"},
+      {doc({with("real_time", 0)}), at + ".real_time: 0 is not a valid time: expected a positive"},
+      {doc({with("real_time", -2.5)}), at + ".real_time: -2.5 is not a valid time"},
+      {doc({with("real_time", nullptr)}), at + ".real_time: missing"},
+      {doc({with("real_time", "fast")}),
+       at + ".real_time: expected a number of time, got \"fast\""},
+      {doc({with("time_median", 0.0)}), at + ".time_median: 0.0 is not a valid time"},
+      {doc({with("real_time", 10.0), with("real_time", 11.0)}),
+       "benchmarks[1] (" + name + ").name: \"" + name +
+           "\" appears twice (benchmarks[0] and benchmarks[1])"},
+  };
 }
 
 }  // namespace fusebench::test

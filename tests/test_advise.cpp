@@ -104,18 +104,22 @@ TEST(Advise, MustShowRanges) {
   // Markdown and the generated code carry the same ranges.
   const std::string md = to_markdown(t);
   for (const char* row :
-       {"| 1-64 | **use: fused** | measured |", "| 65-255 | unresolved | not measured |",
+       {"| 1-64 | **use: fused** | measured |",
+        "| 65-255 | unresolved (default: split) | not measured |",
         "| 256 | **either** | measured |", "| 1024-16384 | **use: split** | measured |"}) {
     EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
   }
   const std::string cpp = to_cpp(t);
   EXPECT_NE(cpp.find("namespace cpu_amd_epyc::qwen3_0_6b::fp32_tp1_eager {"), std::string::npos)
       << cpp;
-  EXPECT_NE(cpp.find(R"({"qkv", 1, 64, Decision::kUse, "fused", "use: fused", "measured"})"),
-            std::string::npos)
+  EXPECT_NE(
+      cpp.find(R"({"qkv", 1, 64, Decision::kUse, "fused", "use: fused", "measured", "split"})"),
+      std::string::npos)
       << cpp;
-  EXPECT_NE(cpp.find(R"({"qkv", 1024, 16384, Decision::kUse, "split", "use: split", "measured"})"),
-            std::string::npos);
+  EXPECT_NE(
+      cpp.find(
+          R"({"qkv", 1024, 16384, Decision::kUse, "split", "use: split", "measured", "split"})"),
+      std::string::npos);
   const std::string py = to_python(t);
   EXPECT_NE(py.find(R"((256, 256, "either", "split,fused", "either", "measured"))"),
             std::string::npos)
@@ -259,7 +263,7 @@ TEST(Advise, ModelledCommunicationIsNeverEvidenceButIsShownLabelled) {
   EXPECT_EQ(c.ranges[0].decision, Decision::kUnresolved);
   EXPECT_NE(
       to_cpp(t).find(
-          R"({"tp_mlp/comm:modelled", 1, 16, Decision::kUnresolved, "", "modelled: use: paired")"),
+          R"({"tp_mlp/comm:modelled", 1, 16, Decision::kUnresolved, "naive", "modelled: use: paired")"),
       std::string::npos)
       << to_cpp(t);
   EXPECT_NE(to_markdown(t).find("**Modelled communication**"), std::string::npos);
@@ -463,6 +467,107 @@ TEST_F(AdviseCli, WritesEachFormatAndRefusesBadFlags) {
   EXPECT_EQ(run({}), 2);
   EXPECT_EQ(run({r, "-o", (dir / "no" / "such" / "dir.md").string()}), 2);
   EXPECT_NE(err.find("-o: cannot write"), std::string::npos) << err;
+}
+
+// Issue 27 item 5: the advisor refuses the bad reports the gate refuses (tests/test_gate.cpp).
+TEST_F(AdviseCli, BadTimesAndDuplicateNamesAreRefusedNamingTheEntry) {
+  for (const auto& [doc, message] : bad_time_reports()) {
+    EXPECT_EQ(run({write("bad.json", doc)}), 2) << doc;
+    EXPECT_NE(err.find(message), std::string::npos) << err << "\nwanted: " << message;
+  }
+}
+
+// Issue 27 item 4: -o never replaces an input, however it is spelled.
+TEST_F(AdviseCli, AnOutputThatIsAnInputIsRefusedBeforeAnythingIsWritten) {
+  const std::string text = must_show_report().dump();
+  const std::string r = write("r.json", text);
+  const auto link = (dir / "link.json").string();
+  fs::create_symlink(r, link);
+  const std::string dotted = (dir / "." / "r.json").string();
+  for (const std::string& o : {r, link, dotted}) {
+    EXPECT_EQ(run({r, "-o", o}), 2) << o;
+    EXPECT_NE(err.find("-o: " + o + " is the input " + r + " (the same file)"), std::string::npos)
+        << err;
+    EXPECT_EQ(fs::file_size(r), text.size()) << o;
+  }
+  // Its temporary file (OUTPUT.tmp) would replace an input too.
+  const std::string tmp_input = write("a.json.tmp", text);
+  EXPECT_EQ(run({tmp_input, "-o", (dir / "a.json").string()}), 2);
+  EXPECT_NE(err.find("-o (its temporary file): "), std::string::npos) << err;
+  EXPECT_EQ(fs::file_size(tmp_input), text.size());
+}
+
+// Issue 28: pooling six runs of one setup gives at least the decisions one run gives wherever
+// every run agrees, and more where their speedups agree although each interval straddles.
+TEST(Advise, SixAgreeingRunsGiveAtLeastTheDecisionsOfOne) {
+  const Fixture f;
+  std::vector<json> runs;
+  for (int i = 0; i < 6; ++i) {
+    const double d = 0.01 * (i % 3) - 0.01;  // -1%, 0, +1%: run-to-run drift
+    json b = json::array();
+    add_pair(b, f, 1, 1.20 + d, 1.12 + d, 1.28 + d);   // every run: use: fused
+    add_pair(b, f, 16, 0.90 + d, 0.84 + d, 0.95 + d);  // every run: use: split
+    add_pair(b, f, 64, 0.93 + d, 0.85 + d, 1.04 + d);  // every run straddles, all below 1/1.03
+    add_pair(b, f, 256, i % 2 ? 1.10 : 0.90, i % 2 ? 1.05 : 0.85,
+             i % 2 ? 1.15 : 0.95);  // the runs disagree: no decision
+    runs.push_back(
+        {{"context", context("AMD EPYC", "rev" + std::to_string(i))}, {"benchmarks", b}});
+  }
+  const Table pooled = table_of(runs);
+  ASSERT_EQ(pooled.comparisons.size(), 1u);
+  const Comparison& c = pooled.comparisons[0];
+  for (const auto& one : runs) {
+    const Table single = table_of({one});
+    for (const auto& p : single.comparisons[0].points) {
+      bool all_agree = true;
+      for (const auto& other : runs)
+        all_agree = all_agree && table_of({other}).comparisons[0].point(p.tokens)->label == p.label;
+      if (all_agree && p.decision != Decision::kUnresolved) {
+        EXPECT_EQ(c.point(p.tokens)->label, p.label) << p.tokens;
+      }
+    }
+  }
+  EXPECT_EQ(c.point(1)->label, "use: fused");
+  EXPECT_EQ(c.point(16)->label, "use: split");
+  // Each run alone leaves 64 unresolved; the six runs' speedups all lie below 1/1.03.
+  EXPECT_EQ(table_of({runs[0]}).comparisons[0].point(64)->label, "unresolved");
+  EXPECT_EQ(c.point(64)->label, "use: split");
+  EXPECT_EQ(c.point(64)->pairs.at(0).pooling, "median of 6 runs, order-statistic 95% interval");
+  EXPECT_EQ(c.point(256)->decision, Decision::kUnresolved);
+}
+
+TEST(Advise, RunsOfDifferentThreadsOrLibrariesAreNeverPooled) {
+  json one = must_show_report(context()), two = must_show_report(context());
+  one["context"]["cpu_threads"] = {{"threads", 1}};
+  two["context"]["cpu_threads"] = {{"threads", 2}};
+  try {
+    table_of({one, two});
+    ADD_FAILURE() << "pooled 1-thread and 2-thread runs";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("r1.json: context.cpu_threads.threads: 2, but r0.json "
+                                         "has 1 (threads): reports of one device are pooled only "
+                                         "when they ran one setup"),
+              std::string::npos)
+        << e.what();
+  }
+  two["context"]["cpu_threads"] = {{"threads", 1}};
+  two["context"]["cpu_gemm"] = {{"onednn", {{"version", "3.1"}}}};
+  one["context"]["cpu_gemm"] = {{"onednn", {{"version", "2.6.3"}}}};
+  EXPECT_THROW(table_of({one, two}), InputError);
+}
+
+TEST(Advise, UnresolvedRunsTheBaselineVariantInEveryFormat) {
+  const Table t = table_of({must_show_report()});
+  const json j = to_json(t);
+  EXPECT_EQ(j["comparisons"][0]["default"], "split");
+  EXPECT_EQ(j["comparisons"][0]["ranges"][1]["decision"], "unresolved");
+  EXPECT_EQ(j["comparisons"][0]["ranges"][1]["variants"], json::array({"split"}));
+  EXPECT_NE(to_markdown(t).find("| 65-255 | unresolved (default: split) | not measured |"),
+            std::string::npos);
+  const std::string cpp = to_cpp(t);
+  EXPECT_NE(cpp.find("\"unresolved\", \"not measured\", \"split\"}"), std::string::npos) << cpp;
+  const std::string py = to_python(t);
+  EXPECT_NE(py.find("\"defaults\": {\n            \"qkv\": \"split\","), std::string::npos) << py;
 }
 
 // The shared "not judged" contract (fusebench/evidence.hpp): contended first, then the first count

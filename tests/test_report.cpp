@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fusebench/identity.hpp"
 #include "fusebench/report.hpp"
 
 using namespace fusebench;
@@ -53,6 +54,8 @@ TEST(Report, ContextNamesLibraries) {
   EXPECT_TRUE(ctx["libraries"].contains("nccl"));
   EXPECT_TRUE(ctx["libraries"].contains("cupti_api"));
   EXPECT_FALSE(ctx["git_revision"].get<std::string>().empty());
+  // The naming version of its entry names (the gate explains renamed entries by it, issue 28).
+  EXPECT_EQ(ctx["entry_naming_version"], fusebench::advise::kEntryNamingVersion);
 }
 
 // Issue 23: --report=/tmp was accepted, the sweep ran, then every write failed. The path is now

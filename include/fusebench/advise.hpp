@@ -95,8 +95,9 @@ struct PairEvidence {
   bool has_interval = false;  // some observation is evidence
   double speedup = 0, low = 0, high = 0;
   int pairs = 0;
-  std::string state;  // "beats", "loses", "within", "straddles", "no evidence"
-  std::string note;   // e.g. "the reports' intervals do not overlap"
+  std::string state;    // "beats", "loses", "within", "straddles", "no evidence"
+  std::string note;     // e.g. "the reports' intervals do not overlap"
+  std::string pooling;  // how several runs were pooled ("" for one run)
 };
 
 struct ModelPoint {

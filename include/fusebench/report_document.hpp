@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fusebench/advise.hpp"
 
@@ -35,5 +36,12 @@ struct ElementHeader {
 // other than iteration or aggregate, or an error_occurred that is not a boolean.
 ElementHeader read_element_header(const nlohmann::json& element, std::size_t index,
                                   const std::string& file);
+
+// The rules every report's entries follow, one implementation for the gate and the advisor
+// (issue 27): each element's header (read_element_header), every number finite, every time of an
+// entry that ran (real_time, cpu_time, time_*) a positive number and real_time present, no two
+// elements with one name (the same name, run type, repetition and aggregate). Returns the
+// headers in order. Throws InputError "FILE: benchmarks[I] (NAME).FIELD: what" naming the value.
+std::vector<ElementHeader> read_elements(const nlohmann::json& root, const std::string& file);
 
 }  // namespace fusebench::advise

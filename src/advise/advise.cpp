@@ -1,13 +1,15 @@
 // The decisions (docs/advise.md): per comparison and measured token count, pool every report's
-// paired ratios (the hull of their 95% intervals), decide `use:`, `either` or `unresolved` against
-// the margin, then place the ranges between measured token counts (the cost model's crossover
-// where it agrees with both neighbours, else the measured point).
+// paired ratios (6+ runs: the median's order-statistic interval; fewer: the hull), decide `use:`,
+// `either` or `unresolved` against the margin, then place the ranges between measured token counts
+// (the cost model's crossover where it agrees with both neighbours, else the measured point).
 #include "fusebench/advise.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
+
+#include "fusebench/identity.hpp"
 
 namespace fusebench::advise {
 namespace {
@@ -109,7 +111,28 @@ const char* state_name(Pair p) {
   return "?";
 }
 
-// Pools the observations `usable` admits: the hull of their intervals, the median of their ratios.
+// The rank j of the order-statistic 95% interval [x_(j), x_(n+1-j)] of a median of n values:
+// the largest j with 2 P(Binomial(n, 1/2) < j) <= 5%; 0 when none (n < 6).
+int median_interval_rank(std::size_t n) {
+  // Binomial terms in log space: 0.5^n underflows beyond about 1074 values.
+  const double N = static_cast<double>(n);
+  double tail = 0;
+  int j = 0;
+  for (std::size_t k = 0; 2 * k < n; ++k) {
+    const double K = static_cast<double>(k);
+    tail += std::exp(std::lgamma(N + 1) - std::lgamma(K + 1) - std::lgamma(N - K + 1) -
+                     N * std::log(2.0));  // P(X <= k)
+    if (2 * tail > 0.05) break;
+    j = static_cast<int>(k) + 1;
+  }
+  return j;
+}
+
+// Pools the observations `usable` admits. With 6 or more runs: the median of their speedups and
+// its order-statistic 95% interval, which holds the run-to-run drift no single run's interval
+// sees; with fewer: the hull of their intervals. Each run's speedup lies in its own interval, so
+// the pooled interval lies inside the hull: where every run decides alike, the pool does too,
+// and more runs never give less advice than the hull (issue 28).
 void pool(PairEvidence& p, double margin, bool accept_modelled) {
   std::vector<double> speedups;
   p.has_interval = false;
@@ -132,6 +155,7 @@ void pool(PairEvidence& p, double margin, bool accept_modelled) {
     p.pairs += o.ratio.pairs.value_or(0);
   }
   p.note.clear();
+  p.pooling.clear();
   if (!p.has_interval) {
     p.state = "no evidence";
     return;
@@ -139,6 +163,13 @@ void pool(PairEvidence& p, double margin, bool accept_modelled) {
   std::sort(speedups.begin(), speedups.end());
   const std::size_t n = speedups.size();
   p.speedup = n % 2 ? speedups[n / 2] : 0.5 * (speedups[n / 2 - 1] + speedups[n / 2]);
+  if (const int j = median_interval_rank(n); j > 0) {
+    p.low = speedups[static_cast<std::size_t>(j - 1)];
+    p.high = speedups[n - static_cast<std::size_t>(j)];
+    p.pooling = "median of " + std::to_string(n) + " runs, order-statistic 95% interval";
+  } else if (n > 1) {
+    p.pooling = "hull of " + std::to_string(n) + " runs' intervals";
+  }
   p.state = state_name(classify(p.low, p.high, margin));
   if (max_low > min_high) p.note = "the reports' intervals do not overlap (the runs disagree)";
 }
@@ -156,6 +187,7 @@ std::string evidence_text(const PairEvidence& p, double margin) {
            (why.empty() ? "not measured together" : join({why.begin(), why.end()}, "; ")) + ")";
   }
   s += " " + fmt(p.speedup) + " [" + fmt(p.low) + ", " + fmt(p.high) + "]";
+  if (!p.pooling.empty()) s += " (" + p.pooling + ")";
   const std::string hi = fmt(1 + margin), lo = fmt(1 / (1 + margin));
   switch (classify(p.low, p.high, margin)) {
     case Pair::kBeats:
@@ -458,7 +490,30 @@ const Point* Comparison::point(std::int64_t tokens) const {
   return nullptr;
 }
 
+namespace {
+
+// Reports of one device are pooled only when they ran one setup: a thread count, library or build
+// that differs changes the speedups (the gate refuses to compare such reports too).
+void refuse_mixed_setups(const std::vector<Report>& reports) {
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (reports[i].device != reports[j].device) continue;  // kept apart anyway
+      for (const auto& f : compare_identity(reports[j].context, reports[i].context)) {
+        if (f.name == "device" || f.name == "backend") continue;
+        if (!(f.timing || f.name == "threads") || !f.differs()) continue;
+        throw InputError(reports[i].file + ": " + f.source + ": " + f.current + ", but " +
+                         reports[j].file + " has " + f.baseline + " (" + f.name +
+                         "): reports of one device are pooled only when they ran one setup; "
+                         "advise them separately");
+      }
+    }
+  }
+}
+
+}  // namespace
+
 Table build(std::vector<Report> reports, double margin) {
+  refuse_mixed_setups(reports);
   Table t;
   t.margin = margin;
   // key -> tokens -> (report, repetition) -> variant -> entry

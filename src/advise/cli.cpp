@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "fusebench/advise.hpp"
+#include "fusebench/output_paths.hpp"
 
 namespace fusebench::advise {
 
@@ -51,6 +52,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                        "\" (valid: json, markdown, cpp, python)");
     }
     const double margin = parse_margin(margin_text);
+    // Before anything is read or written: neither the output nor its temporary file may be an
+    // input (issue 27: `-o base.json` replaced the report it read).
+    if (!output.empty())
+      refuse_output_as_input({{"-o", output}, {"-o (its temporary file)", output + ".tmp"}}, paths);
     std::vector<Report> reports;
     for (const auto& p : paths) reports.push_back(load_report(p));
     const Table table = build(std::move(reports), margin);

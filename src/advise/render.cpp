@@ -144,6 +144,20 @@ std::vector<Dispatch> dispatch(const Table& t) {
   return out;
 }
 
+// What to run in a range: use: the variant; either: the tied set; unresolved: the default, the
+// comparison's baseline variant (the one an engine runs without evidence that another is better).
+std::vector<std::string> run_variants(const Comparison& c, const Range& r) {
+  if (r.decision != Decision::kUnresolved) return r.variants;
+  if (c.baseline.empty()) return {};
+  return {c.baseline};
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
 nlohmann::json point_json(const Table& t, const Point& p) {
   nlohmann::json j;
   j["tokens"] = p.tokens;
@@ -165,6 +179,7 @@ nlohmann::json point_json(const Table& t, const Point& p) {
       e["pairs"] = pe.pairs;
     }
     if (!pe.note.empty()) e["note"] = pe.note;
+    if (!pe.pooling.empty()) e["pooling"] = pe.pooling;
     e["observations"] = nlohmann::json::array();
     for (const auto& o : pe.observations) {
       const Report& r = t.reports[static_cast<std::size_t>(o.report)];
@@ -212,11 +227,16 @@ nlohmann::json to_json(const Table& t) {
        "and each of which beats every other variant"},
       {"unresolved", "anything else: an interval straddling the margin, no interval (fewer than " +
                          std::to_string(kMinIntervalValues) +
-                         " pairs), contended or modelled entries"},
+                         " pairs), contended or modelled entries; run the default there, the "
+                         "comparison's baseline variant (`default`; the range's `variants` and "
+                         "choose() give it)"},
       {"pooling",
-       "per pair and token count, the hull of the intervals of every report and repetition "
-       "(a decision needs every run to say so); the speedup is the median of theirs; reports "
-       "of different devices are different comparisons"},
+       "per pair and token count, with 6 or more runs (reports and repetitions): the median of "
+       "their speedups and its order-statistic 95% interval (the runs' spread, drift included); "
+       "with fewer, the hull of their intervals. Either way the pooled interval lies inside the "
+       "hull, so where every run decides alike the pool decides so too. Reports of different "
+       "devices are different comparisons; reports of one device with different threads, "
+       "libraries or build are refused"},
       {"ranges",
        "between two measured token counts with different decisions, the range ends at the cost "
        "model's crossover when the model agrees with both, else at the measured point (the "
@@ -248,7 +268,8 @@ nlohmann::json to_json(const Table& t) {
                          {"comm", k.comm},
                          {"modelled", c.modelled},
                          {"variants", c.variants},
-                         {"baseline", c.baseline}};
+                         {"baseline", c.baseline},
+                         {"default", c.baseline}};
     std::string ns = "fusebench::advice";
     for (const auto& n : keys[ci].ns) ns += "::" + n;
     cj["dispatch"] = {{"op_key", keys[ci].op_key}, {"cpp", ns + "::choose"}};
@@ -266,11 +287,16 @@ nlohmann::json to_json(const Table& t) {
     }
     cj["ranges"] = nlohmann::json::array();
     for (const auto& r : c.ranges) {
-      nlohmann::json rj = {
-          {"tokens_low", r.low},    {"tokens_high", r.high},  {"decision", to_string(r.decision)},
-          {"variants", r.variants}, {"label", r.label},       {"basis", r.basis},
-          {"low_end", r.low_end},   {"high_end", r.high_end}, {"reason", r.reason},
-          {"device", k.device}};
+      nlohmann::json rj = {{"tokens_low", r.low},
+                           {"tokens_high", r.high},
+                           {"decision", to_string(r.decision)},
+                           {"variants", run_variants(c, r)},
+                           {"label", r.label},
+                           {"basis", r.basis},
+                           {"low_end", r.low_end},
+                           {"high_end", r.high_end},
+                           {"reason", r.reason},
+                           {"device", k.device}};
       rj["reports"] = nlohmann::json::array();
       for (int ri : range_reports(c, r)) {
         const Report& rep = t.reports[static_cast<std::size_t>(ri)];
@@ -298,8 +324,10 @@ std::string to_markdown(const Table& t) {
     << fmt(1 + t.margin)
     << "]; **unresolved** otherwise (an interval across the margin, fewer than "
     << kMinIntervalValues
-    << " pairs, contended or modelled entries). Several reports of one device are "
-    << "pooled (the hull of their intervals); devices are kept apart. Ranges between measured "
+    << " pairs, contended or modelled entries), where the default runs: the baseline variant, "
+       "shown as `unresolved (default: X)`. Several reports of one device and setup are "
+    << "pooled (6 or more runs: the median of their speedups and its 95% interval; fewer: the "
+       "hull of their intervals); devices are kept apart. Ranges between measured "
        "token "
     << "counts follow the cost model where it agrees with both neighbours, else end at the "
        "measured "
@@ -347,8 +375,9 @@ std::string to_markdown(const Table& t) {
         for (const auto& s : p.skipped) evidence += "; skipped " + s;
       }
       if (evidence.empty()) evidence = r.reason;
-      const std::string advice =
-          r.decision == Decision::kUnresolved ? r.label : "**" + r.label + "**";
+      const std::string advice = r.decision != Decision::kUnresolved ? "**" + r.label + "**"
+                                 : c.baseline.empty()                ? r.label
+                                                      : r.label + " (default: " + c.baseline + ")";
       o << "| " << tokens_span(r.low, r.high) << " | " << md_cell(advice) << " | " << r.basis
         << " | " << md_cell(r.high_end) << " | " << md_cell(evidence) << " |\n";
     }
@@ -393,6 +422,7 @@ struct Range {
   std::string_view variant;  // use: the variant; either: the tied set, comma-separated; else empty
   std::string_view label;    // "use: fused", "either", "unresolved", "modelled: use: paired"
   std::string_view basis;    // "measured", "cost model", "not measured"
+  std::string_view default_variant;  // run where unresolved: the comparison's baseline variant
 };
 
 struct Choice {
@@ -412,15 +442,17 @@ struct TableRef {
 
 namespace detail {
 constexpr Choice lookup(const Range* ranges, std::size_t n, std::string_view op, std::int64_t tokens) {
-  bool known = false;
+  const Range* known = nullptr;
   for (std::size_t i = 0; i < n; ++i) {
     if (ranges[i].op != op) continue;
-    known = true;
+    known = &ranges[i];
     if (tokens >= ranges[i].tokens_low && tokens <= ranges[i].tokens_high) {
       return {ranges[i].decision, ranges[i].variant, ranges[i].label, ranges[i].basis};
     }
   }
-  return {Decision::kUnresolved, "", "unresolved", known ? "outside the measured tokens" : "op not in the table"};
+  // Unresolved: the op's default (its baseline variant); no default for an op not in the table.
+  if (known) return {Decision::kUnresolved, known->default_variant, "unresolved", "outside the measured tokens"};
+  return {Decision::kUnresolved, "", "unresolved", "op not in the table"};
 }
 }  // namespace detail
 )";
@@ -441,14 +473,13 @@ constexpr Choice lookup(const Range* ranges, std::size_t n, std::string_view op,
       ns = keys[ci].ns;
       key = &t.comparisons[ci].key;
       for (const auto& r : t.comparisons[ci].ranges) {
-        std::string variant;
-        for (const auto& v : r.variants) variant += (variant.empty() ? "" : ",") + v;
+        const std::string variant = joined(run_variants(t.comparisons[ci], r));
         const char* dec = r.decision == Decision::kUse      ? "Decision::kUse"
                           : r.decision == Decision::kEither ? "Decision::kEither"
                                                             : "Decision::kUnresolved";
         rows << "    {" << cpp_str(keys[ci].op_key) << ", " << r.low << ", " << r.high << ", "
              << dec << ", " << cpp_str(variant) << ", " << cpp_str(r.label) << ", "
-             << cpp_str(r.basis) << "},\n";
+             << cpp_str(r.basis) << ", " << cpp_str(t.comparisons[ci].baseline) << "},\n";
         ++n;
       }
     }
@@ -514,7 +545,8 @@ std::string to_python(const Table& t) {
   o << R"(
 choose(op, tokens, device=None, model=None, dtype=None, tp=None, timing=None) returns a Choice
 (decision: "use" | "either" | "unresolved", variant, label, basis) from the one table the given
-selectors leave (LookupError when none or several are left).
+selectors leave (LookupError when none or several are left). Where unresolved, variant is the
+default to run: the comparison's baseline variant ("" for an op not in the table).
 """
 from collections import namedtuple
 
@@ -522,8 +554,9 @@ SCHEMA_VERSION = )"
     << kSchemaVersion << "\nMARGIN = " << fmt(t.margin, "%.15g") << R"(
 Choice = namedtuple("Choice", "decision variant label basis")
 
-# Each table: its configuration and, per op key, the ranges (tokens_low, tokens_high, decision,
-# variant, label, basis), inclusive and in increasing order.
+# Each table: its configuration; per op key, the ranges (tokens_low, tokens_high, decision,
+# variant, label, basis), inclusive and in increasing order; per op key, the default (the
+# baseline variant) run where unresolved.
 TABLES = [
 )";
   std::vector<std::string> tables;
@@ -534,14 +567,15 @@ TABLES = [
   for (const auto& id : tables) {
     const Key* key = nullptr;
     std::map<std::string, std::vector<std::string>> ops;
+    std::map<std::string, std::string> defaults;  // op key -> its default where unresolved
     std::vector<std::string> order;
     for (std::size_t ci = 0; ci < t.comparisons.size(); ++ci) {
       if (keys[ci].table_id != id) continue;
       key = &t.comparisons[ci].key;
       if (!ops.count(keys[ci].op_key)) order.push_back(keys[ci].op_key);
+      defaults[keys[ci].op_key] = t.comparisons[ci].baseline;
       for (const auto& r : t.comparisons[ci].ranges) {
-        std::string variant;
-        for (const auto& v : r.variants) variant += (variant.empty() ? "" : ",") + v;
+        const std::string variant = joined(run_variants(t.comparisons[ci], r));
         std::string row = "(";  // built by appending: GCC 12 -Wrestrict false positive on "(" + ...
         row.append(std::to_string(r.low)).append(", ").append(std::to_string(r.high));
         for (const std::string& f :
@@ -560,6 +594,9 @@ TABLES = [
       for (const auto& row : ops[op]) o << "                " << row << ",\n";
       o << "            ],\n";
     }
+    o << "        },\n        \"defaults\": {\n";
+    for (const auto& op : order)
+      o << "            " << py_str(op) << ": " << py_str(defaults[op]) << ",\n";
     o << "        },\n    },\n";
   }
   o << R"(]
@@ -583,7 +620,7 @@ def choose(op, tokens, device=None, model=None, dtype=None, tp=None, timing=None
     for lo, hi, decision, variant, label, basis in ranges:
         if lo <= tokens <= hi:
             return Choice(decision, variant, label, basis)
-    return Choice("unresolved", "", "unresolved", "outside the measured tokens")
+    return Choice("unresolved", found[0]["defaults"][op], "unresolved", "outside the measured tokens")
 )";
   return o.str();
 }

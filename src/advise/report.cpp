@@ -157,9 +157,11 @@ Report parse_report(std::string_view text, const std::string& file) {
   report.date = context_string(*ctx, "date");
   if (report.git_revision.empty()) report.git_revision = "unknown (the report has no git_revision)";
 
+  // The shared rules (finite numbers, positive times, one element per name), as the gate reads.
+  const std::vector<ElementHeader> headers = read_elements(root, file);
   for (std::size_t i = 0; i < benches->size(); ++i) {
     const auto& b = (*benches)[i];
-    const ElementHeader h = read_element_header(b, i, file);
+    const ElementHeader& h = headers[i];
     // Aggregates of repetitions are no paired measurement (a mean of bounds is no interval); the
     // repetitions themselves are read.
     if (h.run_type == "aggregate") continue;

@@ -2,9 +2,12 @@
 // (include/fusebench/report_document.hpp).
 #include "fusebench/report_document.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 namespace fusebench::advise {
 namespace {
@@ -93,6 +96,66 @@ ElementHeader read_element_header(const nlohmann::json& b, std::size_t index,
   }
   h.error_message = text("error_message", h.error ? "no error_message" : "");
   return h;
+}
+
+std::vector<ElementHeader> read_elements(const nlohmann::json& root, const std::string& file) {
+  const auto& benchmarks = root.at("benchmarks");
+  std::vector<ElementHeader> headers;
+  // (name, run type, repetition, aggregate) -> the first element's index: a second one is a
+  // report that would be read as one entry while holding two measurements.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::size_t> seen;
+  for (std::size_t i = 0; i < benchmarks.size(); ++i) {
+    const auto& b = benchmarks[i];
+    ElementHeader h = read_element_header(b, i, file);
+    for (const auto& [key, value] : b.items()) {
+      if (value.is_number() && !std::isfinite(value.get<double>()))
+        fail(file, h.at + "." + key,
+             std::string("not a finite number (got ") +
+                 (std::isnan(value.get<double>()) ? "nan"
+                  : value.get<double>() > 0       ? "inf"
+                                                  : "-inf") +
+                 "): expected a finite number");
+    }
+    const auto agg = b.find("aggregate_name");
+    const std::string aggregate = agg != b.end() && agg->is_string() ? agg->get<std::string>() : "";
+    if (!h.error) {
+      // A spread (stddev, cv) may be 0; a time is a duration: 0 or less is no measurement.
+      const auto unit = b.find("aggregate_unit");
+      const bool spread = h.run_type == "aggregate" &&
+                          (aggregate == "stddev" || aggregate == "cv" ||
+                           (unit != b.end() && unit->is_string() && *unit == "percentage"));
+      const auto real = b.find("real_time");
+      if (real == b.end())
+        fail(file, h.at + ".real_time", "missing (every entry that ran has a time)");
+      for (const char* key : {"real_time", "time_mean", "time_median", "time_min",
+                              "time_median_ci_low", "time_median_ci_high", "cpu_time"}) {
+        const auto it = b.find(key);
+        if (it == b.end()) continue;
+        if (!it->is_number())
+          fail(file, h.at + "." + key, "expected a number of time, got " + shown(*it));
+        const double v = it->get<double>();
+        // cpu_time is the host thread's, ~0 while it waits on a GPU; neither tool reads it.
+        const bool may_be_zero = spread || std::string(key) == "cpu_time";
+        if (v < 0 || (v == 0 && !may_be_zero)) {
+          fail(file, h.at + "." + key,
+               shown(*it) + " is not a valid time: expected a positive number (" +
+                   (may_be_zero ? "or 0 " : "") + "in the entry's time unit)");
+        }
+      }
+    }
+    std::string repetition;
+    if (const auto rep = b.find("repetition_index"); rep != b.end()) repetition = rep->dump();
+    const auto key = std::make_tuple(h.name, h.run_type, repetition, aggregate);
+    const auto [it, fresh] = seen.emplace(key, i);
+    if (!fresh) {
+      fail(file, h.at + ".name",
+           "\"" + h.name + "\" appears twice (benchmarks[" + std::to_string(it->second) +
+               "] and benchmarks[" + std::to_string(i) +
+               "]): one report holds one entry per name and repetition; merge or rename them");
+    }
+    headers.push_back(std::move(h));
+  }
+  return headers;
 }
 
 }  // namespace fusebench::advise

@@ -1,11 +1,14 @@
 // fusebench-gate's command line, kept in the library so tests drive it without a subprocess.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
+#include "fusebench/output_paths.hpp"
 #include "fusebench/report_document.hpp"
 
 namespace fusebench::gate {
@@ -29,12 +32,47 @@ double parse_non_negative(const std::string& text, const std::string& flag, cons
   return v;
 }
 
+// --allow-identity-mismatch=FIELD[,FIELD]: each a timing identity field, or "all".
+std::set<std::string> parse_identity_fields(const std::vector<std::string>& values) {
+  const auto& valid = advise::timing_identity_fields();
+  std::set<std::string> out;
+  for (const auto& value : values) {
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      const std::size_t end = std::min(value.find(',', start), value.size());
+      const std::string name = value.substr(start, end - start);
+      start = end + 1;
+      if (name == "all") {
+        out.insert(valid.begin(), valid.end());
+        continue;
+      }
+      if (std::find(valid.begin(), valid.end(), name) == valid.end()) {
+        std::string names;
+        for (const auto& v : valid) names += (names.empty() ? "" : ", ") + v;
+        throw InputError("--allow-identity-mismatch: \"" + name +
+                         "\" is not an identity field that changes timing (valid: " + names +
+                         ", all)");
+      }
+      out.insert(name);
+    }
+  }
+  return out;
+}
+
+void write_md(const std::string& path, const Result& result, const Options& o) {
+  // Appends, as GitHub's step summary expects several writers.
+  std::ofstream md(path, std::ios::app);
+  if (!md) throw InputError("--summary-md: cannot write " + path);
+  write_markdown(result, o, md);
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{
-      "fusebench-gate: compares CURRENT against BASELINE. Exit 0 pass, 1 regression, 2 unusable "
-      "input."};
+      "fusebench-gate: compares CURRENT against BASELINE (docs/gate.md). Exit 0 PASS, 1 FAIL (a "
+      "regression), 2 unusable input or a refused comparison, 3 NOT JUDGED (something was not "
+      "judged; --allow-unjudged passes it)."};
   std::string baseline_path, current_path, summary_md;
   Options o;
   std::string time_pct, noise_sigmas = "2", bytes_pct = "2", exact_pct = "0";
@@ -43,8 +81,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_option("CURRENT", current_path, "current report (JSON)")->required();
   app.add_option("--time-threshold", time_pct,
                  "percent change the time rule reports: SLOWER (fails) when the time ratio's "
-                 "whole 95% interval lies above 1 + PCT/100 [default: 5 for GPU reports, 50 when "
-                 "either report is from the CPU backend]")
+                 "whole 95% interval lies above 1 + PCT/100 [default: 5 for GPU reports, 15 when "
+                 "either report is from the CPU backend (docs/gate.md, \"Thresholds\")]")
       ->type_name("PCT");
   app.add_option("--noise-sigmas", noise_sigmas,
                  "entries without a median interval: CVs on each side of their time")
@@ -58,7 +96,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->type_name("PCT")
       ->capture_default_str();
   app.add_flag("--allow-device-mismatch", o.allow_device_mismatch,
-               "compare reports from different devices");
+               "compare reports from different devices or backends");
+  std::vector<std::string> identity_allowed;
+  app.add_option("--allow-identity-mismatch", identity_allowed,
+                 "compare although this identity field differs (cores, driver, cuda, cublas, "
+                 "nccl, onednn, openblas, build_type, device, backend, or all; repeatable, "
+                 "comma-separated)")
+      ->type_name("FIELD");
+  bool require_baseline = false;
+  app.add_flag("--require-baseline", require_baseline,
+               "a missing BASELINE file is an error (exit 2), not NOT JUDGED (exit 3)");
+  app.add_flag("--allow-unjudged", o.allow_unjudged,
+               "NOT JUDGED exits 0 (the summary still says NOT JUDGED and why)");
+  app.add_flag("--allow-new", o.allow_new,
+               "entries of CURRENT that BASELINE lacks are notes, not failures");
   app.add_flag("--allow-thread-mismatch", o.allow_thread_mismatch,
                "judge time, speedup and advice although the reports ran with different CPU "
                "thread counts (context.cpu_threads)");
@@ -80,6 +131,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return code == 0 ? 0 : 2;
   }
   try {
+    // Before anything is read or written: no output may be an input (issue 27).
+    advise::refuse_output_as_input({{"--summary-md", summary_md}}, {baseline_path, current_path});
+  } catch (const InputError& e) {
+    err << "fusebench-gate: refused: " << e.what() << "\n";
+    return kExitUnusable;
+  }
+  try {
     if (!time_pct.empty())
       o.time_threshold =
           parse_non_negative(time_pct, "--time-threshold", "a percentage, e.g. 5 for 5%") / 100;
@@ -89,11 +147,28 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     o.exact_tolerance =
         parse_non_negative(exact_pct, "--exact-tolerance", "a percentage, e.g. 0") / 100;
     o.advice_margin = advise::parse_margin(advice_margin, "--advice-margin");
+    o.allow_identity = parse_identity_fields(identity_allowed);
     // Each file is read once; the gate and the advisor read their entries from the same text.
-    const std::string baseline_text = advise::read_report_file(baseline_path);
+    std::error_code ec;
+    // An error other than "absent" (e.g. a permission) is left to the reader to name.
+    const bool have_baseline = std::filesystem::exists(baseline_path, ec) || ec;
+    // The baseline first, so its errors are named first (the order of the command line).
+    const std::string baseline_text =
+        have_baseline ? advise::read_report_file(baseline_path) : std::string();
     const std::string current_text = advise::read_report_file(current_path);
-    const Report baseline = parse_report(baseline_text, baseline_path);
     const Report current = parse_report(current_text, current_path);
+    if (!have_baseline) {
+      if (require_baseline) {
+        throw InputError(baseline_path +
+                         ": no baseline (--require-baseline): make one on this device with "
+                         "scripts/update-baseline.sh and commit it");
+      }
+      const Result result = no_baseline_result(baseline_path, current, o);
+      print_table(result, out, verbose);
+      if (!summary_md.empty()) write_md(summary_md, result, o);
+      return result.exit_code();
+    }
+    const Report baseline = parse_report(baseline_text, baseline_path);
     Result result = compare(baseline, current, o);
     if (!result.timing_off.empty()) {
       result.advice.off = result.timing_off;
@@ -105,23 +180,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
           result);
     }
     print_table(result, out, verbose);
-    if (!summary_md.empty()) {
-      // Appends, as GitHub's step summary expects several writers.
-      std::ofstream md(summary_md, std::ios::app);
-      if (!md) {
-        err << "fusebench-gate: cannot write " << summary_md << "\n";
-        return 2;
-      }
-      write_markdown(result, o, md);
-    }
-    return result.failed() ? 1 : 0;
+    if (!summary_md.empty()) write_md(summary_md, result, o);
+    return result.exit_code();
   } catch (const InputError& e) {
     err << "fusebench-gate: unusable input: " << e.what() << "\n";
     if (!summary_md.empty()) {
       std::ofstream md(summary_md, std::ios::app);
       md << "## fusebench gate: unusable input\n\n```\n" << e.what() << "\n```\n";
     }
-    return 2;
+    return kExitUnusable;
   }
 }
 

@@ -113,6 +113,35 @@ Finding time_finding(const Entry& base, const Entry& cur, double threshold, doub
   return {s, base.name, "time", base.time_ns, cur.time_ns, detail};
 }
 
+// The report-wide time rule: the geometric mean of the judged entries' time ratios, its 95%
+// interval the entries' log half-widths added in quadrature over their count (entries measured
+// apart are independent), SLOWER when wholly above 1 + report threshold. A uniform slowdown is
+// caught here although each entry's own interval is too wide to show it.
+void add_report_wide(const std::vector<double>& logs, const std::vector<double>& widths,
+                     Result& r) {
+  double sum = 0, squares = 0;
+  for (std::size_t i = 0; i < logs.size(); ++i) sum += logs[i], squares += widths[i] * widths[i];
+  const double n = static_cast<double>(logs.size());
+  const double mean = sum / n, half = std::sqrt(squares) / n;
+  const double ratio = std::exp(mean), low = std::exp(mean - half), high = std::exp(mean + half);
+  const double t = r.report_threshold;
+  Status s = Status::kPass;
+  std::string verdict = "overlaps ";
+  if (low > 1 + t) {
+    s = Status::kSlower;
+    verdict = "wholly above ";
+  } else if (high < 1 / (1 + t)) {
+    s = Status::kFaster;
+    verdict = "wholly below ";
+  }
+  r.findings.push_back({s, "(all " + std::to_string(logs.size()) + " judged entries)", "time",
+                        std::nullopt, std::nullopt,
+                        percent(ratio - 1) + ": geometric mean ratio " + ratio_text(ratio) + " [" +
+                            ratio_text(low) + ", " + ratio_text(high) + "] " + verdict + "[" +
+                            ratio_text(1 / (1 + t)) + ", " + ratio_text(1 + t) +
+                            "] (report-wide threshold " + plain_percent(t) + ")"});
+}
+
 // What one side of a comparison offers the speedup rule, for the summary's "why not".
 std::string speedup_state(const Entry& e) {
   if (e.speedup) return "an interval";
@@ -144,13 +173,16 @@ const char* to_string(Status s) {
       return "LOST";
     case Status::kFlipped:
       return "FLIPPED";
+    case Status::kUncovered:
+      return "NEW";
   }
   return "?";
 }
 
 bool is_failure(Status s) {
   return s == Status::kSlower || s == Status::kChanged || s == Status::kMissing ||
-         s == Status::kError || s == Status::kLost || s == Status::kFlipped;
+         s == Status::kError || s == Status::kLost || s == Status::kFlipped ||
+         s == Status::kUncovered;
 }
 
 bool Result::failed() const {
@@ -231,11 +263,14 @@ void note_interrupted(const Report& report, const char* which, Result& r) {
   const auto it = report.context.find("interrupted");
   if (it == report.context.end() || !it->is_boolean() || !it->get<bool>()) return;
   const auto note = report.context.find("interrupted_note");
-  r.context_notes.push_back(std::string(which) + " report is partial (context.interrupted" +
-                            (note != report.context.end() && note->is_string()
-                                 ? ": " + note->get<std::string>()
-                                 : std::string()) +
-                            ")");
+  const std::string text =
+      std::string(which) + " report is partial (context.interrupted" +
+      (note != report.context.end() && note->is_string() ? ": " + note->get<std::string>()
+                                                         : std::string()) +
+      ")";
+  r.context_notes.push_back(text);
+  // A partial run never passes as a complete one (docs/gate.md).
+  r.unjudged.push_back(text);
 }
 
 }  // namespace
@@ -244,12 +279,8 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
   Result r;
   r.baseline_device = device_identity(baseline);
   r.current_device = device_identity(current);
-  if (r.baseline_device != r.current_device && !o.allow_device_mismatch) {
-    throw InputError("device mismatch: " + baseline.file +
-                     " (context.gpu_name / context.cpu_model) was measured on \"" +
-                     r.baseline_device + "\", " + current.file + " on \"" + r.current_device +
-                     "\"; compare reports of one device, or pass --allow-device-mismatch");
-  }
+  r.allow_unjudged = o.allow_unjudged;
+  r.identity = check_identity(baseline, current, o);
   if (o.time_threshold) {
     r.time_threshold = *o.time_threshold;
     r.time_threshold_source = "--time-threshold";
@@ -258,11 +289,19 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
     r.time_threshold_source =
         r.time_threshold == kCpuTimeThreshold ? "the CPU default" : "the GPU default";
   }
+  r.report_threshold = r.time_threshold;
+  if (!o.time_threshold && r.time_threshold == kCpuTimeThreshold) {
+    r.report_threshold = kCpuReportThreshold;
+  }
   if (o.ignore_time) r.timing_off = "--ignore-time (counters only)";
   compare_threads(baseline, current, o, r);
   note_interrupted(baseline, "the baseline", r);
   note_interrupted(current, "the current", r);
+  if (!r.timing_off.empty())
+    r.unjudged.push_back("time, speedup and advice rules off: " + r.timing_off);
   const bool judge_time = r.timing_off.empty();
+  std::string first_unjudged;
+  std::vector<double> log_ratios, log_widths;  // of the judged time rows, for the report-wide rule
   auto add = [&](Status s, const std::string& bench, const std::string& metric,
                  std::optional<double> b, std::optional<double> c, std::string detail) {
     r.findings.push_back({s, bench, metric, b, c, std::move(detail)});
@@ -272,7 +311,7 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
     const Entry* cur = current.find(base.name);
     if (!cur) {
       add(Status::kMissing, base.name, "", std::nullopt, std::nullopt,
-          "in baseline, absent from current");
+          "in baseline, absent from current" + rename_hint(base.name, baseline, current));
       continue;
     }
     ++r.compared;
@@ -307,13 +346,16 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       // neither its time nor its speedup may fail (or pass) the gate.
       add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
           "not judged: " + unjudged + unjudged_side);
-      ++r.not_judged;
+      if (r.not_judged++ == 0) first_unjudged = base.name + " (" + unjudged + unjudged_side + ")";
     } else if (judge_time) {
       if (base.time_ns <= 0) {
         add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
             "baseline time is 0: not compared");
       } else {
         r.findings.push_back(time_finding(base, *cur, r.time_threshold, o.noise_sigmas));
+        const LogSpread b = log_spread(base, o.noise_sigmas), c = log_spread(*cur, o.noise_sigmas);
+        log_ratios.push_back(std::log(cur->time_ns / base.time_ns));
+        log_widths.push_back(std::max(std::hypot(c.below, b.above), std::hypot(c.above, b.below)));
       }
 
       // The fusion benefit: a speedup is paired within one run, so drift between the two runs
@@ -374,12 +416,31 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
     }
   }
   for (const Entry& cur : current.entries) {
-    if (!baseline.find(cur.name)) {
-      add(Status::kNew, cur.name, "", std::nullopt, std::nullopt, "not in baseline");
+    if (baseline.find(cur.name)) continue;
+    if (o.allow_new) {
+      add(Status::kNew, cur.name, "", std::nullopt, std::nullopt, "not in baseline (--allow-new)");
+    } else {
+      // Coverage: an entry the baseline lacks is gated by nothing; the baseline must cover the
+      // sweep (scripts/update-baseline.sh), or the run says it accepts that (--allow-new).
+      add(Status::kUncovered, cur.name, "", std::nullopt, std::nullopt,
+          "not in baseline: ungated; update the baseline to the CI sweep "
+          "(scripts/update-baseline.sh) or pass --allow-new");
     }
   }
+  if (log_ratios.size() >= 2) add_report_wide(log_ratios, log_widths, r);
+  if (r.not_judged > 0) {
+    r.unjudged.push_back(std::to_string(r.not_judged) + " entr" +
+                         (r.not_judged == 1 ? "y" : "ies") +
+                         " not judged on time or speedup, e.g. " + first_unjudged);
+  }
+  if (r.compared == 0) {
+    r.unjudged.push_back("no entry of the baseline is in the current report");
+  }
+  r.hints = naming_hints(baseline, current, r);
   if (!judge_time) {
     r.speedup.off = r.timing_off;
+  } else if (r.compared == 0) {
+    r.speedup.off = "no entry is in both reports (see MISSING and NEW)";
   } else if (r.speedup.applied == 0 && r.speedup.not_applied.empty()) {
     r.speedup.off =
         "no entry of either report has a speedup interval (speedup_ci_low, speedup_ci_high)";
@@ -387,10 +448,40 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
   return r;
 }
 
+namespace {
+
+// One line per identity field either report records: "same" or both values, and what a
+// difference means (a timing field was allowed, or it is shown only).
+std::vector<std::string> identity_lines(const Result& r) {
+  std::vector<std::string> lines;
+  for (const auto& f : r.identity) {
+    if (f.baseline.empty() && f.current.empty()) continue;
+    std::string s = f.name + ": ";
+    if (f.baseline == f.current) {
+      s += f.baseline + " (both)";
+    } else {
+      s += "baseline " + (f.baseline.empty() ? "not recorded" : f.baseline) + ", current " +
+           (f.current.empty() ? "not recorded" : f.current);
+      if (f.differs()) s += f.timing ? " (DIFFERS: changes timing; allowed)" : " (differs)";
+    }
+    lines.push_back(s);
+  }
+  return lines;
+}
+
+int count_differing(const Result& r) {
+  int n = 0;
+  for (const auto& f : r.identity) n += f.differs();
+  return n;
+}
+
+}  // namespace
+
 std::string time_rule_summary(const Result& r) {
   if (!r.timing_off.empty()) return "not applied: " + r.timing_off + ".";
-  return "threshold " + plain_percent(r.time_threshold) + " (" + r.time_threshold_source +
-         "; --time-threshold sets it).";
+  return "threshold " + plain_percent(r.time_threshold) + " per entry, " +
+         plain_percent(r.report_threshold) + " for the geometric mean of all (" +
+         r.time_threshold_source + "; --time-threshold sets it).";
 }
 
 std::string speedup_rule_summary(const Result& r) {
@@ -422,7 +513,7 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
   for (const auto& f : r.findings) {
     failures += is_failure(f.status);
     faster += f.status == Status::kFaster;
-    added += f.status == Status::kNew;
+    added += f.status == Status::kNew || f.status == Status::kUncovered;
     notes += f.status == Status::kNote;
     // Passing counters are many and dull: shown with --verbose only. Time rows always show.
     if (f.status == Status::kPass && f.metric != "time" && f.metric != "speedup" && !verbose)
@@ -435,7 +526,12 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
     out << line;
   }
   out << "\n";
+  if (!r.identity.empty()) {
+    out << "fusebench-gate: identity (context; docs/gate.md, \"Identity\"):\n";
+    for (const auto& shown : identity_lines(r)) out << "  " << shown << "\n";
+  }
   for (const auto& note : r.context_notes) out << "fusebench-gate: context: " << note << "\n";
+  for (const auto& hint : r.hints) out << "fusebench-gate: names: " << hint << "\n";
   out << "fusebench-gate: time rule (the ratio's 95% interval wholly beyond the threshold): "
       << time_rule_summary(r) << "\n";
   out << "fusebench-gate: speedup rule (a current interval wholly below the baseline's fails): "
@@ -448,7 +544,7 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
       << advice_rule_summary(r) << "\n";
   out << "fusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device << " vs "
       << r.current_device << "): " << failures << " regression(s), " << faster << " faster, "
-      << added << " new, " << notes << " note(s): " << (r.failed() ? "FAIL" : "PASS") << "\n";
+      << added << " new, " << notes << " note(s): " << r.verdict_text() << "\n";
 }
 
 void write_markdown(const Result& r, const Options& o, std::ostream& out) {
@@ -456,13 +552,36 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
   for (const auto& f : r.findings) {
     failures += is_failure(f.status);
     faster += f.status == Status::kFaster;
-    added += f.status == Status::kNew;
+    added += f.status == Status::kNew || f.status == Status::kUncovered;
   }
-  out << "## fusebench gate: " << (r.failed() ? "FAIL" : "PASS") << "\n\n";
+  out << "## fusebench gate: " << to_string(r.verdict())
+      << (r.verdict() == Verdict::kNotJudged && r.allow_unjudged ? " (passed by --allow-unjudged)"
+                                                                 : "")
+      << "\n\n";
+  if (!r.unjudged.empty()) {
+    out << "**Not judged** (exit " << kExitNotJudged << " unless --allow-unjudged):\n\n";
+    for (const auto& why : r.unjudged) out << "- " << why << "\n";
+    out << "\n";
+  }
   out << r.compared << " benchmarks compared on `" << r.current_device << "` (baseline `"
       << r.baseline_device << "`): **" << failures << " regression(s)**, " << faster << " faster, "
       << added << " new.\n\n";
   for (const auto& note : r.context_notes) out << "Context: " << note << ".\n\n";
+  for (const auto& hint : r.hints) out << "Names: " << hint << ".\n\n";
+  if (!r.identity.empty()) {
+    const int differing = count_differing(r);
+    out << "<details><summary>Identity: "
+        << (differing == 0 ? std::string("no recorded field differs")
+                           : std::to_string(differing) + " field(s) differ")
+        << "</summary>\n\n| field | baseline | current |\n|---|---|---|\n";
+    for (const auto& f : r.identity) {
+      if (f.baseline.empty() && f.current.empty()) continue;
+      out << "| " << f.name << (f.differs() ? " (differs)" : "") << " | "
+          << (f.baseline.empty() ? "-" : f.baseline) << " | "
+          << (f.current.empty() ? "-" : f.current) << " |\n";
+    }
+    out << "\n</details>\n\n";
+  }
   out << "Rules: time fails when the ratio current / baseline and its whole 95% interval lie above "
          "1 + "
       << plain_percent(r.time_threshold) << " (" << r.time_threshold_source << ")"
@@ -496,7 +615,10 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
     any = true;
     row(f);
   }
-  if (!any) out << "No regressions, improvements or new benchmarks.\n";
+  if (!any) {
+    out << (r.unjudged.empty() ? "No regressions, improvements or new benchmarks.\n"
+                               : "Nothing failed, but the run was not judged (above).\n");
+  }
   out << "\n<details><summary>All time and speedup comparisons</summary>\n\n" << header;
   for (const auto& f : r.findings) {
     if (f.metric == "time" || f.metric == "speedup") row(f);

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <string>
 
+#include "fusebench/identity.hpp"
 #include "fusebench/report.hpp"
 #include "measure/cache_size.hpp"
 
@@ -108,6 +109,7 @@ nlohmann::json collect_context(const nlohmann::json& backend_context,
     command_line += shell_quote(arg);
   }
   nlohmann::json ctx = {{"fusebench_version", FUSEBENCH_VERSION},
+                        {"entry_naming_version", advise::kEntryNamingVersion},
                         {"git_revision", git_revision()},
                         {"command_line", command_line},
                         {"cpu_model", cpu_model_name()},

@@ -46,9 +46,9 @@ def synthetic():
 # (tokens_low, tokens_high, decision, variant, label, basis) of the synthetic report.
 EXPECTED = [
     (1, 64, "use", "fused", "use: fused", "measured"),
-    (65, 255, "unresolved", "", "unresolved", "not measured"),
+    (65, 255, "unresolved", "split", "unresolved", "not measured"),
     (256, 256, "either", "split,fused", "either", "measured"),
-    (257, 1023, "unresolved", "", "unresolved", "not measured"),
+    (257, 1023, "unresolved", "split", "unresolved", "not measured"),
     (1024, 16384, "use", "split", "use: split", "measured"),
 ]
 
@@ -70,7 +70,8 @@ def queries(doc):
             for t in sorted({r["tokens_low"], r["tokens_high"], (r["tokens_low"] + r["tokens_high"]) // 2}):
                 out.append((sel, c["dispatch"]["op_key"], t, want))
         last = c["ranges"][-1]["tokens_high"]
-        out.append((sel, c["dispatch"]["op_key"], last + 1, ("unresolved", "", "unresolved",
+        # Outside the measured tokens: unresolved, and the default (the baseline variant) to run.
+        out.append((sel, c["dispatch"]["op_key"], last + 1, ("unresolved", c["default"], "unresolved",
                                                             "outside the measured tokens")))
     return out
 
@@ -122,14 +123,14 @@ def main():
             assert all(p["pairs"] for p in r["evidence"]), r
         for lo, hi, _, _, label, basis in EXPECTED:
             span = str(lo) if lo == hi else f"{lo}-{hi}"
-            shown = label if label == "unresolved" else f"**{label}**"
+            shown = f"{label} (default: split)" if label == "unresolved" else f"**{label}**"
             row = f"| {span} | {shown} | {basis} |"
             assert row in md, f"markdown lacks {row!r}:\n{md}"
         ns = "cpu_amd_epyc::qwen3_0_6b::fp32_tp1_eager"
         # The per-table choose() is constexpr: the table is checked while the header compiles.
-        for t, dec, var in ((1, "kUse", "fused"), (64, "kUse", "fused"), (65, "kUnresolved", ""),
+        for t, dec, var in ((1, "kUse", "fused"), (64, "kUse", "fused"), (65, "kUnresolved", "split"),
                             (256, "kEither", "split,fused"), (1024, "kUse", "split"), (16384, "kUse", "split"),
-                            (16385, "kUnresolved", "")):
+                            (16385, "kUnresolved", "split")):
             static_checks.append(f'static_assert({ns}::choose("qkv", {t}).decision == Decision::{dec} && '
                                  f'{ns}::choose("qkv", {t}).variant == "{var}", "qkv at {t} tokens");')
         static_checks.append(f'static_assert({ns}::choose("gate_up", 16).basis == "op not in the table", "op");')

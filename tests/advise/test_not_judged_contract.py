@@ -44,8 +44,12 @@ class NotJudgedContract(unittest.TestCase):
                        "benchmarks": benches}, f)
 
     def gate_labels(self):
+        # Its entries are not judged by design: NOT JUDGED (exit 3), passed by --allow-unjudged.
         run = subprocess.run([GATE, self.path, self.path], capture_output=True, text=True,
                              check=False)
+        self.assertEqual(run.returncode, 3, run.stdout + run.stderr)
+        run = subprocess.run([GATE, self.path, self.path, "--allow-unjudged"], capture_output=True,
+                             text=True, check=False)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         labels = {}
         for line in run.stdout.splitlines():

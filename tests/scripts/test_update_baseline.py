@@ -20,10 +20,17 @@ GATE = None
 NAME = "qkv/{v}/model:qwen3-0.6b/tokens:1/tp:1/dtype:bf16/timing:batch/iterations:1/manual_time"
 
 
-def report(gpu=True, revision="abc1234", launches=3.0):
+def ci_args():
+    return subprocess.run([os.path.join(ROOT, "scripts/ci_sweep.sh"), "--args"], check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip()
+
+
+def report(gpu=True, revision="abc1234", launches=3.0, args=None):
     context = ({"backend": "cuda", "gpu_name": "NVIDIA H200"} if gpu
                else {"backend": "cpu", "cpu_model": "AMD EPYC 7B13"})
     context["git_revision"] = revision
+    # As the CI sweep's run records it (the program, its arguments, --report=).
+    context["command_line"] = f"build/bin/fusebench {ci_args() if args is None else args} --report=r.json"
     benchmarks = [{"name": NAME.format(v=v), "run_name": NAME.format(v=v), "run_type": "iteration",
                    "real_time": t, "time_unit": "us", "launches": launches, "time_cv": 0.01}
                   for v, t in (("split", 10.0), ("fused", 8.0))]
@@ -140,6 +147,17 @@ echo "GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000000)"
         self.assertIn("CHANGED", self.out)
         with open(target) as f:
             self.assertEqual(json.load(f)["benchmarks"][0]["launches"], 4.0)
+
+    def test_report_of_other_arguments_refused_unless_any_args(self):
+        # Issue 28 case 7: a baseline with fewer token counts than the CI sweep leaves entries
+        # ungated; the script refuses it, naming both argument lists.
+        fewer = ci_args().replace("--tokens=1,8,64,256,1024,4096", "--tokens=1,8")
+        name = self.write("few.json", report(args=fewer))
+        self.assertEqual(self.run_script(name), 1, self.out)
+        self.assertIn("--tokens=1,8 ", self.out)
+        self.assertIn("are not the CI sweep's", self.out)
+        self.assertFalse(os.path.exists(self.baseline("nvidia-h200.json")))
+        self.assertEqual(self.run_script("--any-args", name), 0, self.out)
 
     def test_dirty_or_failed_refused_unless_force(self):
         name = self.write("dirty.json", report(revision="abc1234-dirty"))

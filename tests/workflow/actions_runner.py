@@ -347,7 +347,12 @@ def run_job(workflow, job_id, workspace, temp, *, event_name="push", event=None,
     github = {"event_name": event_name, "event": event or {}, "ref": ref, "sha": sha,
               "workspace": workspace, "repository": "fusebench/fusebench", "job": job_id,
               "run_id": "1", "run_number": "1", "actor": "test"}
-    runner_ctx = {"os": "Linux", "arch": "X64", "temp": temp, "name": "simulated"}
+    runner_ctx = {"os": "Linux", "arch": "X64", "temp": temp, "name": "simulated",
+                  "tool_cache": os.path.join(temp, "tool_cache")}
+    # The event payload, as GitHub writes it for the steps ($GITHUB_EVENT_PATH).
+    event_path = os.path.join(temp, "event.json")
+    with open(event_path, "w") as f:
+        json.dump(event or {}, f)
     steps_ctx = {}
     added_env, added_path = {}, []
     result = JobResult(conclusion="success")
@@ -360,13 +365,20 @@ def run_job(workflow, job_id, workspace, temp, *, event_name="push", event=None,
         return {k: substitute(to_text(v) if not isinstance(v, str) else v, contexts(env),
                               result.conclusion) for k, v in (mapping or {}).items()}
 
+    # The job's own `if:` (e.g. a fork guard): false skips every step.
+    if "if" in job and not truthy(_condition(job["if"], contexts(dict(base_env or os.environ)),
+                                             "success")):
+        result.conclusion = "skipped"
+        return result
+
     for index, step in enumerate(job["steps"]):
         name = step.get("name") or step.get("uses") or f"step {index + 1}"
         sid = step.get("id", f"__{index}")
         env = dict(base_env if base_env is not None else os.environ)
         env.update({"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": workspace,
                     "GITHUB_EVENT_NAME": event_name, "GITHUB_REF": ref, "GITHUB_SHA": sha,
-                    "GITHUB_JOB": job_id, "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64",
+                    "GITHUB_JOB": job_id, "GITHUB_REPOSITORY": github["repository"],
+                    "GITHUB_EVENT_PATH": event_path, "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64",
                     "RUNNER_TEMP": temp, "HOME": env.get("HOME", temp)})
         env.update(eval_env(workflow.get("env"), env))
         env.update(eval_env(job.get("env"), env))

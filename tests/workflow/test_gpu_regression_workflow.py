@@ -11,8 +11,13 @@ in reports/baselines/.
   test_gpu_regression_workflow.py --gate build/bin/fusebench-gate [--workflow FILE]
 
 Asserts that a one-launch regression, and a lost speedup, fail the job at the gate step; that a
-run without regression and a runner without a baseline pass; that the workflow_dispatch
-threshold reaches the gate. The runner's shell semantics are checked on their own too.
+run without regression passes; that the workflow_dispatch threshold reaches the gate; and each
+case of issue 28: what is not judged fails with exit 3 (thread mismatch, partial run), a runner
+without a baseline or fallen back to the CPU fails with exit 2, a foreign baseline is refused
+naming the field, renamed entries are named, the gate's own thresholds apply, entries the
+baseline lacks fail; the pull-request comment is posted once and then updated, forks are not
+run, a baseline change needs its label, one queue, --verify and pinned threads in the sweep, and
+the outputs under $OUT, ignored by git. The runner's shell semantics are checked on their own too.
 """
 import argparse
 import copy
@@ -98,12 +103,22 @@ class Checkout:
 echo "nvidia-smi $*" >> {log}
 case "$*" in
   -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000000)" ;;
+  *--query-gpu=name\ --format=csv,noheader*) echo "NVIDIA H200" ;;
   *--query-gpu*) echo "name, driver_version, clocks.current.sm [MHz], clocks.max.sm [MHz]"
                  echo "NVIDIA H200, 580.65.06, 1980 MHz, 1980 MHz" ;;
 esac
 """)
         for tool in ("cmake", "ctest"):
             write_exe(os.path.join(self.stubs, tool), f'#!/bin/sh\necho "{tool} $*" >> {log}\n')
+        # gh: records its calls; lists the comment of a previous run when comment_id exists.
+        self.comment_id = os.path.join(tmp, "comment_id")
+        write_exe(os.path.join(self.stubs, "gh"), f"""#!/bin/sh
+echo "gh $*" >> {log}
+case "$*" in
+  *--jq*) [ -f {self.comment_id} ] && cat {self.comment_id} ;;
+esac
+exit 0
+""")
         write_exe(os.path.join(self.ws, "scripts/install-deps.sh"),
                   f'#!/bin/sh\necho "install-deps.sh $*" >> {log}\n')
         # The sweep: writes the crafted report where --report= says, as fusebench would.
@@ -124,7 +139,7 @@ echo "fusebench (stub): crafted report written"
             return True, "workspace laid out by the test"
 
         def upload(step, env):
-            paths = step.get("with", {}).get("path", "").split()
+            paths = step.get("with", {}).get("path", "").replace("${{ env.OUT }}", env["OUT"]).split()
             uploaded.update({p: os.path.exists(os.path.join(self.ws, p)) for p in paths if "*" not in p})
             return True, f"would upload {paths}"
 
@@ -151,12 +166,13 @@ class Workflow(unittest.TestCase):
         result = co.run(**kw)
         return co, result
 
-    def assertFailsAtGate(self, result):
+    def assertFailsAtGate(self, result, code=1):
         failed = result.first_failure()
         self.assertEqual(result.conclusion, "failure", result.log())
         self.assertIsNotNone(failed, result.log())
         self.assertEqual(failed.id, GATE_STEP, "the job must fail at the gate step\n" + result.log())
-        self.assertEqual(failed.returncode, 1, result.log())
+        self.assertEqual(failed.returncode, code, result.log())
+        return failed.output
 
     def test_one_launch_regression_fails_the_job_at_the_gate(self):
         current = baseline_report()
@@ -168,13 +184,18 @@ class Workflow(unittest.TestCase):
         self.assertIn("launches", gate.output)
         self.assertIn("## fusebench gate: FAIL", result.summary)
         # The steps before it ran, with the stubs; the upload (if: always()) still runs.
-        self.assertEqual([s.outcome for s in result.steps[:5]], ["success"] * 5, result.log())
+        # (The baseline guard runs on pull requests only.)
+        self.assertEqual([s.outcome for s in result.steps[:6]],
+                         ["success", "success", "skipped", "success", "success", "success"],
+                         result.log())
         self.assertIn("nvidia-smi -L", co.calls())
         self.assertIn("fusebench --models=qwen3-0.6b,llama3-8b", co.calls())
         self.assertEqual(result.steps[-1].outcome, "success", result.log())
-        self.assertTrue(result.uploaded.get("ci-out/gate.txt"), result.uploaded)
-        with open(os.path.join(co.ws, "ci-out/gate.txt")) as f:
+        out = os.path.join(self.tmp, "runner_temp/fusebench-ci-out")
+        self.assertTrue(result.uploaded.get(out + "/gate.txt"), result.uploaded)
+        with open(os.path.join(out, "gate.txt")) as f:
             self.assertIn("FAIL", f.read())
+        self.assertFalse(os.path.exists(os.path.join(co.ws, "ci-out")))  # $OUT, not the checkout
 
     def test_lost_speedup_fails_the_job_at_the_gate(self):
         current = baseline_report()
@@ -193,12 +214,124 @@ class Workflow(unittest.TestCase):
         self.assertIn("## fusebench gate: PASS", result.summary)
         self.assertEqual(result.steps[-1].outcome, "success")
 
-    def test_no_baseline_for_this_gpu_warns_and_passes(self):
+    def test_no_baseline_for_this_gpu_fails(self):
+        # --require-baseline: a runner without a baseline is an error, never a silent pass.
         _, result = self.job(baseline_report(), baseline=False)
+        out = self.assertFailsAtGate(result, 2)
+        self.assertIn("reports/baselines/nvidia-h200.json: no baseline (--require-baseline)", out)
+        self.assertIn("## fusebench gate: unusable input", result.summary)
+
+    def test_a_runner_fallen_back_to_the_cpu_fails(self):
+        # Issue 28 case 3: a CPU-only build ran the CPU; the GPU's baseline refuses it.
+        current = baseline_report()
+        current["context"] = {"backend": "cpu", "cpu_model": "AMD EPYC", "git_revision": "abc1234"}
+        out = self.assertFailsAtGate(self.job(current)[1], 2)
+        self.assertIn("backend mismatch: ", out)
+
+    def test_thread_mismatch_and_partial_runs_are_not_judged(self):
+        # Issue 28 cases 1 and 2: exit 3, never PASS.
+        base, current = baseline_report(), baseline_report()
+        base["context"] = dict(CONTEXT, cpu_threads={"threads": 2})
+        current["context"] = dict(CONTEXT, cpu_threads={"threads": 1})
+        for b in current["benchmarks"]:
+            b["real_time"] *= 1.9
+        out = self.assertFailsAtGate(self.job(current, base)[1], 3)
+        self.assertIn("NOT JUDGED (time, speedup and advice rules off: the reports ran with "
+                      "different CPU thread counts", out)
+        shutil.rmtree(self.tmp)
+        os.makedirs(self.tmp)
+        partial = baseline_report()
+        partial["context"] = dict(CONTEXT, interrupted=True)
+        _, result = self.job(partial)
+        out = self.assertFailsAtGate(result, 3)
+        self.assertIn("NOT JUDGED (the current report is partial", out)
+        self.assertIn("## fusebench gate: NOT JUDGED", result.summary)
+
+    def test_a_foreign_baseline_is_refused_naming_the_field(self):
+        # Issue 28 case 4: a baseline of another driver changes timing: exit 2, the field named.
+        base = baseline_report()
+        base["context"] = dict(CONTEXT, cuda_driver_version=12080)
+        current = baseline_report()
+        current["context"] = dict(CONTEXT, cuda_driver_version=13000)
+        out = self.assertFailsAtGate(self.job(current, base)[1], 2)
+        self.assertIn("driver mismatch: ", out)
+
+    def test_renamed_entries_and_new_entries_fail_naming_why(self):
+        # Issue 28 cases 5 and 7: renamed entries are named; entries the baseline lacks fail.
+        current = baseline_report()
+        for b in current["benchmarks"]:
+            b["name"] = b["run_name"] = b["name"].replace("/tp:1", "/layer:attention/tp:1")
+        current["context"] = dict(CONTEXT, entry_naming_version=1)
+        out = self.assertFailsAtGate(self.job(current)[1])
+        self.assertIn("(renamed? the current report has qkv/split/model:qwen3-0.6b/tokens:1/layer:attention", out)
+        self.assertIn("the reports' entry naming versions differ", out)
+        self.assertIn("NEW ", out)
+
+    def test_the_gate_uses_its_device_aware_threshold(self):
+        # Issue 28 case 6: no --time-threshold unless a manual run gives one.
+        _, result = self.job(baseline_report())
         self.assertEqual(result.conclusion, "success", result.log())
-        self.assertIn("::warning::no baseline reports/baselines/nvidia-h200.json",
-                      result.step(GATE_STEP).output)
-        self.assertIn("## fusebench gate: no baseline", result.summary)
+        self.assertIn("threshold 5.0% per entry, 5.0% for the geometric mean of all (the GPU default", result.step(GATE_STEP).output)
+
+    def test_pull_request_comment_is_posted_once_then_updated(self):
+        event = {"pull_request": {"number": 7, "labels": [], "base": {"sha": "HEAD"},
+                                  "head": {"repo": {"full_name": "fusebench/fusebench"}}}}
+        co = Checkout(self.tmp, baseline_report(), baseline_report())
+        subprocess.run(["git", "init", "-q", co.ws], check=True)
+        result = co.run(event_name="pull_request", event=event)
+        self.assertEqual(result.conclusion, "success", result.log())
+        self.assertIn("gh api -X POST repos/fusebench/fusebench/issues/7/comments", co.calls())
+        self.assertIn("<!-- fusebench-gate -->", co.calls())
+        with open(co.comment_id, "w") as f:
+            f.write("4242\n")
+        result = co.run(event_name="pull_request", event=event)
+        self.assertIn("gh api -X PATCH repos/fusebench/fusebench/issues/comments/4242", co.calls())
+        self.assertEqual(co.calls().count("-X POST"), 1, co.calls())
+        # A push has no pull request: no comment.
+        self.assertEqual(result.step("Comment on the pull request").outcome, "success")
+
+    def test_pull_requests_from_forks_do_not_run(self):
+        event = {"pull_request": {"number": 8, "labels": [], "base": {"sha": "HEAD"},
+                                  "head": {"repo": {"full_name": "someone/fork"}}}}
+        co = Checkout(self.tmp, baseline_report(), baseline_report())
+        result = co.run(event_name="pull_request", event=event)
+        self.assertEqual(result.conclusion, "skipped", result.log())
+        self.assertEqual(result.steps, [])
+        self.assertEqual(co.calls(), "")
+
+    def test_a_baseline_change_needs_the_label(self):
+        co = Checkout(self.tmp, baseline_report(), baseline_report())
+        git = ["git", "-C", co.ws, "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run(git[:3] + ["init", "-q"], check=True)
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-qm", "base"], check=True)
+        base_sha = subprocess.run(git + ["rev-parse", "HEAD"], check=True, stdout=subprocess.PIPE,
+                                  text=True).stdout.strip()
+        with open(os.path.join(co.ws, "reports/baselines/nvidia-h200.json"), "a") as f:
+            f.write("\n")
+        subprocess.run(git + ["commit", "-qam", "new baseline"], check=True)
+        event = {"pull_request": {"number": 9, "labels": [], "base": {"sha": base_sha},
+                                  "head": {"repo": {"full_name": "fusebench/fusebench"}}}}
+        result = co.run(event_name="pull_request", event=event)
+        self.assertEqual(result.first_failure().name, "Baseline changes need review", result.log())
+        self.assertIn("without the baseline-update label", result.first_failure().output)
+        event["pull_request"]["labels"] = [{"name": "baseline-update"}]
+        result = co.run(event_name="pull_request", event=event)
+        self.assertEqual(result.conclusion, "success", result.log())
+
+    def test_one_queue_verify_pinned_threads_and_ignored_outputs(self):
+        wf = actions_runner.load(ARGS.workflow)
+        self.assertEqual(wf["concurrency"], {"group": "gpu-regression", "cancel-in-progress": False})
+        with open(ARGS.workflow) as f:
+            self.assertIn("CUDA toolkit", f.read())  # the prerequisites, listed
+        co, result = self.job(baseline_report())
+        sweep = [c for c in co.calls().splitlines() if c.startswith("fusebench ")]
+        self.assertEqual(len(sweep), 1, co.calls())
+        self.assertIn("--cpu-threads=1", sweep[0])
+        self.assertIn("--verify", sweep[0])
+        for path in ("ci-out/report.json", "reports/ci-baseline-run/report.json"):
+            ignored = subprocess.run(["git", "-C", ROOT, "check-ignore", "-q", path])
+            self.assertEqual(ignored.returncode, 0, path + " is not ignored by git")
 
     def test_dispatch_threshold_reaches_the_gate(self):
         current = baseline_report()
@@ -212,7 +345,7 @@ class Workflow(unittest.TestCase):
                                  event={"inputs": {"time_threshold": "50"}},
                                  inputs={"time_threshold": "50"})
         self.assertEqual(dispatched.conclusion, "success", dispatched.log())
-        self.assertIn("threshold 50.0%", dispatched.step(GATE_STEP).output)
+        self.assertIn("threshold 50.0% per entry", dispatched.step(GATE_STEP).output)
 
 
 class RunnerSemantics(unittest.TestCase):
