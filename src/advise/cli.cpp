@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "fusebench/advise.hpp"
-#include "fusebench/output_paths.hpp"
+#include "fusebench/output_path.hpp"
 
 namespace fusebench::advise {
 
@@ -54,8 +54,17 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     const double margin = parse_margin(margin_text);
     // Before anything is read or written: neither the output nor its temporary file may be an
     // input (issue 27: `-o base.json` replaced the report it read).
-    if (!output.empty())
-      refuse_output_as_input({{"-o", output}, {"-o (its temporary file)", output + ".tmp"}}, paths);
+    OutputTarget target;
+    if (!output.empty()) {
+      std::vector<std::pair<std::string, std::string>> inputs;
+      for (const auto& p : paths) inputs.emplace_back("an input report", p);
+      try {
+        refuse_output_over_input(output, "-o", inputs);
+        target = resolve_output(output, "-o");
+      } catch (const std::invalid_argument& e) {
+        throw InputError(e.what());
+      }
+    }
     std::vector<Report> reports;
     for (const auto& p : paths) reports.push_back(load_report(p));
     const Table table = build(std::move(reports), margin);
@@ -73,15 +82,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       out << text;
       return 0;
     }
-    // Written beside and renamed, so a reader never sees half a table.
-    const std::string tmp = output + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      if (!f || !(f << text) || !(f.flush())) throw InputError("-o: cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      throw InputError("-o: cannot write " + output);
+    // By the output rule: a file through a temporary beside it, renamed (a reader never sees half
+    // a table); a symlink's target; stdout, a fifo or a device streamed to.
+    try {
+      write_output(target, text);
+    } catch (const std::exception& e) {
+      throw InputError("-o: " + std::string(e.what()));
     }
     return 0;
   } catch (const InputError& e) {

@@ -8,7 +8,7 @@
 
 #include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
-#include "fusebench/output_paths.hpp"
+#include "fusebench/output_path.hpp"
 #include "fusebench/report_document.hpp"
 
 namespace fusebench::gate {
@@ -132,8 +132,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
   try {
     // Before anything is read or written: no output may be an input (issue 27).
-    advise::refuse_output_as_input({{"--summary-md", summary_md}}, {baseline_path, current_path});
-  } catch (const InputError& e) {
+    refuse_output_over_input(
+        summary_md, "--summary-md",
+        {{"the baseline report", baseline_path}, {"the current report", current_path}});
+  } catch (const std::invalid_argument& e) {
     err << "fusebench-gate: refused: " << e.what() << "\n";
     return kExitUnusable;
   }
