@@ -56,7 +56,10 @@ void Plan::check_order() const {
 
 std::size_t Plan::buffer_bytes(int index) const {
   const auto& b = buffers.at(static_cast<std::size_t>(index));
-  return static_cast<std::size_t>(b.rows * b.cols) * dtype_size(dtype);
+  const std::size_t elem = b.store == BufferSpec::Store::codes    ? 1
+                           : b.store == BufferSpec::Store::scales ? 4
+                                                                  : dtype_size(dtype);
+  return static_cast<std::size_t>(b.rows * b.cols) * elem;
 }
 
 std::size_t Plan::total_bytes() const {

@@ -42,9 +42,7 @@ void check_fits_in_memory(const std::vector<Fixture>& fixtures, const Backend& b
   for (const auto& f : fixtures) {
     // In-process TP ranks each hold a workspace in this process's memory.
     const double ranks = f.comm == "inprocess" ? f.shard.tp : 1;
-    const double bytes =
-        ranks *
-        static_cast<double>(build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype).total_bytes());
+    const double bytes = ranks * static_cast<double>(f.plan().total_bytes());
     if (bytes > largest_bytes) {
       largest_bytes = bytes;
       largest = &f;

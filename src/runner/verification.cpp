@@ -122,7 +122,7 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
 double macs_per_row(const Fixture& f) {
   const std::string& baseline = find_op(f.op).variants.front();
   const ShardShape s = is_tp_op(f.op) && !is_collective_op(f.op) ? unsharded(f.shard) : f.shard;
-  return cost_of(build_plan(f.op, baseline, s, 1, f.dtype)).flops / 2;
+  return cost_of(build_plan(f.op, baseline, s, 1, f.dtype, f.quant)).flops / 2;
 }
 
 }  // namespace
