@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "backends/cpu_gemm.hpp"
 #include "error_of.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
@@ -116,6 +117,24 @@ TEST(QuantVerify, CatchesAWrongScale) {
   ws.run();
   const auto got = ws.read(plan.outputs.at("q"));
   EXPECT_FALSE(compare_outputs("q", "x", got, want.at("q"), tolerance_for(DType::bf16)).ok);
+}
+
+TEST(QuantCpu, NativeInt8IsExactWhereOffered) {
+  cpu::CpuGemm gemm;
+  if (gemm.int8_kernel().empty()) GTEST_SKIP() << gemm.int8_unavailable();
+  // Full-range codes, where int16 pair sums (AVX2 without VNNI) would saturate.
+  const std::int64_t m = 3, n = 5, k = 700;
+  std::vector<std::int8_t> x(m * k), w(n * k);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int8_t>(i % 2 ? 127 : -127);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int8_t>((i * 37) % 255 - 127);
+  std::vector<std::int32_t> y(m * n);
+  ASSERT_TRUE(gemm.int8_gemm(x.data(), k, w.data(), k, y.data(), m, n, k));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::int64_t want = 0;
+      for (std::int64_t p = 0; p < k; ++p) want += x[i * k + p] * w[j * k + p];
+      EXPECT_EQ(y[i * n + j], want) << i << "," << j;
+    }
 }
 
 // Random weights whose k and v are `shrink` times smaller than q (not a power of two, so the

@@ -153,9 +153,12 @@ class CpuBackend final : public Backend {
     }
   }
 
-  // fp8 and int8 run as exact emulations here (cpu_quant.hpp): one counted call each.
+  // int8 through oneDNN where it can, fp8 (and int8 without it) as exact emulations
+  // (cpu_quant.hpp): one counted call each.
   std::string quant_unsupported_reason(QuantDType) const override { return {}; }
-  std::string quant_execution(QuantDType dtype) const override { return cpu::emulation(dtype); }
+  std::string quant_execution(QuantDType dtype) const override {
+    return cpu::execution(gemm_, dtype);
+  }
   void quantize(const QuantizeArgs& a) override {
     ++calls_;
     cpu::quantize(a);

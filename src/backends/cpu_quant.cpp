@@ -41,11 +41,16 @@ std::vector<float> decoded(const QuantRef& q) {
 
 }  // namespace
 
-std::string emulation(QuantDType dtype) {
-  return "emulated: the " + std::string(to_string(dtype)) +
-         " codes decoded to fp32 (exact) on every call, an fp32 GEMM, the scales applied after "
-         "(per 128-wide K block for block scales); no " +
-         std::string(to_string(dtype)) + " instructions run";
+std::string execution(const CpuGemm& gemm, QuantDType dtype) {
+  if (dtype == QuantDType::int8 && !gemm.int8_kernel().empty())
+    return "native: oneDNN's int8 matmul (s8 x s8 -> s32, exact; " + gemm.int8_kernel() +
+           " on a small probe), the scales applied after by a host loop";
+  std::string text = "emulated: the " + std::string(to_string(dtype)) +
+                     " codes decoded to fp32 (exact) on every call, an fp32 GEMM, the scales "
+                     "applied after (per 128-wide K block for block scales); no " +
+                     std::string(to_string(dtype)) + " instructions run";
+  if (dtype == QuantDType::int8) text += " (no native int8: " + gemm.int8_unavailable() + ")";
+  return text;
 }
 
 void quantize(const QuantizeArgs& a) {
@@ -72,7 +77,10 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
   if (x.cols != w.cols || a.y.rows != x.rows || a.y.cols != w.rows)
     throw std::invalid_argument("scaled_gemm: shapes do not match");
   const std::int64_t m = x.rows, n = w.rows, k = x.cols;
-  const std::vector<float> xf = decoded(x), wf = decoded(w);
+  const bool int8 = x.dtype == QuantDType::int8 && !gemm.int8_kernel().empty();
+  const std::vector<float> xf = int8 ? std::vector<float>{} : decoded(x),
+                           wf = int8 ? std::vector<float>{} : decoded(w);
+  std::vector<std::int32_t> part32(int8 ? static_cast<std::size_t>(m * n) : 0);
   const QuantMat xg = grid_of(x), wg = grid_of(w);
   // One scale for the whole K per (row, column) unless a scale changes along K.
   const std::int64_t kstep =
@@ -81,10 +89,17 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
       part(static_cast<std::size_t>(m * n));
   for (std::int64_t k0 = 0; k0 < k; k0 += kstep) {
     const std::int64_t kb = std::min(kstep, k - k0);
-    const MatRef xr{const_cast<float*>(xf.data()) + k0, DType::f32, m, kb, k};
-    const MatRef wr{const_cast<float*>(wf.data()) + k0, DType::f32, n, kb, k};
-    const MatRef pr{part.data(), DType::f32, m, n, n};
-    gemm.run({xr, wr, pr, {}});
+    if (int8) {  // int8 codes are the two's-complement bytes themselves
+      gemm.int8_gemm(reinterpret_cast<const std::int8_t*>(x.codes) + k0, x.ld,
+                     reinterpret_cast<const std::int8_t*>(w.codes) + k0, w.ld, part32.data(), m, n,
+                     kb);
+      for (std::size_t i = 0; i < part.size(); ++i) part[i] = static_cast<float>(part32[i]);
+    } else {
+      const MatRef xr{const_cast<float*>(xf.data()) + k0, DType::f32, m, kb, k};
+      const MatRef wr{const_cast<float*>(wf.data()) + k0, DType::f32, n, kb, k};
+      const MatRef pr{part.data(), DType::f32, m, n, n};
+      gemm.run({xr, wr, pr, {}});
+    }
     for (std::int64_t i = 0; i < m; ++i) {
       const float sx = x.scales[(i / xg.tile_rows()) * xg.scale_cols() + k0 / xg.tile_cols()];
       for (std::int64_t j = 0; j < n; ++j) {

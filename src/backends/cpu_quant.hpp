@@ -1,8 +1,9 @@
 #pragma once
-// The CPU backend's quantize and scaled GEMM (docs/quant.md). Neither fp8 nor int8 runs natively
-// here: the scaled GEMM is an exact emulation, an fp32 GEMM on the decoded code values (every
-// fp8 e4m3 and int8 value is exact in fp32) with the scales applied after, per 128-wide K block
-// where the scales are blocked. Its times are labelled emulated.
+// The CPU backend's quantize and scaled GEMM (docs/quant.md). INT8 runs for real where oneDNN
+// has an s8 x s8 -> s32 matmul (exact integer accumulation; the scales applied after by a host
+// loop). FP8 has no instructions here: its scaled GEMM is an exact emulation, an fp32 GEMM on the
+// decoded code values (every fp8 e4m3 value is exact in fp32) with the scales applied after, and
+// its times are labelled emulated. Both run one GEMM per 128-wide K block where scales are blocked.
 #include "backends/cpu_gemm.hpp"
 #include "fusebench/backend.hpp"
 
@@ -14,7 +15,7 @@ void quantize(const QuantizeArgs& args);
 // y = dequant(x) dequant(w)^T through `gemm`'s fp32 path; one call per 128-wide K block when
 // either operand has block or group scales.
 void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& args);
-// What quant_execution() says for the CPU.
-std::string emulation(QuantDType dtype);
+// What quant_execution() says for the CPU: "native: ..." or "emulated: ...".
+std::string execution(const CpuGemm& gemm, QuantDType dtype);
 
 }  // namespace fusebench::cpu
