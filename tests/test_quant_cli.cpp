@@ -46,5 +46,14 @@ TEST(QuantCli, OtherOpsAreRefusedByName) {
   EXPECT_NE(r.output.find("op tp_mlp has no quantized"), std::string::npos) << r.output;
 }
 
+TEST(QuantCli, TheCudaBackendRefusesUntilItsFp8PathExists) {
+  const CliResult r = run_fusebench("--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8 "
+                                    "--tokens=1 --list --list-for=cuda");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("fp8 is not supported here: the cuda backend has no fp8_e4m3fn"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace fusebench::testing
