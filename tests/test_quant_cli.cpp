@@ -47,8 +47,9 @@ TEST(QuantCli, OtherOpsAreRefusedByName) {
 }
 
 TEST(QuantCli, TheCudaBackendRefusesUntilItsFp8PathExists) {
-  const CliResult r = run_fusebench("--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8 "
-                                    "--tokens=1 --list --list-for=cuda");
+  const CliResult r = run_fusebench(
+      "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8 "
+      "--tokens=1 --list --list-for=cuda");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("fp8 is not supported here: the cuda backend has no fp8_e4m3fn"),
             std::string::npos)
