@@ -26,6 +26,7 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f, std::size_t i
     return;
   }
   for (auto _ : state) state.SetIterationTime(r.seconds);
+  if (fields.value("emulated", false)) state.SetLabel("emulated");  // not the hardware's time
   using benchmark::Counter;
   for (const auto& [counter, value] : r.counters) state.counters[counter] = Counter(value);
   // Rates divide by the iteration time, the median per run.

@@ -32,6 +32,7 @@
 #include "runner/launch_rank.hpp"
 #include "runner/preflight.hpp"
 #include "runner/progress.hpp"
+#include "runner/quant_fields.hpp"
 #include "runner/report_writer.hpp"
 #include "runner/sweep.hpp"
 #include "runner/timing_setup.hpp"
@@ -257,8 +258,9 @@ int main(int argc, char** argv) {
                       {"activation", activation_name(f.op, f.shard)},
                       {"tokens", f.tokens},
                       {"tp", f.shard.tp},
-                      {"dtype", to_string(f.dtype)},
+                      {"dtype", f.dtype_name()},
                       {"backend", backend.name()}};
+      if (f.quant) bench::add_quant_description(f, backend, fields[name]);
       if (!f.comm.empty()) fields[name]["comm"] = f.comm;
       fields[name]["weights"] = f.weights.empty() ? "none" : f.weights;
       if (f.checkpoint) {
@@ -274,7 +276,7 @@ int main(int argc, char** argv) {
     // measured in its first member's call and the others return at once (progress.hpp).
     std::vector<bench::PlannedFixture> planned;
     for (const auto& f : selected) {
-      const Cost cost = cost_of(build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype));
+      const Cost cost = cost_of(f.plan());
       planned.push_back({f.name(), cost.flops, cost.bytes, f.group_key()});
     }
     const std::size_t entries_planned = planned.size();

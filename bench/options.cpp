@@ -16,6 +16,7 @@
 #include "fusebench/dtype.hpp"
 #include "fusebench/link_model.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/quant.hpp"
 #include "fusebench/shapes.hpp"
 #include "runner/launch_rank.hpp"
 
@@ -235,9 +236,14 @@ int parse_options(int argc, char** argv, Options& o) {
       ->check(
           whole_number<int>("tensor-parallel sizes are whole numbers >= 1, e.g. --tp=1,2,4", 1));
   app.add_option("--dtypes", o.dtypes,
-                 "bf16,fp16,fp32 (default: bf16 on a GPU, fp32,bf16 on the CPU)")
+                 "bf16,fp16,fp32 (default: bf16 on a GPU, fp32,bf16 on the CPU), and for qkv "
+                 "and gate_up the quantized fp8 and int8 as DTYPE[:WEIGHTS[:ACTIVATIONS]]"
+                 "[:SCHEME], e.g. fp8, fp8:channel, fp8:block, int8:channel, fp8:tensor:static "
+                 "(docs/quant.md)")
       ->delimiter(',')
-      ->check(checked_by([](const std::string& name) { parse_dtype(name); }));
+      ->check(checked_by([](const std::string& name) {
+        is_quant_spec(name) ? (void)parse_quant_spec(name) : (void)parse_dtype(name);
+      }));
   app.add_option("--report", o.report,
                  "write the JSON report here (atomically, after every entry)");
   std::string seed_text = "0";  // parsed by parse_seed: CLI11 would wrap "-1" around to 2^64-1

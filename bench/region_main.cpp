@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
     }
     const bench::Fixture& f = *chosen;
 
-    const Plan plan = build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype);
+    const Plan plan = f.plan();
     const Cost cost = cost_of(plan);
     Workspace ws(*backend, plan, seed, f.weight_source());
     std::unique_ptr<TpRun> ranks;  // the other ranks and the communicator (member 0: this one)

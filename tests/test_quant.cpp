@@ -9,8 +9,8 @@
 #include <limits>
 #include <random>
 
-#include "core/quant.hpp"
 #include "error_of.hpp"
+#include "fusebench/quant.hpp"
 
 using namespace fusebench;
 

@@ -12,6 +12,7 @@
 
 #include "fusebench/activation.hpp"
 #include "fusebench/dtype.hpp"
+#include "fusebench/quant.hpp"
 
 namespace fusebench {
 
@@ -43,6 +44,27 @@ struct ActAndMulArgs {
   Activation act = Activation::silu;
   double limit = 0;  // swigluoai clamp
   std::int64_t col_stride = 1;
+};
+
+// A quantized matrix: one-byte codes (fp8 e4m3fn or int8), row stride ld, and the fp32 scales of
+// its whole scale grid (kind over [rows, cols], row-major; QuantMat's layout).
+struct QuantRef {
+  std::uint8_t* codes = nullptr;
+  std::int64_t rows = 0, cols = 0, ld = 0;
+  float* scales = nullptr;
+  ScaleKind kind = ScaleKind::tensor;
+  QuantDType dtype = QuantDType::fp8_e4m3fn;
+};
+// out = quantize(x): dynamic (scales computed and written) or static (out.scales given, read).
+struct QuantizeArgs {
+  MatRef x;
+  QuantRef out;
+  bool static_scale = false;
+};
+// y = dequant(x) dequant(w)^T, fp32 accumulation, y in its dtype.
+struct ScaledGemmArgs {
+  QuantRef x, w;
+  MatRef y;
 };
 
 // Thrown when an allocation does not fit; the message names the size asked and what is free.
@@ -104,6 +126,14 @@ class Backend {
   void silu_mul(const MatRef& gate, const MatRef& up, const MatRef& out) {
     act_and_mul({gate, up, out});
   }
+  // Quantized projections (docs/quant.md). Empty when this backend runs `dtype`'s quantize and
+  // scaled GEMM, else why not; then how it runs them: "native", or "emulated: <how>" (the times
+  // of such entries are labelled emulated).
+  virtual std::string quant_unsupported_reason(QuantDType dtype) const;
+  virtual std::string quant_execution(QuantDType) const { return "native"; }
+  // One launch each (a library call on the CPU). Defaults throw quant_unsupported_reason.
+  virtual void quantize(const QuantizeArgs& args);
+  virtual void scaled_gemm(const ScaledGemmArgs& args);
   // Every member's y += bias in one launch (one library call on the CPU).
   virtual void bias_add(std::span<const BiasAddArgs> members) = 0;
   // out = x / sqrt(mean(x^2 over the row) + eps) * weight, row by row; weight is [1, cols].

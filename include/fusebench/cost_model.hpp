@@ -12,7 +12,8 @@ namespace fusebench {
 // model_flops counts matmul FLOPs (2*M*N*K per GEMM). model_bytes is the minimal traffic: every
 // step reads each input once and writes each output once (a GEMM moves (MK + NK + MN) elements,
 // plus N with a bias epilogue; act-and-mul 3*M*N; a separate bias add 2*M*N + N; RMSNorm
-// 2*M*N + N). Collective bytes are kept apart in comm_bytes.
+// 2*M*N + N; a quantize M*K in + M*K bytes out + its scales; a scaled GEMM one byte per
+// operand element, both scale grids and M*N out). Collective bytes are kept apart in comm_bytes.
 struct Cost {
   double flops = 0;
   double bytes = 0;
@@ -22,6 +23,7 @@ struct Cost {
   int gemm_launches = 0;
   int elementwise_launches = 0;
   int collective_launches = 0;
+  int quantize_launches = 0;  // of elementwise_launches: activation quantize kernels
 
   double arithmetic_intensity() const { return bytes > 0 ? flops / bytes : 0; }
 };

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,12 @@ struct OpInfo {
   // Whether `variant` exists for this shard (fused_bias_kernel only where there is a bias);
   // null: every variant does.
   std::function<bool(const ShardShape&, const std::string& variant)> has_variant = nullptr;
+  // Quantized variants (fp8, int8: docs/quant.md) for a spec, split first; both null where the
+  // op has none yet. The plan's dtype is that of the activations and outputs.
+  std::function<std::vector<std::string>(const QuantSpec&)> quant_variants = nullptr;
+  std::function<Plan(const ShardShape&, std::int64_t tokens, DType, const QuantSpec&,
+                     const std::string& variant)>
+      build_quant = nullptr;
 };
 
 const std::vector<OpInfo>& op_registry();
@@ -50,5 +57,11 @@ std::string activation_name(std::string_view op, const ShardShape& shard);
 const OpInfo& find_op(std::string_view name);
 Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
                 std::int64_t tokens, DType dtype);
+// The same at a quantized spec when `quant` holds one; throws std::invalid_argument naming the op
+// where it has no quantized variants.
+Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
+                std::int64_t tokens, DType dtype, const std::optional<QuantSpec>& quant);
+// "" when `op` runs quantized, else why not (the op named).
+std::string quant_refusal(const OpInfo& op);
 
 }  // namespace fusebench

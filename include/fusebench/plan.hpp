@@ -4,12 +4,14 @@
 // Keeping the three apart over one description means "3 GEMMs vs 1" is stated exactly once.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "fusebench/activation.hpp"
 #include "fusebench/dtype.hpp"
+#include "fusebench/quant.hpp"
 #include "fusebench/shapes.hpp"
 
 namespace fusebench {
@@ -41,6 +43,20 @@ struct BufferSpec {
   // The parts (all of the same rows) interleaved row by row instead of stacked: row i of part p
   // is buffer row i * parts + p (gpt-oss's w13: gate, up, gate, up, ...).
   bool interleave_parts = false;
+  // Quantized plans (docs/quant.md): what one element is. codes: one byte (fp8 e4m3fn or int8);
+  // scales: fp32; plan_dtype: the plan's dtype.
+  enum class Store { plan_dtype, codes, scales };
+  Store store = Store::plan_dtype;
+  // A codes buffer of weights quantized at load: each part quantized with `kind` scales, the
+  // parts merged by `fusion`, the scales written to buffer `scales`. A scales buffer with parts
+  // and no codes: the one static scale of those parts (calibrated on them, amax / qmax).
+  struct Quantized {
+    QuantDType dtype = QuantDType::fp8_e4m3fn;
+    ScaleKind kind = ScaleKind::tensor;
+    ShardFusion fusion = ShardFusion::stack;
+    int scales = -1;
+  };
+  std::optional<Quantized> quantized;
 };
 
 // A rectangular window of a buffer; its leading dimension is the buffer's column count, so a
@@ -119,8 +135,33 @@ struct RmsNormStep {
   float eps = 1e-6f;
 };
 
+// A quantized matrix in a plan: a codes view and the whole scales buffer of its scale grid.
+struct QuantView {
+  View codes;
+  int scales = -1;
+  ScaleKind kind = ScaleKind::tensor;
+};
+// Quantizes x (the plan's dtype) into codes and scales: dynamic (each tile's amax / qmax, the
+// scales written) or static (the scales buffer holds the given scale, only read).
+struct QuantizeStep {
+  std::string label;
+  View x;
+  QuantView out;
+  QuantDType dtype = QuantDType::fp8_e4m3fn;
+  bool static_scale = false;
+};
+// y[M,N] = (x codes * x scales) (w codes * w scales)^T, accumulated in fp32, y in the plan's
+// dtype: one scaled GEMM (cuBLASLt's FP8 matmul with scale modes; emulated on the CPU).
+struct ScaledGemmStep {
+  std::string label;
+  QuantView x, w;
+  View y;
+  QuantDType dtype = QuantDType::fp8_e4m3fn;
+};
+
 using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
-                          AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep>;
+                          AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep,
+                          QuantizeStep, ScaledGemmStep>;
 
 // True for the steps a Communicator executes.
 bool is_collective(const Step& step);
@@ -156,6 +197,10 @@ struct Plan {
   std::int64_t padded_tokens = 0;
   // Outputs that hold only some rows of the full result (absent: the whole result).
   std::map<std::string, RowWindow> output_rows;
+  // Quantized plans: the spec, and the outputs whose quantization error the report states (the
+  // projections: q, k, v or gate, up), in order.
+  std::optional<QuantSpec> quant;
+  std::vector<std::string> quant_outputs;
 
   int add_buffer(BufferSpec spec);
   // Appends a step on `lane` after the steps `after`; returns its index. Keeps `order` one per

@@ -62,4 +62,19 @@ std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
                                     std::int64_t reference_rows = 0,
                                     const TensorSource* weights = nullptr);
 
+// The quantized variants of `op` at `spec` (docs/quant.md), each against its own exact
+// dequantized reference: its quantized inputs and weights (the same codes and scales, made on
+// the host) times their scales, multiplied in float64 over the first `reference_rows` rows (0:
+// all), held to tolerance_for(dtype) (the output's rounding and fp32 accumulation). Against
+// "float64_dequantized"; the variants differ from one another by design (fused's max scale).
+std::vector<VerifyResult> verify_quant_op(Backend& backend, const std::string& op,
+                                          const ShardShape& shard, std::int64_t tokens, DType dtype,
+                                          const QuantSpec& spec, std::uint64_t seed,
+                                          std::int64_t reference_rows = 0,
+                                          const TensorSource* weights = nullptr);
+// That reference for `plan` from its logical inputs (logical_inputs(plan, ..., windows_only)):
+// every output's first `rows` rows.
+ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& inputs,
+                                       std::int64_t rows);
+
 }  // namespace fusebench

@@ -105,6 +105,9 @@ class Workspace {
  private:
   struct LaneThread;
   void execute(const Step& step, std::span<void* const> buffers, Communicator* comm);
+  QuantRef qref(std::span<void* const> buffers, const QuantView& q, QuantDType dtype) const;
+  // Writes a quantized weight's codes and scales (or a static scale) from its parts.
+  void fill_quantized(int index, const RandomTensors& random, const TensorSource* weights);
   void run_device_lanes(std::span<void* const> buffers, Communicator* comm);
   void run_thread_lanes(std::span<void* const> buffers, Communicator* comm);
 

@@ -21,6 +21,19 @@ void Backend::gemm_batched(std::span<const GemmArgs>) {
   throw std::runtime_error("the " + name() + " backend has no batched GEMM");
 }
 
+std::string Backend::quant_unsupported_reason(QuantDType dtype) const {
+  return "the " + name() + " backend has no " + std::string(to_string(dtype)) +
+         " quantize or scaled GEMM yet (its cuBLASLt FP8 path is still to come: issue 29)";
+}
+
+void Backend::quantize(const QuantizeArgs& args) {
+  throw std::runtime_error(quant_unsupported_reason(args.out.dtype));
+}
+
+void Backend::scaled_gemm(const ScaledGemmArgs& args) {
+  throw std::runtime_error(quant_unsupported_reason(args.w.dtype));
+}
+
 BackendKind parse_backend_kind(const std::string& text) {
   if (text == "auto") return BackendKind::automatic;
   if (text == "cuda") return BackendKind::cuda;

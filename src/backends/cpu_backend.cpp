@@ -18,6 +18,7 @@
 
 #include "backends/cpu_gemm.hpp"
 #include "backends/cpu_memory.hpp"
+#include "backends/cpu_quant.hpp"
 #include "core/host_mat.hpp"
 #include "fusebench/backend.hpp"
 
@@ -150,6 +151,22 @@ class CpuBackend final : public Backend {
         store(a.out, r, c, v);
       }
     }
+  }
+
+  // int8 through oneDNN where it can, fp8 (and int8 without it) as exact emulations
+  // (cpu_quant.hpp): one counted call each.
+  std::string quant_unsupported_reason(QuantDType) const override { return {}; }
+  std::string quant_execution(QuantDType dtype) const override {
+    return cpu::execution(gemm_, dtype);
+  }
+  void quantize(const QuantizeArgs& a) override {
+    ++calls_;
+    cpu::quantize(a);
+  }
+  void scaled_gemm(const ScaledGemmArgs& a) override {
+    ++calls_;
+    std::lock_guard lock(gemm_mutex_);
+    cpu::scaled_gemm(gemm_, a);
   }
 
   // One library call for all members, as the GPU's one launch.

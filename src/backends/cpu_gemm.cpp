@@ -157,6 +157,12 @@ struct CpuGemm::Dnnl {
   // Where oneDNN has no bf16 matmul for this CPU (2.x wants AVX-512), bf16 takes the OpenBLAS path.
   bool bf16 = false;
 
+  // int8: s8 x s8 -> s32, one primitive per shape and strides (and threads).
+  using Int8Key =
+      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int>;
+  std::map<Int8Key, std::pair<dnnl::matmul, std::string>> int8_cache;
+  std::string int8_kernel, int8_why;
+
   Dnnl() {
     try {
       probe_bf16();
@@ -164,6 +170,50 @@ struct CpuGemm::Dnnl {
     } catch (const dnnl::error&) {
       bf16 = false;
     }
+    // Without VNNI, oneDNN's x64 int8 kernels sum u8*s8 pairs in int16 (vpmaddubsw), which
+    // saturates for full-range 8-bit operands: the verifier found its outputs wrong on an
+    // AVX2-only CPU. VNNI (vpdpbusd) accumulates in int32, exactly.
+    if (!__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni")) {
+      int8_why =
+          "this CPU has no VNNI: oneDNN's AVX2 int8 kernels saturate the int16 pair sums of "
+          "full-range 8-bit operands (vpmaddubsw), so their results would be wrong";
+      return;
+    }
+    try {
+      int8_kernel = int8_entry(2, 2, 2, 2, 2).second;
+    } catch (const dnnl::error& e) {
+      int8_why = std::string("oneDNN has no s8 x s8 -> s32 matmul here: ") + e.what();
+    }
+  }
+
+  std::pair<dnnl::matmul, std::string>& int8_entry(std::int64_t m, std::int64_t n, std::int64_t k,
+                                                   std::int64_t ldx, std::int64_t ldw) {
+    const Int8Key key{m, n, k, ldx, ldw, omp_max_threads()};
+    if (auto it = int8_cache.find(key); it != int8_cache.end()) return it->second;
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::desc x({m, k}, dt::s8, dnnl::memory::dims{ldx, 1});
+    const dnnl::memory::desc w({k, n}, dt::s8, dnnl::memory::dims{1, ldw});
+    const dnnl::memory::desc y({m, n}, dt::s32, dnnl::memory::dims{n, 1});
+#if DNNL_VERSION_MAJOR >= 3
+    const dnnl::matmul::primitive_desc pd(engine, x, w, y);
+#else
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x, w, y), engine);
+#endif
+    return int8_cache.emplace(key, std::make_pair(dnnl::matmul(pd), pd.impl_info_str()))
+        .first->second;
+  }
+
+  void int8_run(const std::int8_t* x, std::int64_t ldx, const std::int8_t* w, std::int64_t ldw,
+                std::int32_t* y, std::int64_t m, std::int64_t n, std::int64_t k) {
+    using dt = dnnl::memory::data_type;
+    auto& e = int8_entry(m, n, k, ldx, ldw);
+    dnnl::memory xm({{m, k}, dt::s8, dnnl::memory::dims{ldx, 1}}, engine,
+                    const_cast<std::int8_t*>(x));
+    dnnl::memory wm({{k, n}, dt::s8, dnnl::memory::dims{1, ldw}}, engine,
+                    const_cast<std::int8_t*>(w));
+    dnnl::memory ym({{m, n}, dt::s32, dnnl::memory::dims{n, 1}}, engine, y);
+    e.first.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}});
+    stream.wait();
   }
 
   // With and without a bias: the split and fused variants of a model with a bias must take the
@@ -256,6 +306,36 @@ void CpuGemm::apply_threads() const {
 }
 
 CpuGemm::~CpuGemm() = default;
+
+bool CpuGemm::int8_gemm(const std::int8_t* x, std::int64_t ldx, const std::int8_t* w,
+                        std::int64_t ldw, std::int32_t* y, std::int64_t m, std::int64_t n,
+                        std::int64_t k) {
+#ifdef FUSEBENCH_HAVE_DNNL
+  if (dnnl_ == nullptr || dnnl_->int8_kernel.empty()) return false;
+  apply_threads();
+  dnnl_->int8_run(x, ldx, w, ldw, y, m, n, k);
+  return true;
+#else
+  (void)x, (void)ldx, (void)w, (void)ldw, (void)y, (void)m, (void)n, (void)k;
+  return false;
+#endif
+}
+
+std::string CpuGemm::int8_kernel() const {
+#ifdef FUSEBENCH_HAVE_DNNL
+  return dnnl_ ? dnnl_->int8_kernel : "";
+#else
+  return "";
+#endif
+}
+
+std::string CpuGemm::int8_unavailable() const {
+#ifdef FUSEBENCH_HAVE_DNNL
+  return dnnl_ ? dnnl_->int8_why : "oneDNN is not loaded";
+#else
+  return "this build has no oneDNN (libdnnl-dev was not found)";
+#endif
+}
 
 bool CpuGemm::dnnl_takes(DType dtype) const {
 #ifdef FUSEBENCH_HAVE_DNNL

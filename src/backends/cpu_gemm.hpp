@@ -54,6 +54,14 @@ class CpuGemm {
   nlohmann::json context() const;
   // True when oneDNN runs this dtype here (built with it; bf16 also needs a CPU it supports).
   bool dnnl_takes(DType dtype) const;
+  // y[M,N] (int32) = x[M,K] w[N,K]^T on int8 operands with row strides ldx, ldw, y dense:
+  // oneDNN's int8 matmul, exact integer accumulation. False, nothing run, where this build or
+  // CPU has none (int8_kernel() then says why).
+  bool int8_gemm(const std::int8_t* x, std::int64_t ldx, const std::int8_t* w, std::int64_t ldw,
+                 std::int32_t* y, std::int64_t m, std::int64_t n, std::int64_t k);
+  // oneDNN's kernel for a small int8 probe ("" where there is none), and why not.
+  std::string int8_kernel() const;
+  std::string int8_unavailable() const;
   // Threads of the libraries' calls made by this object from now on (0: the defaults they had
   // when it was made). Applied before every call on the calling thread (OpenMP's count is per
   // thread; OpenBLAS's is global, set only when it differs); oneDNN primitives are cached per

@@ -23,6 +23,29 @@ StepCost gemm_cost(const GemmStep& g, double elem) {
   return {2 * m * n * k, (m * k + n * k + m * n + (g.has_bias() ? n : 0)) * elem, 0};
 }
 
+// Elements of a scale grid of `kind` over a [rows, cols] matrix.
+double scale_count(ScaleKind kind, std::int64_t rows, std::int64_t cols) {
+  const QuantMat grid{QuantDType::fp8_e4m3fn, kind, rows, cols, {}, {}};
+  return static_cast<double>(grid.scale_rows() * grid.scale_cols());
+}
+
+// Quantize: reads x, writes one byte per element and the scales (a static scale is read).
+StepCost quantize_cost(const QuantizeStep& q, double elem) {
+  const double mk = static_cast<double>(q.x.rows * q.x.cols);
+  return {0, mk * elem + mk + 4 * scale_count(q.out.kind, q.x.rows, q.x.cols), 0};
+}
+
+// A scaled GEMM moves one byte per operand element, both scale grids and y in the plan's dtype.
+StepCost scaled_gemm_cost(const ScaledGemmStep& g, double elem) {
+  const std::int64_t m = g.y.rows, n = g.y.cols, k = g.x.codes.cols;
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n),
+               dk = static_cast<double>(k);
+  return {2 * dm * dn * dk,
+          dm * dk + dn * dk + 4 * (scale_count(g.x.kind, m, k) + scale_count(g.w.kind, n, k)) +
+              dm * dn * elem,
+          0};
+}
+
 template <class F>
 void for_each_step_cost(const Plan& plan, F&& f) {
   const double elem = static_cast<double>(dtype_size(plan.dtype));
@@ -52,6 +75,10 @@ void for_each_step_cost(const Plan& plan, F&& f) {
           } else if constexpr (std::is_same_v<T, RmsNormStep>) {
             const double mn = elements(s.out);
             f(StepCost{0, (2 * mn + static_cast<double>(s.out.cols)) * elem, 0}, 0, 1, 0);
+          } else if constexpr (std::is_same_v<T, QuantizeStep>) {
+            f(quantize_cost(s, elem), 0, 1, 0);  // an elementwise launch, counted apart too
+          } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
+            f(scaled_gemm_cost(s, elem), 1, 0, 0);
           } else {
             f(StepCost{0, 0, collective_call(step, plan.dtype)->bytes}, 0, 0, 1);
           }
@@ -91,6 +118,8 @@ Cost cost_of(const Plan& plan) {
     cost.collective_launches += collective;
   });
   cost.launches = cost.gemm_launches + cost.elementwise_launches + cost.collective_launches;
+  for (const Step& step : plan.steps)
+    cost.quantize_launches += std::holds_alternative<QuantizeStep>(step);
   for (const Step& step : plan.steps) {
     if (const auto call = collective_call(step, plan.dtype))
       cost.comm_wire_bytes += wire_bytes(*call, plan.shard.tp);

@@ -63,11 +63,14 @@ std::string Plan::size_context() const {
 
 std::size_t Plan::buffer_bytes(int index) const {
   const auto& b = buffers.at(static_cast<std::size_t>(index));
+  const std::size_t elem = b.store == BufferSpec::Store::codes    ? 1
+                           : b.store == BufferSpec::Store::scales ? 4
+                                                                  : dtype_size(dtype);
   const auto what = [&] {
     return size_context() + ": buffer '" + b.name + "' [" + std::to_string(b.rows) + " x " +
-           std::to_string(b.cols) + "] of " + std::to_string(dtype_size(dtype)) + "-byte elements";
+           std::to_string(b.cols) + "] of " + std::to_string(elem) + "-byte elements";
   };
-  return size_mul(size_mul(b.rows, b.cols, what), dtype_size(dtype), what);
+  return size_mul(size_mul(b.rows, b.cols, what), elem, what);
 }
 
 std::size_t Plan::total_bytes() const {

@@ -1,4 +1,4 @@
-#include "core/quant.hpp"
+#include "fusebench/quant.hpp"
 
 #include <algorithm>
 #include <array>
@@ -499,6 +499,43 @@ QuantMat concat_rows(const std::vector<QuantMat>& shards) {
   for (const QuantMat& s : shards)
     out.scales.insert(out.scales.end(), s.scales.begin(), s.scales.end());
   return out;
+}
+
+std::string_view to_string(ShardFusion fusion) {
+  switch (fusion) {
+    case ShardFusion::stack:
+      return "stack";
+    case ShardFusion::max_scale:
+      return "max-scale";
+    case ShardFusion::channelwise:
+      return "channelwise";
+  }
+  return "?";
+}
+
+QuantMat quantize_shards(const std::vector<std::vector<float>>& parts,
+                         const std::vector<std::int64_t>& part_rows, std::int64_t cols,
+                         QuantDType dtype, ScaleKind kind, ShardFusion fusion) {
+  if (parts.empty() || parts.size() != part_rows.size())
+    throw std::invalid_argument("quantize_shards: one row count per part, at least one part");
+  std::vector<QuantMat> shards;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (static_cast<std::int64_t>(parts[i].size()) != part_rows[i] * cols)
+      throw std::invalid_argument("quantize_shards: part " + std::to_string(i) + " has " +
+                                  std::to_string(parts[i].size()) + " values, not " +
+                                  std::to_string(part_rows[i] * cols));
+    shards.push_back(quantize(parts[i].data(), part_rows[i], cols, dtype, kind));
+  }
+  if (shards.size() == 1) return std::move(shards.front());
+  switch (fusion) {
+    case ShardFusion::max_scale:
+      return requantize_with_max_scale(shards);
+    case ShardFusion::channelwise:
+      return convert_to_channelwise(shards);
+    case ShardFusion::stack:
+      break;
+  }
+  return concat_rows(shards);
 }
 
 std::string fp8_block_shape_refusal(std::int64_t input_size, std::int64_t output_size,

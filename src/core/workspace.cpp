@@ -139,6 +139,7 @@ LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, const Tensor
   const RandomTensors random(seed);
   LogicalTensors out;
   for (const auto& b : plan.buffers) {
+    if (b.store == BufferSpec::Store::scales) continue;  // a static scale: calibrated on x
     for (std::size_t i = 0; i < b.parts.size(); ++i) {
       WindowRequest r = part_request(plan, b, i);
       if (windows_only && i < b.part_windows.size()) {  // the part's rows and columns alone
@@ -283,6 +284,10 @@ Workspace::Workspace(Backend& backend, Plan plan, std::uint64_t seed, const Tens
       // Encoded part by part, straight from the source: encode() rounds exactly as
       // logical_inputs() does, and big weights are not copied through float vectors again.
       std::vector<std::byte> bytes;
+      if (b.store != BufferSpec::Store::plan_dtype) {
+        if (b.quantized) fill_quantized(i, random, weights);  // codes, scales: written there
+        continue;
+      }
       if (b.parts.empty()) {
         bytes.assign(plan_.buffer_bytes(i), std::byte{0});  // zero in every dtype
       } else {
@@ -334,6 +339,56 @@ MatRef Workspace::ref_in(std::span<void* const> buffers, const View& v) const {
   return MatRef{base + offset, plan_.dtype, v.rows, v.cols, b.cols};
 }
 
+QuantRef Workspace::qref(std::span<void* const> buffers, const QuantView& q,
+                         QuantDType dtype) const {
+  const BufferSpec& b = plan_.buffers.at(static_cast<std::size_t>(q.codes.buffer));
+  const BufferSpec& sb = plan_.buffers.at(static_cast<std::size_t>(q.scales));
+  if (b.store != BufferSpec::Store::codes || sb.store != BufferSpec::Store::scales ||
+      q.codes.row0 != 0 || q.codes.col0 != 0 || q.codes.rows != b.rows || q.codes.cols != b.cols)
+    throw std::logic_error("plan " + plan_.op + "/" + plan_.variant + ": " + b.name +
+                           " is not a whole codes buffer with a scales buffer");
+  return QuantRef{static_cast<std::uint8_t*>(buffers[static_cast<std::size_t>(q.codes.buffer)]),
+                  b.rows,
+                  b.cols,
+                  b.cols,
+                  static_cast<float*>(buffers[static_cast<std::size_t>(q.scales)]),
+                  q.kind,
+                  dtype};
+}
+
+void Workspace::fill_quantized(int index, const RandomTensors& random,
+                               const TensorSource* weights) {
+  const BufferSpec& b = plan_.buffers[static_cast<std::size_t>(index)];
+  const BufferSpec::Quantized& q = *b.quantized;
+  const TensorSource& source = source_of(b, random, weights);
+  std::vector<std::vector<float>> parts;
+  for (std::size_t p = 0; p < b.parts.size(); ++p) {
+    // Rounded to the plan's dtype first: the unquantized values the reference sees.
+    WindowRequest r = part_request(plan_, b, p);
+    if (b.store == BufferSpec::Store::scales) r.cols = r.logical_cols;  // all of x, one scale
+    const auto values = source.window(r);
+    parts.push_back(decode(encode(values, plan_.dtype).data(), values.size(), plan_.dtype));
+  }
+  const auto put = [&](int buffer, const void* data, std::size_t bytes) {
+    if (bytes != plan_.buffer_bytes(buffer))
+      throw std::logic_error("buffer " + plan_.buffers[static_cast<std::size_t>(buffer)].name +
+                             ": " + std::to_string(bytes) + " bytes for " +
+                             std::to_string(plan_.buffer_bytes(buffer)));
+    backend_.upload(buffers_[static_cast<std::size_t>(buffer)], data, bytes);
+  };
+  if (b.store == BufferSpec::Store::scales) {  // a static scale, calibrated on its parts
+    float amax = 0;
+    for (const auto& part : parts)
+      for (float v : part) amax = std::max(amax, std::fabs(v));
+    const float scale = dynamic_scale(q.dtype, amax);
+    put(index, &scale, sizeof scale);
+    return;
+  }
+  const QuantMat m = quantize_shards(parts, b.part_rows, b.cols, q.dtype, q.kind, q.fusion);
+  put(index, m.codes.data(), m.codes.size());
+  put(q.scales, m.scales.data(), m.scales.size() * sizeof(float));
+}
+
 std::int64_t Workspace::collectives_issued_on_this_thread() { return collectives_on_this_thread; }
 
 void Workspace::execute(const Step& step, std::span<void* const> buffers, Communicator* comm) {
@@ -358,6 +413,11 @@ void Workspace::execute(const Step& step, std::span<void* const> buffers, Commun
           backend_.bias_add(args);
         } else if constexpr (std::is_same_v<T, RmsNormStep>) {
           backend_.rms_norm(ref(s.x), ref(s.weight), ref(s.out), s.eps);
+        } else if constexpr (std::is_same_v<T, QuantizeStep>) {
+          backend_.quantize({ref(s.x), qref(buffers, s.out, s.dtype), s.static_scale});
+        } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
+          backend_.scaled_gemm(
+              {qref(buffers, s.x, s.dtype), qref(buffers, s.w, s.dtype), ref(s.y)});
         } else {
           if (comm == nullptr) {
             throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +

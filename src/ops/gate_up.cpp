@@ -9,6 +9,7 @@
 //   batched passes the two biases to the batched GEMM's epilogue (a bias batch stride).
 #include <optional>
 
+#include "quant_projection.hpp"
 #include "tp_common.hpp"
 
 namespace fusebench::ops {
@@ -101,6 +102,34 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   return p;
 }
 
+Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
+                 const std::string& variant) {
+  if (s.intermediate <= 0 || is_attention_layer(s.mlp))
+    throw std::invalid_argument("gate_up: this shard has no MLP layer (intermediate_size 0)");
+  check_quant_shard("gate_up", s.mlp_bias,
+                    s.interleaved_gate_up
+                        ? "the quantized variants do not interleave gate/up rows (gpt-oss) yet"
+                        : "");
+  Plan p = start_plan("gate_up", s, m, dtype, variant);
+  p.quant = spec;
+  const tp::Full f = tp::full_sizes(s);
+  const std::int64_t h = s.hidden, inter = s.intermediate, i0 = s.rank * inter;
+  const std::vector<ProjectionShard> shards = {
+      {"gate",
+       "gate_proj",
+       {tp::mlp_tensor(s.mlp, "w", "gate"), inter, {f.intermediate, h, i0, 0}}},
+      {"up", "up_proj", {tp::mlp_tensor(s.mlp, "w", "up"), inter, {f.intermediate, h, i0, 0}}}};
+  const int x = add_input(p, "x", m, h);
+  const auto y = add_quantized_projection(p, x, shards, "w_gate_up", "gate_up_proj", spec,
+                                          2 * f.intermediate, gate_up_op());
+  const int a = add_output(p, "act", m, inter);
+  p.steps.push_back(ActAndMulStep{tp::act_label(s.activation), y[0], y[1], whole(p, a),
+                                  s.activation, s.activation_limit, 1});
+  p.outputs = {{"gate", y[0]}, {"up", y[1]}, {"act", whole(p, a)}};
+  p.quant_outputs = {"gate", "up"};
+  return p;
+}
+
 ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const auto& s = p.shard;
   const std::int64_t m = p.tokens, h = s.hidden, inter = s.intermediate, i0 = s.rank * inter;
@@ -145,7 +174,9 @@ OpInfo gate_up_op() {
           {"split", "fused", "batched", "fused_bias_kernel"},
           build,
           reference,
-          has_variant};
+          has_variant,
+          quant_projection_variants,
+          build_quant};
 }
 
 }  // namespace fusebench::ops

@@ -8,6 +8,7 @@
 //   saves; grouped (cuBLAS's grouped GEMM has no epilogue) adds the three biases in one kernel.
 //   MLA (DeepSeek V2/V3): q_a_proj + kv_a_proj_with_mqa (split) vs fused_qkv_a_proj, replicated
 //   (the same N at every tp), no bias.
+#include "quant_projection.hpp"
 #include "tp_common.hpp"
 
 namespace fusebench::ops {
@@ -138,6 +139,28 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
           {"v", project("w_v", "b_v", kv0, kv)}};
 }
 
+Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
+                 const std::string& variant) {
+  check_quant_shard("qkv", s.attention == LayerKind::attention && s.qkv_bias,
+                    s.attention == LayerKind::mla
+                        ? "the quantized variants cover q/k/v attention, not MLA, yet"
+                        : "");
+  Plan p = start_plan("qkv", s, m, dtype, variant);
+  p.quant = spec;
+  const tp::Full f = tp::full_sizes(s);
+  const std::int64_t h = s.hidden, q = s.q_size(), kv = s.kv_size();
+  const std::int64_t q0 = s.rank * q, kv0 = f.kv_head0 * s.head_dim;
+  const int x = add_input(p, "x", m, h);
+  const std::vector<ProjectionShard> shards = {{"q", "q_proj", {"w_q", q, {f.q, h, q0, 0}}},
+                                               {"k", "k_proj", {"w_k", kv, {f.kv, h, kv0, 0}}},
+                                               {"v", "v_proj", {"w_v", kv, {f.kv, h, kv0, 0}}}};
+  const auto y =
+      add_quantized_projection(p, x, shards, "w_qkv", "qkv_proj", spec, f.q + 2 * f.kv, qkv_op());
+  p.outputs = {{"q", y[0]}, {"k", y[1]}, {"v", y[2]}};
+  p.quant_outputs = {"q", "k", "v"};
+  return p;
+}
+
 bool has_variant(const ShardShape& s, const std::string& variant) {
   if (variant == "fused_bias_kernel") return s.attention == LayerKind::attention && s.qkv_bias;
   return true;
@@ -153,7 +176,9 @@ OpInfo qkv_op() {
           {"split", "fused", "grouped", "fused_bias_kernel"},
           build,
           reference,
-          has_variant};
+          has_variant,
+          quant_projection_variants,
+          build_quant};
 }
 
 }  // namespace fusebench::ops

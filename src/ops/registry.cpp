@@ -69,6 +69,23 @@ Plan build_plan(std::string_view op, const std::string& variant, const ShardShap
   return find_op(op).build(shard, tokens, dtype, variant);
 }
 
+Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
+                std::int64_t tokens, DType dtype, const std::optional<QuantSpec>& quant) {
+  if (!quant) return build_plan(op, variant, shard, tokens, dtype);
+  const OpInfo& info = find_op(op);
+  if (const std::string why = quant_refusal(info); !why.empty()) throw std::invalid_argument(why);
+  if (tokens < 1)
+    throw std::invalid_argument("tokens=" + std::to_string(tokens) + " is invalid (must be >= 1)");
+  return info.build_quant(shard, tokens, dtype, *quant, variant);
+}
+
+std::string quant_refusal(const OpInfo& op) {
+  if (op.build_quant) return {};
+  return "op " + op.name +
+         " has no quantized (fp8, int8) variants yet: qkv and gate_up do; the TP pipelines "
+         "and the MoE block come later (issue 29)";
+}
+
 namespace ops {
 
 Plan start_plan(const std::string& op, const ShardShape& s, std::int64_t m, DType dtype,

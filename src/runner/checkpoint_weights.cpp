@@ -22,7 +22,7 @@ std::string dtype_list(const std::set<TensorDtype>& dtypes) {
 // Every weight part of a fixture's plan as the plan asks for it.
 template <class F>
 void for_each_weight_part(const Fixture& f, F&& body) {
-  const Plan plan = build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype);
+  const Plan plan = f.plan();
   for (const auto& b : plan.buffers) {
     if (b.role != BufferRole::weight) continue;
     for (std::size_t p = 0; p < b.parts.size(); ++p) {

@@ -13,6 +13,7 @@
 #include "fusebench/nvtx.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
+#include "runner/quant_fields.hpp"
 
 namespace fusebench::bench {
 
@@ -307,8 +308,7 @@ std::size_t GroupRunner::blocks() const {
 }
 
 std::unique_ptr<Workspace> GroupRunner::make_workspace(const Fixture& f) {
-  return std::make_unique<Workspace>(
-      backend_, build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype), seed_, f.weight_source());
+  return std::make_unique<Workspace>(backend_, f.plan(), seed_, f.weight_source());
 }
 
 std::unique_ptr<measure::RotationSets> GroupRunner::make_rotation(Workspace& ws) {
@@ -634,6 +634,16 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   add_counters(pos, g.regime, cost, r);
   if (a.tp) add_tp_report(pos, s.median, r);
   add_model_cost(cost, f.tokens, f.shard.tp, r);
+  if (f.quant) {  // accuracy beside time: against float64 and against split's output
+    const std::int64_t rows = quant_reference_rows(f);
+    const ShardOutputs got = read_quant_outputs(*m.ws, rows);
+    std::optional<ShardOutputs> split;
+    for (Member& other : a.members) {
+      if (&other != &m && other.ws && fixtures_[other.fixture].variant == "split")
+        split = read_quant_outputs(*other.ws, rows);
+    }
+    add_quant_accuracy(f, got, split ? &*split : nullptr, seed_, r.fields);
+  }
   return r;
 }
 
@@ -657,7 +667,8 @@ void GroupRunner::add_roofline(const Fixture& f, const Member& m, measure::Regim
   auto& c = r.counters;
   auto& fields = r.fields;
   const Plan& plan = m.ws->plan();
-  if (settings_.ceilings != nullptr) {
+  // Quantized entries: no fp8 or int8 ceiling is measured yet, and the bf16 one does not apply.
+  if (settings_.ceilings != nullptr && !f.quant) {
     double frac = -1;
     if (settings_.ceilings_log != nullptr) {
       // Never above the roofline: a faster entry raises the published ceilings first (a

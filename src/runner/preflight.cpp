@@ -37,8 +37,7 @@ std::string fitting_advice(const Fixture& f) {
 
 std::uint64_t fixture_bytes(const Fixture& f) {
   try {
-    const std::uint64_t plan_bytes =
-        build_plan(f.op, f.variant, f.shard, f.tokens, f.dtype).total_bytes();
+    const std::uint64_t plan_bytes = f.plan().total_bytes();
     // In-process TP ranks each hold a workspace in this process's memory.
     const int ranks = f.comm == "inprocess" ? f.shard.tp : 1;
     return size_mul(plan_bytes, ranks, [&] {

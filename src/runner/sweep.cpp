@@ -20,9 +20,15 @@ std::string Fixture::name() const {
 std::string Fixture::data_name() const {
   return op + "/" + variant + "/model:" + model.name + (layer.empty() ? "" : "/layer:" + layer) +
          "/tokens:" + std::to_string(tokens) + "/tp:" + std::to_string(shard.tp) +
-         "/dtype:" + std::string(to_string(dtype)) +
-         (weights.empty() ? "" : "/weights:" + weights) + (comm.empty() ? "" : "/comm:" + comm);
+         "/dtype:" + dtype_name() + (weights.empty() ? "" : "/weights:" + weights) +
+         (comm.empty() ? "" : "/comm:" + comm);
 }
+
+std::string Fixture::dtype_name() const {
+  return quant ? quant->name() : std::string(to_string(dtype));
+}
+
+Plan Fixture::plan() const { return build_plan(op, variant, shard, tokens, dtype, quant); }
 
 std::vector<ShardShape> op_shards(const ModelShape& model, int tp, const std::string& op) {
   std::vector<ShardShape> out;
@@ -64,6 +70,52 @@ TpMember tp_member(const Fixture& f, std::size_t index) {
           static_cast<std::int32_t>(index),
           f.weight_source()};
 }
+
+namespace {
+
+// The fixtures of `op` on `shard` at each quantized spec: its quantized variants (filtered by
+// --variants), or, for an op that has none, an error when asked for by name, else a refusal said
+// once.
+void add_quant_fixtures(Sweep& s, const Options& o, const OpInfo& op, const ModelShape& model,
+                        const ShardShape& shard,
+                        const std::shared_ptr<const HfLayerWeights>& checkpoint,
+                        const std::vector<QuantSpec>& specs, bool ops_asked) {
+  if (specs.empty() || is_collective_op(op.name)) return;
+  if (const std::string why = quant_refusal(op); !why.empty()) {
+    if (ops_asked) throw std::invalid_argument("--dtypes=" + specs.front().name() + ": " + why);
+    const bool said = std::any_of(s.refused.begin(), s.refused.end(), [&](const auto& r) {
+      return r.model == model.name && r.op == op.name;
+    });
+    if (!said) s.refused.push_back({model.name, op.name, why});
+    return;
+  }
+  for (const QuantSpec& spec : specs) {
+    for (auto m : s.tokens) {
+      for (const auto& t : s.timing) {
+        for (const auto& variant : op.quant_variants(spec)) {
+          if (!o.variants.empty() &&
+              std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end())
+            continue;
+          // Refused shapes (vLLM's block rule, a bias) are left out here, with the reason.
+          try {
+            (void)build_plan(op.name, variant, shard, 1, DType::bf16, spec);
+          } catch (const std::invalid_argument& e) {
+            s.refused.push_back(
+                {model.name, op.name + "/" + variant + " dtype:" + spec.name(), e.what()});
+            continue;
+          }
+          Fixture f{op.name, variant, model, shard, m, DType::bf16, t};
+          f.weights = checkpoint ? "checkpoint" : "random";
+          f.checkpoint = checkpoint;
+          f.quant = spec;
+          s.fixtures.push_back(std::move(f));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
 
 Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
   // --list-for=cuda: the sweep a GPU run would form, listed where there is none (nothing runs).
@@ -141,7 +193,27 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   if (dtype_names.empty())
     dtype_names = gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
   std::vector<DType> default_dtypes;
+  std::vector<QuantSpec> quant_specs;  // the quantized dtypes asked for, in order
   for (const auto& d : dtype_names) {
+    if (is_quant_spec(d)) {
+      QuantSpec spec;
+      try {
+        spec = parse_quant_spec(d);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(o.dtype_flag + ": " + e.what());
+      }
+      // --list-for=cuda lists a GPU's sweep from the CPU backend: the cuda backend's refusal.
+      const std::string why =
+          plan_for_gpu ? "the cuda backend has no " + std::string(to_string(spec.dtype)) +
+                             " quantize or scaled GEMM yet (its cuBLASLt FP8 path is still to "
+                             "come: issue 29)"
+                       : backend.quant_unsupported_reason(spec.dtype);
+      if (!why.empty())
+        throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
+      if (std::find(quant_specs.begin(), quant_specs.end(), spec) == quant_specs.end())
+        quant_specs.push_back(spec);
+      continue;
+    }
     DType dtype{};
     try {
       dtype = parse_dtype(d);
@@ -161,6 +233,11 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
             ? std::vector<DType>{checkpoint_run_dtype(*s.checkpoints[i], s.checkpoint_dirs[i],
                                                       backend, o.dtype_flag)}
             : default_dtypes);
+    // Quantized fixtures' activations and outputs are bf16 (as vLLM's FP8 and INT8 linears).
+    if (!quant_specs.empty()) {
+      if (std::find(s.dtypes.begin(), s.dtypes.end(), DType::bf16) == s.dtypes.end())
+        s.dtypes.push_back(DType::bf16);
+    }
     for (DType d : model_dtypes.back()) {
       if (std::find(s.dtypes.begin(), s.dtypes.end(), d) == s.dtypes.end()) s.dtypes.push_back(d);
     }
@@ -207,6 +284,8 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
           if (!said) s.refused.push_back({model.name, what, checkpoint->not_served_reason(kind)});
           continue;
         }
+        add_quant_fixtures(s, o, op, model, shard_shape, checkpoint, quant_specs, ops_asked);
+        if (dtypes.empty()) continue;  // only quantized dtypes asked for
         std::vector<std::string> variants;
         for (const auto& variant : variants_for(op, shard_shape)) {
           if (!o.variants.empty() &&

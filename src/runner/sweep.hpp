@@ -5,11 +5,13 @@
 // are adjacent.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fusebench/backend.hpp"
 #include "fusebench/hf_layer.hpp"
+#include "fusebench/quant.hpp"
 #include "fusebench/shapes.hpp"
 #include "run_options.hpp"
 
@@ -34,6 +36,12 @@ struct Fixture {
   // segment (the collectives, which hold no weights).
   std::string weights;
   std::shared_ptr<const HfLayerWeights> checkpoint;  // the layer of `weights:checkpoint`
+  // A quantized fixture (fp8, int8: docs/quant.md): its spec names the dtype segment; `dtype` is
+  // then that of its activations and outputs (bf16).
+  std::optional<QuantSpec> quant;
+  std::string dtype_name() const;
+  // The plan this fixture runs (build_plan at its spec when quantized).
+  Plan plan() const;
 
   // <op>/<variant>/model:<name>[/layer:<layer>]/tokens:<M>/tp:<T>/dtype:<d>[/weights:<w>]
   // [/comm:<c>][/timing:<regime>]; the layer and weights segments are absent only for the

@@ -24,7 +24,13 @@ void check_variants_exist(const std::vector<std::string>& variants,
                           const std::vector<std::string>& ops) {
   std::vector<std::string> selected;  // the variants of the selected ops
   for (const auto& op : ops) {
-    for (const auto& v : find_op(op).variants) {
+    const OpInfo& info = find_op(op);
+    std::vector<std::string> all = info.variants;
+    if (info.quant_variants) {  // per-tensor scales have every quantized variant
+      const auto q = info.quant_variants(QuantSpec{});
+      all.insert(all.end(), q.begin(), q.end());
+    }
+    for (const auto& v : all) {
       if (!has(selected, v)) selected.push_back(v);
     }
   }

@@ -64,7 +64,7 @@ std::string one_line(const VerifyResult& r, std::int64_t tokens) {
       tolerance = " (atol " + sci(tol.atol) + " + rtol " + sci(tol.rtol) + "*|want|)";
     }
     std::string against = "vs " + kind;
-    if (kind == "float64" && r.reference_rows < tokens)
+    if (kind.rfind("float64", 0) == 0 && r.reference_rows < tokens)
       against += " on rows 1-" + std::to_string(r.reference_rows) + " of " +
                  std::to_string(tokens) + " rows";
     detail += (detail.empty() ? "" : "; ") + against + ": " + std::to_string(outputs) + " output" +
@@ -85,7 +85,7 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
                       {"weights", f.weights.empty() ? "none" : f.weights},
                       {"tp", f.shard.tp},
                       {"tokens", f.tokens},
-                      {"dtype", to_string(f.dtype)},
+                      {"dtype", f.dtype_name()},
                       {"ok", r.ok() && r.checked()},
                       {"float64_reference", r.reference_rows > 0},
                       {"float64_reference_rows", r.reference_rows}};
@@ -122,7 +122,7 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
 double macs_per_row(const Fixture& f) {
   const std::string& baseline = find_op(f.op).variants.front();
   const ShardShape s = is_tp_op(f.op) && !is_collective_op(f.op) ? unsharded(f.shard) : f.shard;
-  return cost_of(build_plan(f.op, baseline, s, 1, f.dtype)).flops / 2;
+  return cost_of(build_plan(f.op, baseline, s, 1, f.dtype, f.quant)).flops / 2;
 }
 
 }  // namespace
@@ -164,8 +164,7 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
                       std::int64_t>>
       done;
   for (const auto& f : fixtures) {
-    if (!done.insert({f.model.name, f.weights, f.layer, f.shard.tp, f.op,
-                      std::string(to_string(f.dtype)), f.tokens})
+    if (!done.insert({f.model.name, f.weights, f.layer, f.shard.tp, f.op, f.dtype_name(), f.tokens})
              .second)
       continue;
     // TP pipelines at tp > 1: every rank on a CPU thread with the in-process communicator (a
@@ -175,17 +174,19 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
     if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(f.dtype).empty()) continue;
     const std::int64_t rows = reference_rows(macs_per_row(f), f.tokens);
     const std::int64_t tokens = tp_on_cpu ? rows : f.tokens;  // all host work capped
-    const auto verified = tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed,
-                                                             true, f.weight_source())
-                                    : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true,
-                                                rows, f.weight_source());
+    const auto verified = f.quant     ? verify_quant_op(backend, f.op, f.shard, f.tokens, f.dtype,
+                                                        *f.quant, seed, rows, f.weight_source())
+                          : tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed,
+                                                               true, f.weight_source())
+                                      : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed,
+                                                  true, rows, f.weight_source());
     for (const auto& r : verified) {
       std::string where = "verify " + f.model.name + (f.layer.empty() ? "" : " layer:" + f.layer) +
                           (f.weights.empty() ? "" : " weights:" + f.weights) +
                           " tp=" + std::to_string(f.shard.tp) +
                           " tokens=" + std::to_string(f.tokens);
       if (tokens != f.tokens) where += " (checked at " + std::to_string(tokens) + " on the CPU)";
-      std::cerr << where << " " << to_string(f.dtype) << ": " << one_line(r, tokens) << "\n";
+      std::cerr << where << " " << f.dtype_name() << ": " << one_line(r, tokens) << "\n";
       run.passed = run.passed && r.ok() && r.checked();
       run.results.push_back(to_json(r, f, tokens));
     }

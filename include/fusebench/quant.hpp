@@ -135,6 +135,19 @@ QuantMat convert_to_channelwise(const std::vector<QuantMat>& shards);
 // last span whole 128-row blocks (else throws std::invalid_argument in vLLM's words).
 QuantMat concat_rows(const std::vector<QuantMat>& shards);
 
+// How a plan merges the quantized shards of one weight buffer (BufferSpec::Quantized).
+enum class ShardFusion {
+  stack,        // one shard, or row/block shards stacked as they are (concat_rows): exact
+  max_scale,    // per-tensor shards requantized to the largest scale (vLLM's fused FP8)
+  channelwise,  // per-tensor shard scales as one scale per row (convert_to_channelwise)
+};
+std::string_view to_string(ShardFusion fusion);
+// Each part ([part_rows[i], cols], row-major) quantized with one dynamic scale per tile of
+// `kind`, then merged by `fusion`: what a plan's weight buffer holds, loaded once.
+QuantMat quantize_shards(const std::vector<std::vector<float>>& parts,
+                         const std::vector<std::int64_t>& part_rows, std::int64_t cols,
+                         QuantDType dtype, ScaleKind kind, ShardFusion fusion);
+
 // vLLM's validate_fp8_block_shape, in its arguments: the layer's full input and output sizes,
 // this rank's input size and its output size of each logical part (q, k, v or gate, up). With
 // tp > 1 a row-parallel layer's input_size_per_partition must be a multiple of block_k; a TP-split

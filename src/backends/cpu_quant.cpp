@@ -1,0 +1,116 @@
+#include "backends/cpu_quant.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "core/host_mat.hpp"
+
+namespace fusebench::cpu {
+namespace {
+
+// Scale grid of a QuantRef, as QuantMat lays it out.
+QuantMat grid_of(const QuantRef& q) { return QuantMat{q.dtype, q.kind, q.rows, q.cols, {}, {}}; }
+
+// Every code's value as fp32 (exact for both dtypes).
+const std::array<float, 256>& decode_table(QuantDType dtype) {
+  static const auto make = [](QuantDType d) {
+    std::array<float, 256> t{};
+    for (int c = 0; c < 256; ++c)
+      t[static_cast<std::size_t>(c)] =
+          static_cast<float>(decode_code(d, static_cast<std::uint8_t>(c)));
+    return t;
+  };
+  static const std::array<float, 256> fp8 = make(QuantDType::fp8_e4m3fn),
+                                      int8 = make(QuantDType::int8);
+  return dtype == QuantDType::int8 ? int8 : fp8;
+}
+
+std::vector<float> decoded(const QuantRef& q) {
+  const auto& table = decode_table(q.dtype);
+  std::vector<float> out(static_cast<std::size_t>(q.rows * q.cols));
+  for (std::int64_t r = 0; r < q.rows; ++r) {
+    const std::uint8_t* row = q.codes + r * q.ld;
+    float* dst = out.data() + r * q.cols;
+    for (std::int64_t c = 0; c < q.cols; ++c) dst[c] = table[row[c]];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string execution(const CpuGemm& gemm, QuantDType dtype) {
+  if (dtype == QuantDType::int8 && !gemm.int8_kernel().empty())
+    return "native: oneDNN's int8 matmul (s8 x s8 -> s32, exact; " + gemm.int8_kernel() +
+           " on a small probe), the scales applied after by a host loop";
+  std::string text = "emulated: the " + std::string(to_string(dtype)) +
+                     " codes decoded to fp32 (exact) on every call, an fp32 GEMM, the scales "
+                     "applied after (per 128-wide K block for block scales); no " +
+                     std::string(to_string(dtype)) + " instructions run";
+  if (dtype == QuantDType::int8) text += " (no native int8: " + gemm.int8_unavailable() + ")";
+  return text;
+}
+
+void quantize(const QuantizeArgs& a) {
+  const QuantRef& o = a.out;
+  if (a.x.rows != o.rows || a.x.cols != o.cols)
+    throw std::invalid_argument("quantize: x and its codes differ in shape");
+  std::vector<float> x(static_cast<std::size_t>(a.x.rows * a.x.cols));
+  for (std::int64_t r = 0; r < a.x.rows; ++r)
+    for (std::int64_t c = 0; c < a.x.cols; ++c)
+      x[static_cast<std::size_t>(r * a.x.cols + c)] = load(a.x, r, c);
+  const QuantMat grid = grid_of(o);
+  const auto scales = static_cast<std::size_t>(grid.scale_rows() * grid.scale_cols());
+  const QuantMat q = a.static_scale
+                         ? quantize_with_scales(x.data(), o.rows, o.cols, o.dtype, o.kind,
+                                                std::vector<float>(o.scales, o.scales + scales))
+                         : quantize(x.data(), o.rows, o.cols, o.dtype, o.kind);
+  for (std::int64_t r = 0; r < o.rows; ++r)
+    std::memcpy(o.codes + r * o.ld, q.codes.data() + r * o.cols, static_cast<std::size_t>(o.cols));
+  if (!a.static_scale) std::memcpy(o.scales, q.scales.data(), scales * sizeof(float));
+}
+
+void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
+  const QuantRef &x = a.x, &w = a.w;
+  if (x.cols != w.cols || a.y.rows != x.rows || a.y.cols != w.rows)
+    throw std::invalid_argument("scaled_gemm: shapes do not match");
+  const std::int64_t m = x.rows, n = w.rows, k = x.cols;
+  const bool int8 = x.dtype == QuantDType::int8 && !gemm.int8_kernel().empty();
+  const std::vector<float> xf = int8 ? std::vector<float>{} : decoded(x),
+                           wf = int8 ? std::vector<float>{} : decoded(w);
+  std::vector<std::int32_t> part32(int8 ? static_cast<std::size_t>(m * n) : 0);
+  const QuantMat xg = grid_of(x), wg = grid_of(w);
+  // One scale for the whole K per (row, column) unless a scale changes along K.
+  const std::int64_t kstep =
+      xg.tile_cols() < k || wg.tile_cols() < k ? std::min(xg.tile_cols(), wg.tile_cols()) : k;
+  std::vector<float> acc(static_cast<std::size_t>(m * n), 0.0f),
+      part(static_cast<std::size_t>(m * n));
+  for (std::int64_t k0 = 0; k0 < k; k0 += kstep) {
+    const std::int64_t kb = std::min(kstep, k - k0);
+    if (int8) {  // int8 codes are the two's-complement bytes themselves
+      gemm.int8_gemm(reinterpret_cast<const std::int8_t*>(x.codes) + k0, x.ld,
+                     reinterpret_cast<const std::int8_t*>(w.codes) + k0, w.ld, part32.data(), m, n,
+                     kb);
+      for (std::size_t i = 0; i < part.size(); ++i) part[i] = static_cast<float>(part32[i]);
+    } else {
+      const MatRef xr{const_cast<float*>(xf.data()) + k0, DType::f32, m, kb, k};
+      const MatRef wr{const_cast<float*>(wf.data()) + k0, DType::f32, n, kb, k};
+      const MatRef pr{part.data(), DType::f32, m, n, n};
+      gemm.run({xr, wr, pr, {}});
+    }
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float sx = x.scales[(i / xg.tile_rows()) * xg.scale_cols() + k0 / xg.tile_cols()];
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float sw = w.scales[(j / wg.tile_rows()) * wg.scale_cols() + k0 / wg.tile_cols()];
+        acc[static_cast<std::size_t>(i * n + j)] +=
+            part[static_cast<std::size_t>(i * n + j)] * (sx * sw);
+      }
+    }
+  }
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) store(a.y, i, j, acc[static_cast<std::size_t>(i * n + j)]);
+}
+
+}  // namespace fusebench::cpu

@@ -1,0 +1,128 @@
+// The verifier of quantized plans: the plan's steps replayed on the host in float64 from the
+// same codes and scales the backend computes (quant.hpp's quantize is the CPU backend's own), so
+// a mismatch is the kernel's, never the quantization's.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "fusebench/verify.hpp"
+#include "fusebench/workspace.hpp"
+#include "ops/op_list.hpp"
+
+namespace fusebench {
+namespace {
+
+// The first `rows` rows of a quantized activation (its scales: per tensor, row or group).
+QuantMat head_rows(const QuantMat& x, std::int64_t rows) {
+  if (rows >= x.rows) return x;
+  QuantMat h{x.dtype, x.kind, rows, x.cols, {}, {}};
+  h.codes.assign(x.codes.begin(), x.codes.begin() + rows * x.cols);
+  if (x.kind == ScaleKind::tensor) {
+    h.scales = x.scales;
+  } else if (x.kind == ScaleKind::row || x.kind == ScaleKind::group) {
+    h.scales.assign(x.scales.begin(), x.scales.begin() + rows * x.scale_cols());
+  } else {
+    throw std::logic_error("quantized activations with 128x128 block scales");
+  }
+  return h;
+}
+
+}  // namespace
+
+ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& in,
+                                       std::int64_t rows) {
+  std::map<int, QuantMat> mats;          // by codes buffer
+  std::map<int, float> static_scales;    // by scales buffer
+  std::map<int, std::vector<double>> y;  // by output buffer: [rows, cols]
+  for (int i = 0; i < static_cast<int>(plan.buffers.size()); ++i) {
+    const BufferSpec& b = plan.buffers[static_cast<std::size_t>(i)];
+    if (!b.quantized) continue;
+    std::vector<std::vector<float>> parts;
+    for (const auto& part : b.parts) parts.push_back(in.at(part));
+    if (b.store == BufferSpec::Store::scales) {
+      float amax = 0;
+      for (const auto& p : parts)
+        for (float v : p) amax = std::max(amax, std::fabs(v));
+      static_scales[i] = dynamic_scale(b.quantized->dtype, amax);
+    } else {
+      mats[i] = quantize_shards(parts, b.part_rows, b.cols, b.quantized->dtype, b.quantized->kind,
+                                b.quantized->fusion);
+    }
+  }
+  const auto buffer_cols = [&](int buffer) {
+    return plan.buffers[static_cast<std::size_t>(buffer)].cols;
+  };
+  for (const Step& step : plan.steps) {
+    if (const auto* q = std::get_if<QuantizeStep>(&step)) {
+      const BufferSpec& xb = plan.buffers[static_cast<std::size_t>(q->x.buffer)];
+      const std::vector<float>& x = in.at(xb.parts.at(0));
+      mats[q->out.codes.buffer] =
+          q->static_scale ? quantize_with_scales(x.data(), q->x.rows, q->x.cols, q->dtype,
+                                                 q->out.kind, {static_scales.at(q->out.scales)})
+                          : quantize(x.data(), q->x.rows, q->x.cols, q->dtype, q->out.kind);
+    } else if (const auto* g = std::get_if<ScaledGemmStep>(&step)) {
+      y[g->y.buffer] = dequantized_product(head_rows(mats.at(g->x.codes.buffer), rows),
+                                           mats.at(g->w.codes.buffer));
+    } else if (const auto* a = std::get_if<ActAndMulStep>(&step)) {
+      const auto& gate = y.at(a->gate.buffer);
+      const auto& up = y.at(a->up.buffer);
+      std::vector<double> out(static_cast<std::size_t>(rows * a->out.cols));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < a->out.cols; ++c) {
+          const auto at = [&](const View& v, const std::vector<double>& m) {
+            return m[static_cast<std::size_t>(r * buffer_cols(v.buffer) + v.col0 +
+                                              c * a->col_stride)];
+          };
+          out[static_cast<std::size_t>(r * a->out.cols + c)] =
+              ops::act_and_mul(a->act, a->limit, at(a->gate, gate), at(a->up, up));
+        }
+      }
+      y[a->out.buffer] = std::move(out);
+    } else {
+      throw std::logic_error("plan " + plan.op + "/" + plan.variant +
+                             ": a step the quantized reference does not replay");
+    }
+  }
+  ReferenceOutputs out;
+  for (const auto& [name, v] : plan.outputs) {
+    const auto& m = y.at(v.buffer);
+    std::vector<double> slice;
+    slice.reserve(static_cast<std::size_t>(rows * v.cols));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto* row = m.data() + r * buffer_cols(v.buffer) + v.col0;
+      slice.insert(slice.end(), row, row + v.cols);
+    }
+    out[name] = std::move(slice);
+  }
+  return out;
+}
+
+std::vector<VerifyResult> verify_quant_op(Backend& backend, const std::string& op,
+                                          const ShardShape& shard, std::int64_t tokens, DType dtype,
+                                          const QuantSpec& spec, std::uint64_t seed,
+                                          std::int64_t reference_rows,
+                                          const TensorSource* weights) {
+  const OpInfo& info = find_op(op);
+  if (!info.quant_variants) throw std::invalid_argument(quant_refusal(info));
+  const Tolerance tol = tolerance_for(dtype);
+  const std::int64_t rows = reference_rows > 0 && reference_rows < tokens ? reference_rows : tokens;
+  std::vector<VerifyResult> results;
+  for (const auto& variant : info.quant_variants(spec)) {
+    Plan plan = build_plan(op, variant, shard, tokens, dtype, spec);
+    const ReferenceOutputs want =
+        dequantized_reference(plan, logical_inputs(plan, seed, weights, true), rows);
+    Workspace ws(backend, plan, seed, weights);
+    ws.run();
+    VerifyResult result{op, variant, {}, rows};
+    for (const auto& [name, view] : ws.plan().outputs) {
+      auto got = ws.read(view);
+      got.resize(static_cast<std::size_t>(rows * view.cols));
+      result.comparisons.push_back(
+          compare_outputs(name, "float64_dequantized", got, want.at(name), tol));
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+}  // namespace fusebench

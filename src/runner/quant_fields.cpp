@@ -1,0 +1,70 @@
+#include "runner/quant_fields.hpp"
+
+#include "fusebench/cost_model.hpp"
+#include "fusebench/ops.hpp"
+#include "runner/verification.hpp"
+
+namespace fusebench::bench {
+
+void add_quant_description(const Fixture& f, const Backend& backend, nlohmann::json& fields) {
+  const QuantSpec& q = *f.quant;
+  const bool tensor = q.weights == WeightScales::tensor;
+  const std::string fusion = f.variant == "split"               ? "none: one weight per shard"
+                             : f.variant == "fused_channelwise" ? "channelwise (exact)"
+                             : tensor ? "max-scale requantization (vLLM's fused FP8; lossy)"
+                                      : "stacked (exact)";
+  const std::string execution = backend.quant_execution(q.dtype);
+  fields["quant"] = {{"spec", q.name()},
+                     {"dtype", to_string(q.dtype)},
+                     {"weights", to_string(q.weights)},
+                     {"activations", to_string(q.activations)},
+                     {"scheme", to_string(q.scheme)},
+                     {"activations_dtype", to_string(f.dtype)},
+                     {"shard_fusion", fusion},
+                     {"execution", execution}};
+  fields["emulated"] = execution.rfind("emulated", 0) == 0;
+}
+
+ShardOutputs read_quant_outputs(Workspace& ws, std::int64_t rows) {
+  ws.run();  // outputs of this workspace's own buffers (timing may have run on copies)
+  ShardOutputs out;
+  for (const auto& name : ws.plan().quant_outputs) {
+    const View& v = ws.plan().outputs.at(name);
+    auto all = ws.read(v);
+    all.resize(static_cast<std::size_t>(rows * v.cols));
+    out[name] = std::move(all);
+  }
+  return out;
+}
+
+std::int64_t quant_reference_rows(const Fixture& f) {
+  const double macs = cost_of(build_plan(f.op, "split", f.shard, 1, f.dtype, f.quant)).flops / 2;
+  return reference_rows(macs, f.tokens);
+}
+
+namespace {
+
+std::vector<double> widened(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+void add_quant_accuracy(const Fixture& f, const ShardOutputs& got, const ShardOutputs* split,
+                        std::uint64_t seed, nlohmann::json& fields) {
+  const std::int64_t rows = quant_reference_rows(f);
+  // The unquantized product: the op's float64 reference on the same (bf16-rounded) inputs.
+  const Plan head = build_plan(f.op, f.variant, f.shard, rows, f.dtype, f.quant);
+  const ReferenceOutputs exact =
+      find_op(f.op).reference(head, logical_inputs(head, seed, f.weight_source(), true));
+  nlohmann::json error = nlohmann::json::object(), vs_split = nlohmann::json::object();
+  for (const auto& [name, y] : got) {
+    const auto cols = static_cast<std::int64_t>(y.size()) / rows;
+    error[name] = quant_error(widened(y), exact.at(name), rows, {cols})[0];
+    if (split != nullptr && f.variant != "split" && split->count(name))
+      vs_split[name] = quant_error_vs_split(widened(y), widened(split->at(name)), rows, {cols})[0];
+  }
+  fields["quant_error"] = error;
+  fields["quant_error_rows"] = rows;
+  if (!vs_split.empty()) fields["quant_error_vs_split"] = vs_split;
+}
+
+}  // namespace fusebench::bench

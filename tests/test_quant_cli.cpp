@@ -1,0 +1,60 @@
+// fp8 and int8 through the command line (issue 29): a tiny CPU run with --verify, its entries'
+// quant fields, and the refusals.
+#include <gtest/gtest.h>
+
+#include "cli_run.hpp"
+
+namespace fusebench::testing {
+namespace {
+
+TEST(QuantCli, Fp8AndInt8RunVerifiedWithAccuracyAndEmulatedLabel) {
+  const auto path = temp_path("quant_cli", "report.json");
+  const CliResult r = run_fusebench(
+      "--backend=cpu --models=qwen3-0.6b --ops=qkv,gate_up --dtypes=fp8,int8:channel "
+      "--tokens=1 --verify --timing-max-time=0.05 --report=" +
+      path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("qkv/fused_channelwise: OK (vs float64_dequantized"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(" emulated"), std::string::npos);  // the console label
+  const auto report = load_json(path);
+  int entries = 0;
+  for (const auto& e : report["benchmarks"]) {
+    const std::string dtype = e["dtype"];
+    ASSERT_TRUE(dtype == "fp8:tensor" || dtype == "int8:channel") << dtype;
+    ++entries;
+    EXPECT_EQ(e["quant"]["spec"], dtype);
+    EXPECT_TRUE(e["emulated"].get<bool>());
+    const auto& err = e["quant_error"];
+    for (const char* shard : e["op"] == "qkv" ? std::vector<const char*>{"q", "k", "v"}
+                                              : std::vector<const char*>{"gate", "up"}) {
+      ASSERT_TRUE(err.contains(shard)) << e["name"];
+      EXPECT_GT(err[shard].get<double>(), 0);
+      EXPECT_LT(err[shard].get<double>(), 0.1);
+    }
+    EXPECT_EQ(e.contains("quant_error_vs_split"), e["variant"] != "split") << e["name"];
+  }
+  EXPECT_EQ(entries, 2 * 3 + 2 * 2);  // fp8: split, fused, fused_channelwise; int8:channel: 2
+  std::filesystem::remove(path);
+}
+
+TEST(QuantCli, OtherOpsAreRefusedByName) {
+  const CliResult r = run_fusebench(
+      "--backend=cpu --models=qwen3-0.6b --ops=tp_mlp --dtypes=fp8 "
+      "--tokens=1 --list");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("op tp_mlp has no quantized"), std::string::npos) << r.output;
+}
+
+TEST(QuantCli, TheCudaBackendRefusesUntilItsFp8PathExists) {
+  const CliResult r = run_fusebench(
+      "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8 "
+      "--tokens=1 --list --list-for=cuda");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("fp8 is not supported here: the cuda backend has no fp8_e4m3fn"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace fusebench::testing

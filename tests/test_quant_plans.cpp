@@ -1,0 +1,199 @@
+// Quantized qkv and gate_up (issue 29, part 2): their plans and launch counts, each variant
+// verified on the CPU against its exact dequantized reference, and the accuracy the fusions cost.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/cpu_gemm.hpp"
+#include "error_of.hpp"
+#include "fusebench/cost_model.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/verify.hpp"
+#include "fusebench/workspace.hpp"
+
+namespace fusebench {
+namespace {
+
+// q 256, k and v 128 wide over K 256; gate and up 384: every shard a multiple of 128.
+ShardShape tiny() {
+  ShardShape s;
+  s.hidden = 256;
+  s.head_dim = 64;
+  s.q_heads = 4;
+  s.kv_heads = 2;
+  s.intermediate = 384;
+  return s;
+}
+
+Cost cost(const std::string& op, const std::string& variant, const std::string& spec,
+          std::int64_t tokens = 16) {
+  return cost_of(build_plan(op, variant, tiny(), tokens, DType::bf16, parse_quant_spec(spec)));
+}
+
+TEST(QuantPlans, SplitQuantizesPerLayerFusedOnce) {
+  // Dynamic activations: each split layer quantizes its own input (3 + 3), fused once (1 + 1).
+  const Cost split = cost("qkv", "split", "fp8"), fused = cost("qkv", "fused", "fp8");
+  EXPECT_EQ(split.quantize_launches, 3);
+  EXPECT_EQ(split.gemm_launches, 3);
+  EXPECT_EQ(split.launches, 6);
+  EXPECT_EQ(fused.quantize_launches, 1);
+  EXPECT_EQ(fused.gemm_launches, 1);
+  EXPECT_EQ(fused.launches, 2);
+  EXPECT_EQ(cost("qkv", "fused_channelwise", "int8").launches, 2);
+  // gate_up: 2 + 2, or 1 + 1, then the activation.
+  EXPECT_EQ(cost("gate_up", "split", "fp8:channel").launches, 5);
+  EXPECT_EQ(cost("gate_up", "fused", "fp8:block").launches, 3);
+  // The same FLOPs as the float plan; fewer bytes (one per weight element).
+  const Cost bf16 = cost_of(build_plan("qkv", "fused", tiny(), 16, DType::bf16));
+  EXPECT_EQ(fused.flops, bf16.flops);
+  EXPECT_LT(fused.bytes, bf16.bytes);
+}
+
+TEST(QuantPlans, VariantsPerGranularityAndRefusals) {
+  const OpInfo& qkv = find_op("qkv");
+  EXPECT_EQ(qkv.quant_variants(parse_quant_spec("fp8")),
+            (std::vector<std::string>{"split", "fused", "fused_channelwise"}));
+  EXPECT_EQ(qkv.quant_variants(parse_quant_spec("fp8:block")),
+            (std::vector<std::string>{"split", "fused"}));
+  // Channelwise exists only where the weight scales are per tensor.
+  EXPECT_NE(error_of([&] {
+              cost("qkv", "fused_channelwise", "fp8:channel");
+            }).find("unknown variant 'fused_channelwise'"),
+            std::string::npos);
+  // Ops without quantized variants are refused by name.
+  EXPECT_NE(error_of([] {
+              build_plan("tp_mlp", "split", tiny(), 1, DType::bf16, parse_quant_spec("fp8"));
+            }).find("op tp_mlp has no quantized"),
+            std::string::npos);
+  // Block scales: a 64-wide k shard cannot be merged (vLLM's validate_fp8_block_shape).
+  ShardShape s = tiny();
+  s.kv_heads = 1;
+  const std::string why = error_of(
+      [&] { build_plan("qkv", "fused", s, 1, DType::bf16, parse_quant_spec("fp8:block")); });
+  EXPECT_NE(why.find("refused as vLLM refuses it"), std::string::npos) << why;
+  EXPECT_NE(why.find("not divisible by weight quantization block_n = 128"), std::string::npos);
+  // A bias is not added by the quantized variants yet: refused, not silently dropped.
+  s = tiny();
+  s.qkv_bias = true;
+  EXPECT_NE(error_of([&] {
+              build_plan("qkv", "split", s, 1, DType::bf16, parse_quant_spec("fp8"));
+            }).find("add no bias"),
+            std::string::npos);
+}
+
+class QuantVerify : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(QuantVerify, EveryVariantMatchesItsDequantizedReference) {
+  const auto& [op, spec] = GetParam();
+  auto backend = make_cpu_backend();
+  const auto results =
+      verify_quant_op(*backend, op, tiny(), 5, DType::bf16, parse_quant_spec(spec), 7);
+  ASSERT_FALSE(results.empty());
+  for (const auto& r : results) {
+    EXPECT_TRUE(r.checked() && r.ok()) << r.summary();
+    for (const auto& c : r.comparisons) EXPECT_EQ(c.against, "float64_dequantized");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Specs, QuantVerify,
+    ::testing::Combine(::testing::Values("qkv", "gate_up"),
+                       ::testing::Values("fp8", "int8", "fp8:channel", "int8:channel", "fp8:block",
+                                         "fp8:tensor:static", "fp8:tensor:token")));
+
+TEST(QuantVerify, CatchesAWrongScale) {
+  // The reference is not the kernel's own output: a plan whose weight scales the host would
+  // compute differently (here: per channel on the device, per tensor in the reference) fails.
+  auto backend = make_cpu_backend();
+  Plan plan = build_plan("qkv", "split", tiny(), 3, DType::bf16, parse_quant_spec("fp8:channel"));
+  const auto in = logical_inputs(plan, 7, nullptr, true);
+  Plan wrong = plan;
+  for (auto& b : wrong.buffers)
+    if (b.quantized && b.store == BufferSpec::Store::codes) b.quantized->kind = ScaleKind::tensor;
+  for (auto& b : wrong.buffers)
+    if (b.store == BufferSpec::Store::scales && b.role == BufferRole::weight) b.rows = b.cols = 1;
+  const ReferenceOutputs want = dequantized_reference(wrong, in, 3);
+  Workspace ws(*backend, plan, 7);
+  ws.run();
+  const auto got = ws.read(plan.outputs.at("q"));
+  EXPECT_FALSE(compare_outputs("q", "x", got, want.at("q"), tolerance_for(DType::bf16)).ok);
+}
+
+TEST(QuantCpu, NativeInt8IsExactWhereOffered) {
+  cpu::CpuGemm gemm;
+  if (gemm.int8_kernel().empty()) GTEST_SKIP() << gemm.int8_unavailable();
+  // Full-range codes, where int16 pair sums (AVX2 without VNNI) would saturate.
+  const std::int64_t m = 3, n = 5, k = 700;
+  std::vector<std::int8_t> x(m * k), w(n * k);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int8_t>(i % 2 ? 127 : -127);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int8_t>((i * 37) % 255 - 127);
+  std::vector<std::int32_t> y(m * n);
+  ASSERT_TRUE(gemm.int8_gemm(x.data(), k, w.data(), k, y.data(), m, n, k));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::int64_t want = 0;
+      for (std::int64_t p = 0; p < k; ++p) want += x[i * k + p] * w[j * k + p];
+      EXPECT_EQ(y[i * n + j], want) << i << "," << j;
+    }
+}
+
+// Random weights whose k and v are `shrink` times smaller than q (not a power of two, so the
+// max-scale requantization rounds them again), as shards of a real layer differ.
+class SkewedWeights : public TensorSource {
+ public:
+  explicit SkewedWeights(double shrink) : random_(11), shrink_(shrink) {}
+  bool has(const std::string&) const override { return true; }
+  std::vector<float> window(const WindowRequest& r) const override {
+    auto v = random_.window(r);
+    if (r.name == "w_k" || r.name == "w_v")
+      for (float& x : v) x = static_cast<float>(x * shrink_);
+    return v;
+  }
+  std::string describe() const override { return "skewed"; }
+
+ private:
+  RandomTensors random_;
+  double shrink_;
+};
+
+std::map<std::string, std::vector<double>> outputs_of(const std::string& variant,
+                                                      const TensorSource& w) {
+  auto backend = make_cpu_backend();
+  Workspace ws(*backend,
+               build_plan("qkv", variant, tiny(), 32, DType::f32, parse_quant_spec("fp8")), 3, &w);
+  ws.run();
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& name : ws.plan().quant_outputs) {
+    const auto got = ws.read(ws.plan().outputs.at(name));
+    out[name] = {got.begin(), got.end()};
+  }
+  return out;
+}
+
+TEST(QuantAccuracy, ChannelwiseIsSplitMaxScaleCostsTheSmallerShards) {
+  const SkewedWeights w(0.37);
+  const Plan plan = build_plan("qkv", "split", tiny(), 32, DType::f32, parse_quant_spec("fp8"));
+  const ReferenceOutputs exact = find_op("qkv").reference(plan, logical_inputs(plan, 3, &w, true));
+  const auto split = outputs_of("split", w), fused = outputs_of("fused", w),
+             channelwise = outputs_of("fused_channelwise", w);
+  for (const char* shard : {"q", "k", "v"}) {
+    const std::int64_t cols = static_cast<std::int64_t>(exact.at(shard).size()) / 32;
+    const auto err = [&](const auto& y) {
+      return quant_error(y.at(shard), exact.at(shard), 32, {cols})[0];
+    };
+    const double e_split = err(split), e_fused = err(fused), e_cw = err(channelwise);
+    EXPECT_GT(e_split, 1e-3) << shard;  // fp8 does cost something
+    // Channelwise: split's codes and scales, so split's error up to fp32 accumulation order.
+    EXPECT_NEAR(e_cw, e_split, 1e-5 * e_split + 1e-7) << shard;
+    EXPECT_LT(quant_error_vs_split(channelwise.at(shard), split.at(shard), 32, {cols})[0], 1e-5);
+    if (std::string(shard) == "q") {  // the max-scale shard keeps its codes
+      EXPECT_NEAR(e_fused, e_split, 1e-5 * e_split) << shard;
+    } else {  // rounded twice
+      EXPECT_GT(e_fused, 1.05 * e_split) << shard;
+      EXPECT_GT(quant_error_vs_split(fused.at(shard), split.at(shard), 32, {cols})[0], 1e-3);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fusebench
