@@ -4,6 +4,7 @@
 // Keeping the three apart over one description means "3 GEMMs vs 1" is stated exactly once.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -119,8 +120,27 @@ struct RmsNormStep {
   float eps = 1e-6f;
 };
 
+// MoE routing as steps (the moe op): the indices are host data the plan carries, fixed when the
+// plan is built from its routing.
+// dst row i = src row rows[i] (rows[i] < 0: a zero row, the padding of a block), one launch.
+struct GatherRowsStep {
+  std::string label;
+  View src, dst;
+  std::vector<std::int64_t> rows;  // one per dst row
+};
+// dst row rows[i] += scale[i] * src row i for every i with rows[i] >= 0, one launch; with
+// zero_dst, dst is zeroed first (the combine of a block without a shared expert to add onto).
+struct ScatterAddStep {
+  std::string label;
+  View src, dst;
+  std::vector<std::int64_t> rows;  // one per src row
+  std::vector<float> scale;        // one per src row
+  bool zero_dst = false;
+};
+
 using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
-                          AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep>;
+                          AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep,
+                          GatherRowsStep, ScatterAddStep>;
 
 // True for the steps a Communicator executes.
 bool is_collective(const Step& step);
@@ -141,6 +161,8 @@ struct RowWindow {
   std::int64_t row0 = 0, rows = 0;
 };
 
+struct MoeRouting;  // routing.hpp
+
 struct Plan {
   std::string op;
   std::string variant;
@@ -156,6 +178,9 @@ struct Plan {
   std::int64_t padded_tokens = 0;
   // Outputs that hold only some rows of the full result (absent: the whole result).
   std::map<std::string, RowWindow> output_rows;
+  // The moe op's routing (every variant of one shape built from the same one) and padding; null
+  // for the other ops.
+  std::shared_ptr<const MoeRouting> moe;
 
   int add_buffer(BufferSpec spec);
   // Appends a step on `lane` after the steps `after`; returns its index. Keeps `order` one per

@@ -21,6 +21,15 @@ void Backend::gemm_batched(std::span<const GemmArgs>) {
   throw std::runtime_error("the " + name() + " backend has no batched GEMM");
 }
 
+void Backend::gather_rows(const MatRef&, const MatRef&, std::span<const std::int64_t>) {
+  throw std::runtime_error("the " + name() + " backend has no row gather (the moe op)");
+}
+
+void Backend::scatter_add(const MatRef&, const MatRef&, std::span<const std::int64_t>,
+                          std::span<const float>, bool) {
+  throw std::runtime_error("the " + name() + " backend has no scatter-add (the moe op)");
+}
+
 BackendKind parse_backend_kind(const std::string& text) {
   if (text == "auto") return BackendKind::automatic;
   if (text == "cuda") return BackendKind::cuda;

@@ -357,6 +357,10 @@ void Workspace::execute(const Step& step, std::span<void* const> buffers, Commun
           backend_.bias_add(args);
         } else if constexpr (std::is_same_v<T, RmsNormStep>) {
           backend_.rms_norm(ref(s.x), ref(s.weight), ref(s.out), s.eps);
+        } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
+          backend_.gather_rows(ref(s.src), ref(s.dst), s.rows);
+        } else if constexpr (std::is_same_v<T, ScatterAddStep>) {
+          backend_.scatter_add(ref(s.src), ref(s.dst), s.rows, s.scale, s.zero_dst);
         } else {
           if (comm == nullptr) {
             throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +

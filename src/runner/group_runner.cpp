@@ -634,6 +634,7 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   add_counters(pos, g.regime, cost, r);
   if (a.tp) add_tp_report(pos, s.median, r);
   add_model_cost(cost, f.tokens, f.shard.tp, r);
+  add_moe_fields(m.ws->plan(), r);
   return r;
 }
 
