@@ -121,7 +121,8 @@ TEST(Moe, ZipfSkewsTheHistogram) {
   const PaddedRows u = align_block_rows(uniform.rows_per_expert(), block),
                    z = align_block_rows(zipf.rows_per_expert(), block);
   EXPECT_GT(u.wasted_rows(), 0);
-  EXPECT_GT(z.wasted_rows(), 0);
+  // Cold experts with a few rows each pad a whole block: more waste under skew (seed 1).
+  EXPECT_GT(z.wasted_rows(), u.wasted_rows());
   // What the must-show compares: written to the test log.
   std::cout << "uniform: max/mean " << routing_stats(uniform).max_over_mean << ", wasted rows "
             << u.wasted_rows() << "; zipf:1.2: max/mean " << routing_stats(zipf).max_over_mean
