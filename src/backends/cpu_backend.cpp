@@ -118,6 +118,12 @@ class CpuBackend final : public Backend {
   // the CPU's launch cost is the fork/join of a call. One library call.
   void gemm_grouped(std::span<const GemmArgs> gemms) override { gemm_region(gemms); }
   void gemm_batched(std::span<const GemmArgs> gemms) override { gemm_region(gemms); }
+  // Not one kernel: qkv's and gate_up's one-launch variants are GPU comparisons, skipped on the
+  // CPU by default; moe's grouped and padded are its comparison here (sweep.cpp).
+  std::string one_launch_gemm_caveat() const override {
+    return "the CPU backend runs a grouped/batched GEMM as one parallel region of single-threaded "
+           "GEMMs, not one kernel";
+  }
 
   void gather_rows(const MatRef& src, const MatRef& dst,
                    std::span<const std::int64_t> rows) override {
