@@ -12,7 +12,10 @@ namespace fusebench {
 // model_flops counts matmul FLOPs (2*M*N*K per GEMM). model_bytes is the minimal traffic: every
 // step reads each input once and writes each output once (a GEMM moves (MK + NK + MN) elements,
 // plus N with a bias epilogue; act-and-mul 3*M*N; a separate bias add 2*M*N + N; RMSNorm
-// 2*M*N + N). Collective bytes are kept apart in comm_bytes.
+// 2*M*N + N; the moe op's row gather reads each routed row and writes every row, its scatter-add
+// reads the row and the destination row and writes it; a weight several members of one grouped
+// step read, padded's blocks of one expert, counts once). Collective bytes are kept apart in
+// comm_bytes.
 struct Cost {
   double flops = 0;
   double bytes = 0;
