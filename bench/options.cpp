@@ -17,6 +17,7 @@
 #include "fusebench/link_model.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/quant.hpp"
+#include "fusebench/routing.hpp"
 #include "fusebench/shapes.hpp"
 #include "runner/launch_rank.hpp"
 
@@ -219,9 +220,14 @@ int parse_options(int argc, char** argv, Options& o) {
                  "routed expert of an MoE layer of --weights (layer:expert fixtures; default 0)")
       ->check(whole_number<std::int64_t>("a routed expert index >= 0", 0));
   app.add_option("--ops", o.ops,
-                 "ops: qkv,gate_up (default); tp_attn,tp_mlp (TP pipelines); allreduce,allgather")
+                 "ops: qkv,gate_up (default); moe (an MoE layer's routed experts); tp_attn,tp_mlp "
+                 "(TP pipelines); allreduce,allgather")
       ->delimiter(',')
       ->check(checked_by([](const std::string& name) { find_op(name); }));
+  app.add_option("--routing", o.routing,
+                 "routing of the moe op: router (the model's rule on random router weights and "
+                 "hidden states; default) | uniform | balanced | zipf:S | file:PATH (docs/moe.md)")
+      ->check(checked_by([](const std::string& value) { parse_routing(value); }));
   app.add_option("--variants", o.variants, "variants to run (default: all of each op)")
       ->delimiter(',');
   app.add_option("--tokens", o.tokens,

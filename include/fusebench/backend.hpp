@@ -136,6 +136,12 @@ class Backend {
   virtual void scaled_gemm(const ScaledGemmArgs& args);
   // Every member's y += bias in one launch (one library call on the CPU).
   virtual void bias_add(std::span<const BiasAddArgs> members) = 0;
+  // MoE routing (GatherRowsStep, ScatterAddStep, plan.hpp): one launch each. The default throws
+  // (a backend without them refuses the moe op).
+  virtual void gather_rows(const MatRef& src, const MatRef& dst,
+                           std::span<const std::int64_t> rows);
+  virtual void scatter_add(const MatRef& src, const MatRef& dst, std::span<const std::int64_t> rows,
+                           std::span<const float> scale, bool zero_dst);
   // out = x / sqrt(mean(x^2 over the row) + eps) * weight, row by row; weight is [1, cols].
   virtual void rms_norm(const MatRef& x, const MatRef& weight, const MatRef& out, float eps) = 0;
   virtual void synchronize() = 0;

@@ -13,7 +13,10 @@ namespace fusebench {
 // step reads each input once and writes each output once (a GEMM moves (MK + NK + MN) elements,
 // plus N with a bias epilogue; act-and-mul 3*M*N; a separate bias add 2*M*N + N; RMSNorm
 // 2*M*N + N; a quantize M*K in + M*K bytes out + its scales; a scaled GEMM one byte per
-// operand element, both scale grids and M*N out). Collective bytes are kept apart in comm_bytes.
+// operand element, both scale grids and M*N out; the moe op's row gather reads each routed row
+// and writes every row, its scatter-add reads the row and the destination row and writes it; a
+// weight several members of one grouped step read, padded's blocks of one expert, counts once).
+// Collective bytes are kept apart in comm_bytes.
 struct Cost {
   double flops = 0;
   double bytes = 0;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -158,10 +159,28 @@ struct ScaledGemmStep {
   View y;
   QuantDType dtype = QuantDType::fp8_e4m3fn;
 };
+// MoE routing as steps (the moe op): the indices are host data the plan carries, fixed when the
+// plan is built from its routing.
+// dst row i = src row rows[i] (rows[i] < 0: a zero row, the padding of a block), one launch.
+struct GatherRowsStep {
+  std::string label;
+  View src, dst;
+  std::vector<std::int64_t> rows;  // one per dst row
+};
+// dst row rows[i] += scale[i] * src row i for every i with rows[i] >= 0, one launch; with
+// zero_dst, dst is zeroed first (the combine of a block without a shared expert to add onto).
+struct ScatterAddStep {
+  std::string label;
+  View src, dst;
+  std::vector<std::int64_t> rows;  // one per src row
+  std::vector<float> scale;        // one per src row
+  bool zero_dst = false;
+};
 
 using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
                           AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep,
-                          QuantizeStep, ScaledGemmStep>;
+                          QuantizeStep, ScaledGemmStep,
+                          GatherRowsStep, ScatterAddStep>;
 
 // True for the steps a Communicator executes.
 bool is_collective(const Step& step);
@@ -182,6 +201,8 @@ struct RowWindow {
   std::int64_t row0 = 0, rows = 0;
 };
 
+struct MoeRouting;  // routing.hpp
+
 struct Plan {
   std::string op;
   std::string variant;
@@ -201,6 +222,9 @@ struct Plan {
   // projections: q, k, v or gate, up), in order.
   std::optional<QuantSpec> quant;
   std::vector<std::string> quant_outputs;
+  // The moe op's routing (every variant of one shape built from the same one) and padding; null
+  // for the other ops.
+  std::shared_ptr<const MoeRouting> moe;
 
   int add_buffer(BufferSpec spec);
   // Appends a step on `lane` after the steps `after`; returns its index. Keeps `order` one per

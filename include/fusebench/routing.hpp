@@ -175,4 +175,26 @@ PaddedRows pad_to_largest_rows(const std::vector<std::int64_t>& rows_per_expert)
 double rows_flops(std::int64_t rows,
                   const std::vector<std::pair<std::int64_t, std::int64_t>>& gemms);
 
+// --- The moe op ---------------------------------------------------------------------------------
+
+// What the moe op's plans read beyond a shard (ShardShape::moe): the rule, the source and seed of
+// the routing (one routing per token count, the same for every variant), the shared expert.
+struct MoeBlock {
+  RoutingRule rule;
+  RoutingSource source;
+  std::uint64_t seed = 0;
+  std::int64_t shared_intermediate = 0;  // the shared expert(s) as one MLP; 0: none
+  std::string config_name;               // where the rule was read, for messages
+};
+
+// What a moe plan carries (Plan::moe): its routing, and for the padded variant the padding.
+struct MoeRouting {
+  RoutingAssignment assignment;
+  PaddedRows padded;         // block 0: the variant does not pad
+  double padding_flops = 0;  // matmul FLOPs of the padding rows (w13 and w2)
+};
+// {routing: routing_json, padding: {block_size, rows, useful_rows, wasted_rows, wasted_fraction,
+// padding_flops}} (padding only where the variant pads), for the entry.
+nlohmann::json moe_json(const MoeRouting& moe);
+
 }  // namespace fusebench

@@ -2,6 +2,7 @@
 // Model shapes (presets and HF config.json, read as vLLM's model classes read them) and their
 // tensor-parallel shards (vLLM's rules). docs/models.md has the family table.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +102,8 @@ ModelShape load_hf_config(const std::string& path);
 // component of `_name_or_path`; else the parent folder; else architectures[0]; else model_type.
 std::string model_name_for_config(const std::string& path, std::string_view json_text);
 
+struct MoeBlock;  // routing.hpp
+
 // One rank's slice of one layer's projections under tensor parallelism: the attention
 // projections always, and one MLP layer (`mlp`).
 struct ShardShape {
@@ -120,6 +123,9 @@ struct ShardShape {
   double activation_limit = 0;
   bool interleaved_gate_up = false;
   std::int64_t q_lora_rank = 0, kv_a_size = 0;  // MLA, replicated: the same at every tp
+  // The moe op's routed-expert block (the routing rule and source, the shared expert); null for
+  // every other op.
+  std::shared_ptr<const MoeBlock> moe;
 
   std::int64_t q_size() const { return q_heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }

@@ -34,6 +34,15 @@ void Backend::scaled_gemm(const ScaledGemmArgs& args) {
   throw std::runtime_error(quant_unsupported_reason(args.w.dtype));
 }
 
+void Backend::gather_rows(const MatRef&, const MatRef&, std::span<const std::int64_t>) {
+  throw std::runtime_error("the " + name() + " backend has no row gather (the moe op)");
+}
+
+void Backend::scatter_add(const MatRef&, const MatRef&, std::span<const std::int64_t>,
+                          std::span<const float>, bool) {
+  throw std::runtime_error("the " + name() + " backend has no scatter-add (the moe op)");
+}
+
 BackendKind parse_backend_kind(const std::string& text) {
   if (text == "auto") return BackendKind::automatic;
   if (text == "cuda") return BackendKind::cuda;

@@ -12,6 +12,11 @@ namespace {
 // from the command line) cannot wrap as an int64 product would.
 double elements(const View& v) { return static_cast<double>(v.rows) * static_cast<double>(v.cols); }
 
+bool same_view(const View& a, const View& b) {
+  return a.buffer == b.buffer && a.row0 == b.row0 && a.col0 == b.col0 && a.rows == b.rows &&
+         a.cols == b.cols;
+}
+
 struct StepCost {
   double flops = 0, bytes = 0, comm_bytes = 0;
 };
@@ -57,8 +62,14 @@ void for_each_step_cost(const Plan& plan, F&& f) {
             f(gemm_cost(s, elem), 1, 0, 0);
           } else if constexpr (std::is_same_v<T, GroupedGemmStep>) {
             StepCost total;
-            for (const auto& g : s.gemms) {
-              const StepCost c = gemm_cost(g, elem);
+            for (std::size_t i = 0; i < s.gemms.size(); ++i) {
+              const GemmStep& g = s.gemms[i];
+              StepCost c = gemm_cost(g, elem);
+              // Minimal traffic: a weight several members of one launch read (the blocks of one
+              // expert in a padded MoE GEMM) is read once.
+              const bool seen = std::any_of(s.gemms.begin(), s.gemms.begin() + i,
+                                            [&](const auto& o) { return same_view(o.w, g.w); });
+              if (seen) c.bytes -= static_cast<double>(g.w.rows * g.w.cols) * elem;
               total.flops += c.flops;
               total.bytes += c.bytes;
             }
@@ -79,6 +90,24 @@ void for_each_step_cost(const Plan& plan, F&& f) {
             f(quantize_cost(s, elem), 0, 1, 0);  // an elementwise launch, counted apart too
           } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
             f(scaled_gemm_cost(s, elem), 1, 0, 0);
+          } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
+            // Reads each gathered row, writes every dst row (padding rows: written only).
+            const auto real =
+                std::count_if(s.rows.begin(), s.rows.end(), [](std::int64_t r) { return r >= 0; });
+            const double cols = static_cast<double>(s.dst.cols);
+            f(StepCost{0,
+                       (static_cast<double>(real) + static_cast<double>(s.dst.rows)) * cols * elem,
+                       0},
+              0, 1, 0);
+          } else if constexpr (std::is_same_v<T, ScatterAddStep>) {
+            // Per routed row: reads it and the dst row, writes the dst row (3 rows); zero_dst
+            // writes dst once more. The weights' multiplies are not matmul FLOPs.
+            const auto real =
+                std::count_if(s.rows.begin(), s.rows.end(), [](std::int64_t r) { return r >= 0; });
+            const double cols = static_cast<double>(s.src.cols);
+            double rows = 3 * static_cast<double>(real);
+            if (s.zero_dst) rows += static_cast<double>(s.dst.rows);
+            f(StepCost{0, rows * cols * elem, 0}, 0, 1, 0);
           } else {
             f(StepCost{0, 0, collective_call(step, plan.dtype)->bytes}, 0, 0, 1);
           }

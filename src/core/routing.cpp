@@ -429,4 +429,20 @@ double rows_flops(std::int64_t rows,
   return flops;
 }
 
+nlohmann::json moe_json(const MoeRouting& moe) {
+  nlohmann::json j = {{"routing", routing_json(moe.assignment)}};
+  if (moe.padded.block > 0) {
+    const auto& p = moe.padded;
+    j["padding"] = {
+        {"block_size", p.block},
+        {"rows", p.rows},
+        {"useful_rows", p.useful_rows},
+        {"wasted_rows", p.wasted_rows()},
+        {"wasted_fraction",
+         p.rows > 0 ? static_cast<double>(p.wasted_rows()) / static_cast<double>(p.rows) : 0.0},
+        {"padding_flops", moe.padding_flops}};
+  }
+  return j;
+}
+
 }  // namespace fusebench

@@ -107,7 +107,10 @@ std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
                       [&](const auto& out) { return out.second.rows == tokens; });
       rows =
           reference_rows > 0 && reference_rows < tokens && per_token_rows ? reference_rows : tokens;
-      const Plan head = rows < tokens ? build_plan(op, variant, shard, rows, dtype) : plan;
+      Plan head = rows < tokens ? build_plan(op, variant, shard, rows, dtype) : plan;
+      // The moe op's first rows are routed as in the whole shape (a routing of `rows` tokens
+      // alone may differ): the reference reads the whole shape's routing.
+      if (plan.moe) head.moe = plan.moe;
       reference = info.reference(head, logical_inputs(head, seed, weights, /*windows_only=*/true));
     }
     Workspace ws(backend, plan, seed, weights);

@@ -418,6 +418,10 @@ void Workspace::execute(const Step& step, std::span<void* const> buffers, Commun
         } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
           backend_.scaled_gemm(
               {qref(buffers, s.x, s.dtype), qref(buffers, s.w, s.dtype), ref(s.y)});
+        } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
+          backend_.gather_rows(ref(s.src), ref(s.dst), s.rows);
+        } else if constexpr (std::is_same_v<T, ScatterAddStep>) {
+          backend_.scatter_add(ref(s.src), ref(s.dst), s.rows, s.scale, s.zero_dst);
         } else {
           if (comm == nullptr) {
             throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +

@@ -6,6 +6,8 @@ namespace fusebench::ops {
 
 OpInfo qkv_op();
 OpInfo gate_up_op();
+// The routed-expert block of one MoE layer (moe.cpp).
+OpInfo moe_op();
 // Tensor-parallel pipelines and the collective sweep (tp_*.cpp).
 OpInfo tp_attn_op();
 OpInfo tp_mlp_op();

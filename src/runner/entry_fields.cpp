@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "fusebench/routing.hpp"
 #include "measure/contention.hpp"
 
 namespace fusebench::bench {
@@ -230,6 +231,11 @@ void add_model_cost(const Cost& cost, std::int64_t tokens, int tp, EntryResult& 
   c["model_intensity"] = cost.arithmetic_intensity();
   c["tokens"] = static_cast<double>(tokens);
   c["tp"] = tp;
+}
+
+void add_moe_fields(const Plan& plan, EntryResult& r) {
+  if (!plan.moe) return;
+  r.fields["moe"] = moe_json(*plan.moe);
 }
 
 }  // namespace fusebench::bench

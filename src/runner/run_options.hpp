@@ -18,9 +18,12 @@ struct Options {
   // Real weights (docs/checkpoints.md): Hugging Face model directories; their config.json gives
   // the model, their layer `layer` (expert `expert` of an MoE layer) its weights.
   std::vector<std::string> weights;
-  int layer = -1;                     // -1: not given (layer 0)
-  std::int64_t expert = -1;           // -1: not given (expert 0)
-  std::vector<std::string> ops;       // empty: all
+  int layer = -1;                // -1: not given (layer 0)
+  std::int64_t expert = -1;      // -1: not given (expert 0)
+  std::vector<std::string> ops;  // empty: all
+  // Where the moe op's routing comes from (routing.hpp parse_routing): router | uniform |
+  // balanced | zipf:S | file:PATH.
+  std::string routing = "router";
   std::vector<std::string> variants;  // empty: all of each op
   std::vector<std::int64_t> tokens;   // empty: backend default
   std::vector<int> tp = {1};

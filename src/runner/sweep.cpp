@@ -1,11 +1,15 @@
 #include "sweep.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "checkpoint_weights.hpp"
 #include "comm/tp_run.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
 #include "preflight.hpp"
@@ -168,7 +172,9 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   s.ops = o.ops;
   if (s.ops.empty()) {
     for (const auto& op : op_registry()) {
-      if (!is_tp_op(op.name)) s.ops.push_back(op.name);  // TP ops and collectives on request
+      // TP ops, the collectives and moe (every expert's weights: 1.2 GB for qwen3-30b-a3b in
+      // bf16) on request.
+      if (!is_tp_op(op.name) && op.name != "moe") s.ops.push_back(op.name);
     }
   }
   if (o.collective_sweep) {
@@ -254,6 +260,53 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     }
   }
 
+  // The moe op's routing rule per model, read from the config it came from (a preset's excerpt,
+  // a --model-config file, a checkpoint's config.json), and the routing's seed: --seed when given,
+  // else 1, so that a routing is the same in every run (only the tensors are fresh).
+  const RoutingSource routing = parse_routing(o.routing);
+  const std::uint64_t routing_seed = o.seed != 0 ? o.seed : 1;
+  const auto moe_block = [&](std::size_t model_index) {
+    const ModelShape& model = s.models[model_index];
+    auto b = std::make_shared<MoeBlock>();
+    if (model_index < model_names.size()) {
+      b->rule = routing_rule_for_preset(model_names[model_index]);
+      b->config_name = "the preset " + model_names[model_index];
+    } else {
+      const std::string path = model_index < model_names.size() + o.model_configs.size()
+                                   ? o.model_configs[model_index - model_names.size()]
+                                   : s.checkpoint_dirs[model_index] + "/config.json";
+      std::ifstream in(path);
+      std::stringstream text;
+      text << in.rdbuf();
+      b->rule = routing_rule_from_config(text.str(), path);
+      b->config_name = path;
+    }
+    b->source = routing;
+    b->seed = routing_seed;
+    for (const auto& l : model.mlp_layer_list())
+      if (l.kind == LayerKind::shared_expert) b->shared_intermediate = l.intermediate;
+    return std::shared_ptr<const MoeBlock>(std::move(b));
+  };
+  // Why the moe op cannot run for a model here ("" when it can).
+  const auto moe_refusal = [&](std::size_t model_index, int tp) -> std::string {
+    const ModelShape& model = s.models[model_index];
+    if (op_layers("moe", model).empty()) return "the model has no routed experts";
+    if (gpu)  // a GPU run, or its listing (--list-for=cuda)
+      return "the moe op runs on the CPU backend only so far: the cuda backend has no row "
+             "gather/scatter kernels for its routing yet (issue 30)";
+    if (s.checkpoints[model_index])
+      return "moe on --weights: loading a checkpoint layer's experts and router is not built "
+             "yet; use --models or --model-config";
+    try {
+      ShardShape sh = shard(model, tp, LayerKind::expert);
+      sh.moe = moe_block(model_index);
+      build_plan("moe", "per_expert", sh, 1, DType::f32);  // the block's own refusals
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return {};
+  };
+
   const bool ops_asked = !o.ops.empty();
   for (std::size_t model_index = 0; model_index < s.models.size(); ++model_index) {
     const ModelShape& model = s.models[model_index];
@@ -268,10 +321,23 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
         s.refused.push_back({model.name, op_name, why});
       }
     }
+    // moe on a model without routed experts: op_layers gives it no shard; said once, when asked.
+    if (ops_asked && std::find(s.ops.begin(), s.ops.end(), "moe") != s.ops.end() &&
+        op_layers("moe", model).empty())
+      s.refused.push_back({model.name, "moe", moe_refusal(model_index, 1)});
     for (int tp : s.tp) {
       // One shard per layer the op runs on (throws with the valid tp sizes).
-      for (const auto& [op_name, shard_shape] : op_layer_shards(model, tp, s.ops)) {
+      for (auto [op_name, shard_shape] : op_layer_shards(model, tp, s.ops)) {
         const OpInfo& op = find_op(op_name);
+        if (op.name == "moe") {
+          // Left out with the reason, never an error: a sweep over dense and MoE models, or a
+          // GPU sweep, runs the rest (a sweep left empty says why).
+          if (const std::string why = moe_refusal(model_index, tp); !why.empty()) {
+            s.refused.push_back({model.name, "moe", why});
+            continue;
+          }
+          shard_shape.moe = moe_block(model_index);
+        }
         if (is_collective_op(op.name) && tp == 1) continue;  // nothing to exchange
         // A checkpoint's decoder layer holds some of the model's layers (an MoE model's dense
         // layers hold no experts): the others are left out, once, with the reason.
@@ -294,8 +360,10 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
           }
           // One-launch variants (grouped/batched GEMM) where the backend cannot issue them as one
           // launch: skipped by default, refused when asked for (timing them would mislead).
+          // moe's grouped and padded are what its comparison is about on every backend (the CPU's
+          // grouped GEMM: one parallel region, docs/measured.md).
           if (const auto caveat = backend.one_launch_gemm_caveat();
-              !caveat.empty() && !plan_for_gpu) {
+              !caveat.empty() && !plan_for_gpu && op.name != "moe") {
             const Plan probe = build_plan(op.name, variant, shard_shape, 1, dtypes.front());
             const bool one_launch = std::any_of(
                 probe.steps.begin(), probe.steps.end(),

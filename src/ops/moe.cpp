@@ -1,0 +1,299 @@
+// The routed-expert block of one MoE layer at M tokens (issue 30), every variant computing
+// y = shared(x) + sum over token t's k experts e of w[t, e] * down_e(act(gate_e(x_t)) * up_e(x_t))
+// from one routing (ShardShape::moe: the rule and source; Plan::moe: the assignment it gives):
+//   per_expert        the eager loop (transformers' MoE blocks): per active expert, gather its
+//                     rows, one w13 GEMM (gate/up fused), act-and-mul, down GEMM, scatter-add
+//                     scaled by the routing weight: 5 launches per active expert;
+//   per_expert_split  the same with gate and up as two GEMMs: 6 per active expert;
+//   grouped           one gather, one grouped GEMM over every active expert's w13, one
+//                     act-and-mul, one grouped GEMM for w2, one combine: 5 launches at any M;
+//   padded            each expert's rows padded to vLLM's block size by M (moe_align_block_size),
+//                     the blocks run as strided-batched GEMMs of one fixed shape (what a CUDA
+//                     graph can capture), at the cost of the padding rows' FLOPs (Plan::moe).
+// The shared expert (DeepSeek, GLM-4-MoE, ...) runs first, gate/up fused, and writes y; the
+// combine adds the routed experts onto it.
+// Weights: w13 [E*2I, H] (expert e's gate/up rows 2I at row e*2I, stacked gate then up, or
+// interleaved as gpt-oss stores them), w2 [E*H, I]; every expert is allocated, only the active
+// experts' are read.
+#include <memory>
+
+#include "fusebench/routing.hpp"
+#include "tp_common.hpp"
+
+namespace fusebench::ops {
+namespace {
+
+std::string expert_tensor(const char* kind, std::int64_t e, const char* what) {
+  return std::string(kind) + "_expert" + std::to_string(e) + "_" + what;
+}
+
+// What the block does not build, refused naming why (the sweep refuses the op with it).
+void check_block(const ShardShape& s, const std::string& variant) {
+  if (!s.moe || s.mlp != LayerKind::expert || s.intermediate <= 0)
+    throw std::invalid_argument("moe: this shard has no routed experts (the model is not MoE)");
+  if (s.tp != 1)
+    throw std::invalid_argument(
+        "moe: tp=" + std::to_string(s.tp) +
+        ": the block across GPUs (TP-sharded experts against expert parallelism) is a separate "
+        "issue; run moe at --tp=1");
+  const MoeBlock& b = *s.moe;
+  if (b.rule.weight_on_input)
+    throw std::invalid_argument("moe: " + b.rule.family +
+                                " applies the router weight to the expert's input "
+                                "(apply_router_weight_on_input), which the moe op does not build "
+                                "yet");
+  if (b.shared_intermediate > 0 && s.mlp_bias)
+    throw std::invalid_argument("moe: a shared expert with biases is not built");
+  if (b.shared_intermediate > 0 && b.rule.family == "qwen2_moe")
+    throw std::invalid_argument(
+        "moe: qwen2_moe gates its shared expert by sigmoid(x . shared_expert_gate), which the moe "
+        "op does not build yet");
+  if (variant == "per_expert_split" && s.interleaved_gate_up)
+    throw std::invalid_argument(
+        "moe/per_expert_split: the model stores w13 interleaved (gate, up, gate, up rows), so gate "
+        "and up are no row windows of it");
+}
+
+Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+  check_block(s, variant);
+  const MoeBlock& b = *s.moe;
+  auto moe = std::make_shared<MoeRouting>();
+  moe->assignment = make_routing(b.source, b.rule, m, s.hidden, b.seed);
+  const RoutingAssignment& a = moe->assignment;
+  const std::int64_t e_count = a.experts, k = a.top_k, h = s.hidden, inter = s.intermediate,
+                     shared = b.shared_intermediate;
+  const bool split = variant == "per_expert_split", padded = variant == "padded";
+  if (variant != "per_expert" && !split && variant != "grouped" && !padded)
+    unknown_variant(moe_op(), variant);
+
+  Plan p = start_plan("moe", s, m, dtype, variant);
+  const int x = add_input(p, "x", m, h);
+  std::vector<std::pair<std::string, std::int64_t>> w13_parts, w2_parts, b13_parts, b2_parts;
+  for (std::int64_t e = 0; e < e_count; ++e) {
+    w13_parts.emplace_back(expert_tensor("w", e, "gate_up"), 2 * inter);
+    w2_parts.emplace_back(expert_tensor("w", e, "down"), h);
+    b13_parts.emplace_back(expert_tensor("b", e, "gate_up"), 2 * inter);
+    b2_parts.emplace_back(expert_tensor("b", e, "down"), h);
+  }
+  const int w13 = add_weight(p, "w13", w13_parts, h);
+  const int w2 = add_weight(p, "w2", w2_parts, inter);
+  const int b13 = s.mlp_bias ? add_weight(p, "b13", b13_parts, 1) : -1;
+  const int b2 = s.mlp_bias ? add_weight(p, "b2", b2_parts, 1) : -1;
+  const int y = add_output(p, "y", m, h);
+
+  if (shared > 0) {  // y = shared expert(x), gate/up fused
+    const int ws13 =
+        add_weight(p, "w_shared_gate_up", {{"w_shared_expert_gate_up", 2 * shared}}, h);
+    const int ws2 = add_weight(p, "w_shared_down", {{"w_shared_expert_down", h}}, shared);
+    const int gu = add_output(p, "shared_gate_up", m, 2 * shared);
+    const int act = add_output(p, "shared_act", m, shared);
+    p.steps.push_back(GemmStep{"shared_gate_up_proj", whole(p, x), whole(p, ws13), whole(p, gu)});
+    p.steps.push_back(ActAndMulStep{tp::act_label(s.activation), columns(p, gu, 0, shared),
+                                    columns(p, gu, shared, shared), whole(p, act), s.activation,
+                                    s.activation_limit, 1});
+    p.steps.push_back(GemmStep{"shared_down_proj", whole(p, act), whole(p, ws2), whole(p, y)});
+  }
+
+  // Row r of the expert buffers holds one routed row: slot expert_slots[r] in expert order (the
+  // permutation moe_align_block_size sorts into), padded: each expert's rows rounded up to the
+  // block with padding rows (-1).
+  const std::vector<std::int64_t> per_expert = a.rows_per_expert();
+  std::vector<std::int64_t> start(static_cast<std::size_t>(e_count) + 1, 0);  // first row
+  std::int64_t block = 0;
+  if (padded) {
+    block = vllm_block_size_m(m);
+    moe->padded = align_block_rows(per_expert, block);
+    moe->padding_flops = rows_flops(moe->padded.wasted_rows(), {{2 * inter, h}, {h, inter}});
+  }
+  for (std::int64_t e = 0; e < e_count; ++e) {
+    const std::int64_t n = per_expert[static_cast<std::size_t>(e)];
+    start[static_cast<std::size_t>(e) + 1] =
+        start[static_cast<std::size_t>(e)] + (padded ? (n + block - 1) / block * block : n);
+  }
+  const std::int64_t rows = start.back();
+  std::vector<std::int64_t> token(static_cast<std::size_t>(rows), -1);
+  std::vector<float> scale(static_cast<std::size_t>(rows), 0.0f);
+  for (std::int64_t e = 0; e < e_count; ++e) {
+    for (std::int64_t j = 0; j < a.rows(e); ++j) {
+      const std::int64_t slot = a.expert_slots[static_cast<std::size_t>(a.expert_offset[e] + j)];
+      const auto r = static_cast<std::size_t>(start[static_cast<std::size_t>(e)] + j);
+      token[r] = slot / k;
+      scale[r] = a.weights[static_cast<std::size_t>(slot)];
+    }
+  }
+  const int xs = add_output(p, "expert_x", rows, h);
+  const int gu = split ? -1 : add_output(p, "expert_gate_up", rows, 2 * inter);
+  const int g = split ? add_output(p, "expert_gate", rows, inter) : -1;
+  const int u = split ? add_output(p, "expert_up", rows, inter) : -1;
+  const int act = add_output(p, "expert_act", rows, inter);
+  const int out = add_output(p, "expert_out", rows, h);
+  const auto part = [&](int buffer, std::int64_t r0, std::int64_t n) {
+    View v = whole(p, buffer);
+    v.row0 = r0;
+    v.rows = n;
+    return v;
+  };
+  const auto act_step = [&](std::int64_t r0, std::int64_t n) {
+    if (split)
+      return ActAndMulStep{tp::act_label(s.activation),
+                           part(g, r0, n),
+                           part(u, r0, n),
+                           part(act, r0, n),
+                           s.activation,
+                           s.activation_limit,
+                           1};
+    View gate = part(gu, r0, n), up = gate;
+    gate.cols = up.cols = inter;
+    if (s.interleaved_gate_up) {  // gate = columns 0, 2, ...; up = 1, 3, ...
+      up.col0 = 1;
+    } else {
+      up.col0 = inter;
+    }
+    return ActAndMulStep{
+        tp::act_label(s.activation),  gate, up, part(act, r0, n), s.activation, s.activation_limit,
+        s.interleaved_gate_up ? 2 : 1};
+  };
+  const auto w13_gemm = [&](std::int64_t e, std::int64_t r0, std::int64_t n) {
+    GemmStep step{"w13_expert" + std::to_string(e), part(xs, r0, n),
+                  part(w13, e * 2 * inter, 2 * inter), part(gu, r0, n)};
+    if (b13 >= 0) step.bias = part(b13, e * 2 * inter, 2 * inter);
+    return step;
+  };
+  const auto w2_gemm = [&](std::int64_t e, std::int64_t r0, std::int64_t n) {
+    GemmStep step{"w2_expert" + std::to_string(e), part(act, r0, n), part(w2, e * h, h),
+                  part(out, r0, n)};
+    if (b2 >= 0) step.bias = part(b2, e * h, h);
+    return step;
+  };
+  const auto slice = [](const auto& v, std::int64_t r0, std::int64_t n) {
+    using V = std::decay_t<decltype(v)>;
+    return V(v.begin() + r0, v.begin() + r0 + n);
+  };
+
+  if (variant == "per_expert" || split) {
+    bool first = true;
+    for (std::int64_t e = 0; e < e_count; ++e) {
+      const std::int64_t r0 = start[static_cast<std::size_t>(e)], n = a.rows(e);
+      if (n == 0) continue;
+      p.steps.push_back(GatherRowsStep{"gather_expert" + std::to_string(e), whole(p, x),
+                                       part(xs, r0, n), slice(token, r0, n)});
+      if (split) {
+        for (const auto& [buffer, row0, name] :
+             {std::tuple{g, std::int64_t{0}, "gate"}, std::tuple{u, inter, "up"}}) {
+          GemmStep step{std::string(name) + "_expert" + std::to_string(e), part(xs, r0, n),
+                        part(w13, e * 2 * inter + row0, inter), part(buffer, r0, n)};
+          if (b13 >= 0) step.bias = part(b13, e * 2 * inter + row0, inter);
+          p.steps.push_back(std::move(step));
+        }
+      } else {
+        p.steps.push_back(w13_gemm(e, r0, n));
+      }
+      p.steps.push_back(act_step(r0, n));
+      p.steps.push_back(w2_gemm(e, r0, n));
+      p.steps.push_back(ScatterAddStep{"combine_expert" + std::to_string(e), part(out, r0, n),
+                                       whole(p, y), slice(token, r0, n), slice(scale, r0, n),
+                                       first && shared == 0});
+      first = false;
+    }
+  } else {  // grouped, padded: one launch per stage
+    GroupedGemmStep up{"w13_grouped", {}, padded}, down{"w2_grouped", {}, padded};
+    for (std::int64_t e = 0; e < e_count; ++e) {
+      const std::int64_t r0 = start[static_cast<std::size_t>(e)],
+                         n = start[static_cast<std::size_t>(e) + 1] - r0;
+      if (n == 0) continue;
+      // padded: one member per block, all of one shape (the fused_moe kernel's tiles).
+      for (std::int64_t b0 = 0; b0 < n; b0 += padded ? block : n) {
+        const std::int64_t bn = padded ? block : n;
+        up.gemms.push_back(w13_gemm(e, r0 + b0, bn));
+        down.gemms.push_back(w2_gemm(e, r0 + b0, bn));
+      }
+    }
+    if (padded) up.label = "w13_padded", down.label = "w2_padded";
+    p.steps.push_back(GatherRowsStep{"gather", whole(p, x), whole(p, xs), token});
+    p.steps.push_back(std::move(up));
+    p.steps.push_back(act_step(0, rows));
+    p.steps.push_back(std::move(down));
+    p.steps.push_back(
+        ScatterAddStep{"combine", whole(p, out), whole(p, y), token, scale, shared == 0});
+  }
+  p.outputs = {{"y", whole(p, y)}};
+  p.moe = std::move(moe);
+  return p;
+}
+
+// The whole block in float64 over the plan's token rows (the first rows of the sweep's shape when
+// the verifier caps them: Plan::moe is then the whole shape's routing, whose first rows these are).
+ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
+  const ShardShape& s = p.shard;
+  const RoutingAssignment& a = p.moe->assignment;
+  const std::int64_t m = p.tokens, h = s.hidden, inter = s.intermediate, k = a.top_k,
+                     shared = s.moe->shared_intermediate;
+  const std::vector<float>& x = in.at("x");
+  std::vector<double> y(static_cast<std::size_t>(m * h), 0.0);
+  if (shared > 0) {
+    const auto gu = reference_linear(x, in.at("w_shared_expert_gate_up"), m, 2 * shared, h);
+    std::vector<double> act(static_cast<std::size_t>(m * shared));
+    for (std::int64_t t = 0; t < m; ++t) {
+      for (std::int64_t c = 0; c < shared; ++c)
+        act[static_cast<std::size_t>(t * shared + c)] = act_and_mul(
+            s.activation, s.activation_limit, gu[static_cast<std::size_t>(t * 2 * shared + c)],
+            gu[static_cast<std::size_t>(t * 2 * shared + shared + c)]);
+    }
+    y = reference_linear(act, in.at("w_shared_expert_down"), m, h, shared);
+  }
+  std::vector<double> gu(static_cast<std::size_t>(2 * inter)), act(static_cast<std::size_t>(inter));
+  for (std::int64_t t = 0; t < m; ++t) {
+    const float* xt = x.data() + t * h;
+    for (std::int64_t i = 0; i < k; ++i) {
+      const auto slot = static_cast<std::size_t>(t * k + i);
+      const std::int64_t e = a.expert_ids[slot];
+      const std::vector<float>& w13 = in.at(expert_tensor("w", e, "gate_up"));
+      const std::vector<float>& w2 = in.at(expert_tensor("w", e, "down"));
+      for (std::int64_t r = 0; r < 2 * inter; ++r) {
+        double acc =
+            s.mlp_bias ? in.at(expert_tensor("b", e, "gate_up"))[static_cast<std::size_t>(r)] : 0.0;
+        for (std::int64_t c = 0; c < h; ++c)
+          acc += static_cast<double>(w13[static_cast<std::size_t>(r * h + c)]) *
+                 static_cast<double>(xt[c]);
+        gu[static_cast<std::size_t>(r)] = acc;
+      }
+      for (std::int64_t c = 0; c < inter; ++c) {
+        const std::int64_t gr = s.interleaved_gate_up ? 2 * c : c,
+                           ur = s.interleaved_gate_up ? 2 * c + 1 : inter + c;
+        act[static_cast<std::size_t>(c)] =
+            act_and_mul(s.activation, s.activation_limit, gu[static_cast<std::size_t>(gr)],
+                        gu[static_cast<std::size_t>(ur)]);
+      }
+      const double w = a.weights[slot];
+      for (std::int64_t r = 0; r < h; ++r) {
+        double acc =
+            s.mlp_bias ? in.at(expert_tensor("b", e, "down"))[static_cast<std::size_t>(r)] : 0.0;
+        for (std::int64_t c = 0; c < inter; ++c)
+          acc += static_cast<double>(w2[static_cast<std::size_t>(r * inter + c)]) *
+                 act[static_cast<std::size_t>(c)];
+        y[static_cast<std::size_t>(t * h + r)] += w * acc;
+      }
+    }
+  }
+  return {{"y", std::move(y)}};
+}
+
+bool has_variant(const ShardShape& s, const std::string& variant) {
+  return variant != "per_expert_split" || !s.interleaved_gate_up;
+}
+
+}  // namespace
+
+OpInfo moe_op() {
+  return {"moe",
+          "the routed-expert block of one MoE layer (shared expert included): an eager loop of "
+          "5 launches per active expert (per_expert; per_expert_split: 6, gate and up apart) vs "
+          "one grouped GEMM per stage (grouped) vs every expert padded to vLLM's block size as "
+          "fixed-shape batched GEMMs (padded)",
+          {"per_expert", "per_expert_split", "grouped", "padded"},
+          build,
+          reference,
+          has_variant};
+}
+
+}  // namespace fusebench::ops

@@ -1,0 +1,198 @@
+// The moe op (issue 30, docs/moe.md): launches and bytes per variant from the plan, each
+// variant's correctness against float64 at tiny shapes (routing rule, shared expert, biases and
+// clamped activation included), the padding it reports, and a CLI run with the entry's fields.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli_run.hpp"
+#include "fusebench/cost_model.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
+#include "fusebench/shapes.hpp"
+#include "fusebench/verify.hpp"
+
+namespace {
+
+using namespace fusebench;
+
+std::string config_path(const std::string& file) {
+  return std::string(FUSEBENCH_TEST_CONFIGS) + "/" + file;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The expert shard of a test config with the moe op's block (routing `routing`, seed 7).
+ShardShape moe_shard(const std::string& file, const std::string& routing = "router") {
+  const std::string path = config_path(file);
+  const ModelShape model = load_hf_config(path);
+  ShardShape s = shard(model, 1, LayerKind::expert);
+  auto b = std::make_shared<MoeBlock>();
+  b->rule = routing_rule_from_config(read(path), path);
+  b->source = parse_routing(routing);
+  b->seed = 7;
+  for (const auto& l : model.mlp_layer_list())
+    if (l.kind == LayerKind::shared_expert) b->shared_intermediate = l.intermediate;
+  s.moe = std::move(b);
+  return s;
+}
+
+std::int64_t active(const Plan& p) { return routing_stats(p.moe->assignment).active_experts; }
+
+TEST(Moe, LaunchesPerVariant) {
+  // tiny-qwen3-moe: 8 experts, top-2, no shared expert.
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "uniform");
+  for (std::int64_t m : {1, 4, 64}) {
+    const Plan loop = build_plan("moe", "per_expert", s, m, DType::bf16);
+    const Plan split = build_plan("moe", "per_expert_split", s, m, DType::bf16);
+    // Gather, w13, act, w2, scatter-add per active expert (split: gate and up apart).
+    EXPECT_EQ(cost_of(loop).launches, 5 * active(loop)) << m;
+    EXPECT_EQ(cost_of(loop).gemm_launches, 2 * active(loop)) << m;
+    EXPECT_EQ(cost_of(split).launches, 6 * active(split)) << m;
+    for (const char* v : {"grouped", "padded"}) {
+      const Cost c = cost_of(build_plan("moe", v, s, m, DType::bf16));
+      EXPECT_EQ(c.launches, 5) << v << " " << m;
+      EXPECT_EQ(c.gemm_launches, 2) << v << " " << m;
+    }
+  }
+  EXPECT_EQ(active(build_plan("moe", "per_expert", s, 1, DType::bf16)), 2);
+  // The shared expert adds its GEMM, act and GEMM to every variant.
+  const ShardShape ds = moe_shard("tiny-deepseek-v3.json", "uniform");
+  const Plan loop = build_plan("moe", "per_expert", ds, 16, DType::bf16);
+  EXPECT_EQ(cost_of(loop).launches, 5 * active(loop) + 3);
+  EXPECT_EQ(cost_of(build_plan("moe", "grouped", ds, 16, DType::bf16)).launches, 8);
+}
+
+TEST(Moe, BytesCountActiveExpertsOnly) {
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "uniform");
+  const double elem = 2, expert = 3.0 * static_cast<double>(s.intermediate * s.hidden) * elem;
+  // One token reaches top_k = 2 of the 8 experts: their weights, not all eight.
+  const Plan one = build_plan("moe", "grouped", s, 1, DType::bf16);
+  ASSERT_EQ(active(one), 2);
+  const double bytes = cost_of(one).bytes;
+  EXPECT_GT(bytes, 2 * expert);
+  EXPECT_LT(bytes, 3 * expert);
+  // Every variant moves each active expert's weights once (padded's blocks of one expert share
+  // them); padded moves the padding rows' activations besides: gather writes H, w13 reads H and
+  // writes 2I, act-and-mul 3I, w2 reads I and writes H; the combine skips them.
+  const Plan grouped = build_plan("moe", "grouped", s, 64, DType::bf16);
+  const Plan padded = build_plan("moe", "padded", s, 64, DType::bf16);
+  const Plan loop = build_plan("moe", "per_expert", s, 64, DType::bf16);
+  EXPECT_DOUBLE_EQ(cost_of(loop).bytes, cost_of(grouped).bytes);
+  ASSERT_GT(padded.moe->padded.wasted_rows(), 0);
+  EXPECT_DOUBLE_EQ(
+      cost_of(padded).bytes - cost_of(grouped).bytes,
+      static_cast<double>(padded.moe->padded.wasted_rows() * (3 * s.hidden + 6 * s.intermediate)) *
+          elem);
+  EXPECT_EQ(cost_of(padded).flops, cost_of(grouped).flops + padded.moe->padding_flops);
+}
+
+TEST(Moe, PaddingReported) {
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "balanced");
+  // 16 tokens, top-2 of 8 balanced: 4 rows per expert, padded to vLLM's block of 16 at M=16.
+  const Plan p = build_plan("moe", "padded", s, 16, DType::bf16);
+  EXPECT_EQ(p.moe->padded.block, 16);
+  EXPECT_EQ(p.moe->padded.rows, 8 * 16);
+  EXPECT_EQ(p.moe->padded.wasted_rows(), 8 * 12);
+  const double per_row = 2.0 * (2 * s.intermediate * s.hidden + s.hidden * s.intermediate);
+  EXPECT_DOUBLE_EQ(p.moe->padding_flops, 8 * 12 * per_row);
+  const nlohmann::json j = moe_json(*p.moe);
+  EXPECT_EQ(j["padding"]["wasted_rows"], 96);
+  EXPECT_EQ(j["routing"]["active_experts"], 8);
+  EXPECT_FALSE(moe_json(*build_plan("moe", "grouped", s, 16, DType::bf16).moe).contains("padding"));
+}
+
+// qwen3-30b-a3b's 128 experts, top-8 at 256 tokens: zipf:1.2 against uniform.
+TEST(Moe, ZipfSkewsTheHistogram) {
+  const RoutingRule rule = routing_rule_for_preset("qwen3-30b-a3b");
+  const auto uniform = make_routing(parse_routing("uniform"), rule, 256, 2048, 1);
+  const auto zipf = make_routing(parse_routing("zipf:1.2"), rule, 256, 2048, 1);
+  EXPECT_NE(uniform.rows_per_expert(), zipf.rows_per_expert());
+  EXPECT_GT(routing_stats(zipf).max_over_mean, 2 * routing_stats(uniform).max_over_mean);
+  const std::int64_t block = vllm_block_size_m(256);
+  EXPECT_EQ(block, 32);
+  const PaddedRows u = align_block_rows(uniform.rows_per_expert(), block),
+                   z = align_block_rows(zipf.rows_per_expert(), block);
+  EXPECT_GT(u.wasted_rows(), 0);
+  // Cold experts with a few rows each pad a whole block: more waste under skew (seed 1).
+  EXPECT_GT(z.wasted_rows(), u.wasted_rows());
+  // What the must-show compares: written to the test log.
+  std::cout << "uniform: max/mean " << routing_stats(uniform).max_over_mean << ", wasted rows "
+            << u.wasted_rows() << "; zipf:1.2: max/mean " << routing_stats(zipf).max_over_mean
+            << ", wasted rows " << z.wasted_rows() << "\n";
+}
+
+// Every variant against the baseline and float64, for each rule and expert kind.
+TEST(Moe, EveryVariantVerifies) {
+  auto backend = make_cpu_backend();
+  for (const char* file : {"tiny-qwen3-moe.json", "tiny-deepseek-v3.json", "tiny-gpt-oss.json"}) {
+    for (const char* routing : {"router", "zipf:1.2"}) {
+      const ShardShape s = moe_shard(file, routing);
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        const auto results = verify_op(*backend, "moe", s, 24, dtype, 11, true);
+        EXPECT_EQ(results.size(), s.interleaved_gate_up ? 3u : 4u) << file;
+        for (const auto& r : results) {
+          EXPECT_TRUE(r.checked() && r.ok()) << file << " " << routing << " " << r.summary();
+          EXPECT_EQ(r.reference_rows, 24);
+        }
+      }
+    }
+  }
+}
+
+// The float64 reference on the first rows alone (the verifier's cap) reads the whole shape's
+// routing: a source whose routing of 3 tokens differs from the first 3 of 24 still verifies.
+TEST(Moe, CappedReferenceRowsUseTheShapesRouting) {
+  auto backend = make_cpu_backend();
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "zipf:1.2");
+  for (const auto& r : verify_op(*backend, "moe", s, 24, DType::f32, 5, true, 3)) {
+    EXPECT_TRUE(r.checked() && r.ok()) << r.summary();
+    EXPECT_EQ(r.reference_rows, 3);
+  }
+}
+
+TEST(Moe, Refusals) {
+  ShardShape s = moe_shard("tiny-qwen3-moe.json");
+  s.tp = 2;
+  EXPECT_THROW(build_plan("moe", "grouped", s, 4, DType::f32), std::invalid_argument);
+  ShardShape gpt = moe_shard("tiny-gpt-oss.json");
+  EXPECT_THROW(build_plan("moe", "per_expert_split", gpt, 4, DType::f32), std::invalid_argument);
+  ShardShape dense = shard(find_model("qwen3-0.6b"), 1);
+  EXPECT_THROW(build_plan("moe", "per_expert", dense, 4, DType::f32), std::invalid_argument);
+}
+
+TEST(MoeCli, RunsVerifiedWithRoutingFields) {
+  const auto report = fusebench::testing::temp_path("moe", "report.json");
+  const auto r = fusebench::testing::run_fusebench(
+      "--backend=cpu --model-config=" + config_path("tiny-qwen3-moe.json") +
+      " --ops=moe --tokens=1,16 --dtypes=bf16 --routing=zipf:1.2 --verify "
+      "--timing-max-time=0.05 --cpu-threads=1 --report=" +
+      report.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("moe/padded: OK"), std::string::npos) << r.output;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  int entries = 0;
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("moe/", 0) != 0) continue;
+    ++entries;
+    ASSERT_TRUE(e.contains("moe")) << name;
+    EXPECT_EQ(e["moe"]["routing"]["routing"], "zipf:1.2") << name;
+    EXPECT_GE(e["moe"]["routing"]["active_experts"].get<int>(), 2) << name;
+    EXPECT_TRUE(e["moe"]["routing"]["tokens_per_expert"].contains("max_over_mean")) << name;
+    EXPECT_EQ(e["moe"].contains("padding"), name.rfind("moe/padded/", 0) == 0) << name;
+    // Measured library calls equal the model's launches.
+    EXPECT_EQ(e["launches"], e["model_launches"]) << name;
+  }
+  EXPECT_EQ(entries, 8);
+  std::filesystem::remove(report);
+}
+
+}  // namespace
