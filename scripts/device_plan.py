@@ -60,7 +60,9 @@ TIMING_SEGMENT = re.compile(r"/timing:[^/]+")
 
 def run_list(binary, args):
     """[(name, bytes, group_key, group_data_key)] of the sweep these arguments form on a GPU."""
-    cmd = [binary, "--list", "--list-for=cuda", "--list-bytes", "--backend=cpu"] + args
+    # --verify runs nothing in a listing, and fusebench refuses the pair (issue 27): dropped here.
+    listed = [a for a in args if a != "--verify"]
+    cmd = [binary, "--list", "--list-for=cuda", "--list-bytes", "--backend=cpu"] + listed
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")

@@ -8,6 +8,9 @@
 #include <map>
 #include <stdexcept>
 #include <thread>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <tuple>
 #include <unordered_map>
 
@@ -19,6 +22,17 @@
 
 namespace fusebench::cpu {
 namespace {
+
+// AVX512-VNNI (CPUID.7.0:ECX[11]) or AVX-VNNI (CPUID.7.1:EAX[4]), read from CPUID: clang 14's
+// __builtin_cpu_supports knows no "avxvnni".
+bool cpu_has_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11))) return true;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4))) return true;
+#endif
+  return false;
+}
 
 blasint as_blasint(std::int64_t v) { return static_cast<blasint>(v); }
 
@@ -173,7 +187,7 @@ struct CpuGemm::Dnnl {
     // Without VNNI, oneDNN's x64 int8 kernels sum u8*s8 pairs in int16 (vpmaddubsw), which
     // saturates for full-range 8-bit operands: the verifier found its outputs wrong on an
     // AVX2-only CPU. VNNI (vpdpbusd) accumulates in int32, exactly.
-    if (!__builtin_cpu_supports("avx512vnni") && !__builtin_cpu_supports("avxvnni")) {
+    if (!cpu_has_vnni()) {
       int8_why =
           "this CPU has no VNNI: oneDNN's AVX2 int8 kernels saturate the int16 pair sums of "
           "full-range 8-bit operands (vpmaddubsw), so their results would be wrong";
