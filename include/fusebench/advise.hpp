@@ -22,6 +22,10 @@
 namespace fusebench::advise {
 
 // Input the advisor cannot judge; what() names the file, the field and the value.
+// The segments of an entry name: "op", "variant" and each key:value ("qkv/fused/model:m/..."
+// -> {op: qkv, variant: fused, model: m, ...}); shared by the advisor and the gate.
+std::map<std::string, std::string> name_segments(const std::string& name);
+
 class InputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -30,28 +30,6 @@ std::string context_string(const nlohmann::json& c, const char* key) {
   return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// Name segments: op/variant/key:value/...; the entry's own fields win where both exist.
-std::map<std::string, std::string> parse_name(const std::string& name) {
-  std::map<std::string, std::string> out;
-  std::size_t start = 0;
-  int index = 0;
-  while (start <= name.size()) {
-    std::size_t end = name.find('/', start);
-    if (end == std::string::npos) end = name.size();
-    const std::string seg = name.substr(start, end - start);
-    if (index == 0) {
-      out["op"] = seg;
-    } else if (index == 1) {
-      out["variant"] = seg;
-    } else if (const auto colon = seg.find(':'); colon != std::string::npos) {
-      out[seg.substr(0, colon)] = seg.substr(colon + 1);
-    }
-    ++index;
-    start = end + 1;
-  }
-  return out;
-}
-
 struct Reader {
   const std::string& file;
   const nlohmann::json& b;
@@ -108,6 +86,28 @@ Ratio read_ratio(const std::string& file, const std::string& at, std::optional<d
 }
 
 }  // namespace
+
+// Name segments: op/variant/key:value/...; the entry's own fields win where both exist.
+std::map<std::string, std::string> name_segments(const std::string& name) {
+  std::map<std::string, std::string> out;
+  std::size_t start = 0;
+  int index = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string seg = name.substr(start, end - start);
+    if (index == 0) {
+      out["op"] = seg;
+    } else if (index == 1) {
+      out["variant"] = seg;
+    } else if (const auto colon = seg.find(':'); colon != std::string::npos) {
+      out[seg.substr(0, colon)] = seg.substr(colon + 1);
+    }
+    ++index;
+    start = end + 1;
+  }
+  return out;
+}
 
 std::string device_identity(const nlohmann::json& c) {
   const std::string backend = context_string(c, "backend");
@@ -170,7 +170,7 @@ Report parse_report(std::string_view text, const std::string& file) {
     e.name = h.run_name;
     e.error = h.error;
     e.error_message = h.error_message;
-    const auto seg = parse_name(e.name);
+    const auto seg = name_segments(e.name);
     auto field = [&](const char* key, const std::string& fallback) {
       if (auto v = r.text(key)) return *v;
       const auto s = seg.find(key);

@@ -2,29 +2,11 @@
 // different machines or builds are refused naming the field; names that vanished are explained.
 #include <map>
 
+#include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
 
 namespace fusebench::gate {
 namespace {
-
-// op, variant and the key:value segments of an entry name ("qkv/fused/model:m/tokens:1/...").
-std::map<std::string, std::string> segments(const std::string& name) {
-  std::map<std::string, std::string> out;
-  std::size_t start = 0;
-  for (int index = 0; start <= name.size(); ++index) {
-    const std::size_t end = std::min(name.find('/', start), name.size());
-    const std::string seg = name.substr(start, end - start);
-    if (index == 0) {
-      out["op"] = seg;
-    } else if (index == 1) {
-      out["variant"] = seg;
-    } else if (const auto colon = seg.find(':'); colon != std::string::npos) {
-      out[seg.substr(0, colon)] = seg.substr(colon + 1);
-    }
-    start = end + 1;
-  }
-  return out;
-}
 
 std::string shown(const std::string& v) { return v.empty() ? "not recorded" : "\"" + v + "\""; }
 
@@ -50,11 +32,11 @@ std::vector<advise::IdentityField> check_identity(const Report& baseline, const 
 }
 
 std::string rename_hint(const std::string& missing, const Report& baseline, const Report& current) {
-  const auto want = segments(missing);
+  const auto want = advise::name_segments(missing);
   std::vector<std::string> found;
   for (const Entry& e : current.entries) {
     if (baseline.find(e.name)) continue;  // not new: not a rename
-    const auto have = segments(e.name);
+    const auto have = advise::name_segments(e.name);
     bool same = true;
     for (const char* key : {"op", "variant", "model", "tokens", "dtype", "tp"}) {
       const auto a = want.find(key), b = have.find(key);
