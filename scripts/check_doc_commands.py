@@ -106,6 +106,10 @@ RULES = [
      "the ASan build (minutes): scripts/test.sh builds and runs it after the release suite"),
     (r"^build-asan/bin/fuzz_report -max_total_time=600", "skip",
      "a 10-minute fuzz run; ctest's fuzz_report runs the same target for 20 s"),
+    # docs/moe.md
+    (r"--models=qwen3-30b-a3b --ops=moe --tokens=1,16,256 --dtypes=bf16 --verify$", "skip",
+     "qwen3-30b-a3b's whole MoE block verified in float64 at 256 tokens: minutes on 2 cores; ctest's "
+     "MoeCli tests and the tiny-deepseek-v3 command beside it run the same op"),
     # docs/tp.md
     (r"^mpirun -np 8 --map-by ppr:8:node", "skip", "8 GPUs, one process each"),
     (r"^mpirun -np 8 build/bin/fusebench --ops=tp_attn,tp_mlp --variants=paired,sp,overlap", "skip",
