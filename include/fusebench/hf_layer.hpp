@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fusebench/checkpoint.hpp"
+#include "fusebench/quant_checkpoint.hpp"
 #include "fusebench/shapes.hpp"
 #include "fusebench/workspace.hpp"
 
@@ -88,13 +89,23 @@ const LayerFamily& find_layer_family(std::string_view model_type);
 class HfLayerWeights : public TensorSource {
  public:
   HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint, const LayerFamily& family,
-                 const ModelShape& model, int layer, std::int64_t expert = 0);
+                 const ModelShape& model, int layer, std::int64_t expert = 0,
+                 std::optional<CheckpointQuant> quant = std::nullopt);
 
   bool has(const std::string& logical) const override;
   // Exact for a checkpoint's own dtype and for fp32 runs; rounds (encode's nearest even) where a
   // narrower dtype is asked for, and refuses values beyond its range.
   std::vector<float> window(const WindowRequest& request) const override;
   std::string describe() const override;
+  // A quantized checkpoint (quant()): a weight window's stored codes and scales, and a weight's
+  // static input scale (window() gives the dequantized values: code * scale).
+  std::optional<QuantMat> stored_quantized(const WindowRequest& request) const override;
+  std::optional<float> stored_input_scale(const std::string& logical) const override;
+  // config.json's quantization_config as read (nullopt: an unquantized checkpoint).
+  const std::optional<CheckpointQuant>& quant() const { return quant_; }
+  // Each quantized logical weight's scale tensors: "w_q" -> "...q_proj.weight_scale_inv" (and
+  // "; input_scale ...q_proj.input_scale" when static), for the report.
+  std::map<std::string, std::string> scale_sources() const;
 
   // Whether the layer's tensors serve the projections of `group` (its attention kind and the MLP
   // layers this decoder layer has, where the table maps them); why not, "" when they do.
@@ -135,6 +146,9 @@ class HfLayerWeights : public TensorSource {
   std::map<std::string, Part> parts_;  // logical name -> where it is stored
   std::set<LayerKind> served_;
   std::map<LayerKind, std::string> not_served_;  // the model's groups this layer does not serve
+  // Quantized checkpoints: the config, and each quantized logical weight's scale tensors.
+  std::optional<CheckpointQuant> quant_;
+  std::map<std::string, QuantScaleNames> quant_parts_;
 };
 
 }  // namespace fusebench

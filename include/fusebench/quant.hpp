@@ -148,6 +148,11 @@ QuantMat quantize_shards(const std::vector<std::vector<float>>& parts,
                          const std::vector<std::int64_t>& part_rows, std::int64_t cols,
                          QuantDType dtype, ScaleKind kind, ShardFusion fusion);
 
+// Quantized shards (a checkpoint's stored codes and scales, or quantize()'s) merged by `fusion`:
+// max_scale -> requantize_with_max_scale, channelwise -> convert_to_channelwise, stack ->
+// concat_rows; one shard comes back as it is.
+QuantMat merge_shards(std::vector<QuantMat> shards, ShardFusion fusion);
+
 // vLLM's validate_fp8_block_shape, in its arguments: the layer's full input and output sizes,
 // this rank's input size and its output size of each logical part (q, k, v or gate, up). With
 // tp > 1 a row-parallel layer's input_size_per_partition must be a multiple of block_k; a TP-split

@@ -73,8 +73,9 @@ std::vector<VerifyResult> verify_quant_op(Backend& backend, const std::string& o
                                           std::int64_t reference_rows = 0,
                                           const TensorSource* weights = nullptr);
 // That reference for `plan` from its logical inputs (logical_inputs(plan, ..., windows_only)):
-// every output's first `rows` rows.
+// every output's first `rows` rows. With `weights` storing quantized values (a quantized
+// checkpoint), its stored codes and scales (stored_quantized_buffer, stored_static_scale).
 ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& inputs,
-                                       std::int64_t rows);
+                                       std::int64_t rows, const TensorSource* weights = nullptr);
 
 }  // namespace fusebench

@@ -3,6 +3,7 @@
 // random data (or weights from a checkpoint), and executes its steps.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +48,13 @@ class TensorSource {
   virtual std::vector<float> window(const WindowRequest& request) const = 0;
   // Says what the values are, for messages and reports ("random (seed 7)", a checkpoint).
   virtual std::string describe() const = 0;
+  // A quantized checkpoint's stored codes and scales of a weight window (window() then gives their
+  // dequantized values); nullopt where the source stores no quantized values.
+  virtual std::optional<QuantMat> stored_quantized(const WindowRequest&) const {
+    return std::nullopt;
+  }
+  // The stored static input scale of the layer holding weight `name` (input_scale), or nullopt.
+  virtual std::optional<float> stored_input_scale(const std::string&) const { return std::nullopt; }
 };
 
 // Every tensor from the counter-based generator that logical_window() rounds.
@@ -68,6 +76,18 @@ class RandomTensors : public TensorSource {
 // a 70B MLP weight would not fit a host's verification).
 LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed,
                               const TensorSource* weights = nullptr, bool windows_only = false);
+
+// What quantized weight buffer `b` holds when `weights` stores its parts quantized (a quantized
+// checkpoint): each part's stored codes and scales, merged by the buffer's fusion as vLLM merges
+// shards (stack, requantize_with_max_scale, convert_to_channelwise). nullopt when the source
+// stores none of them (the plan then quantizes the rounded values: quantize_shards). Throws
+// std::invalid_argument when the stored scales are not the buffer's kind or dtype.
+std::optional<QuantMat> stored_quantized_buffer(const Plan& plan, const BufferSpec& b,
+                                                const TensorSource* weights);
+// A static plan's input scale from a quantized checkpoint: the largest stored input_scale of the
+// weights the plan quantizes (vLLM's fused layers take the max of their shards'); nullopt when
+// the source stores none.
+std::optional<float> stored_static_scale(const Plan& plan, const TensorSource* weights);
 
 class Workspace {
  public:

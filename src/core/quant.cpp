@@ -526,6 +526,11 @@ QuantMat quantize_shards(const std::vector<std::vector<float>>& parts,
                                   std::to_string(part_rows[i] * cols));
     shards.push_back(quantize(parts[i].data(), part_rows[i], cols, dtype, kind));
   }
+  return merge_shards(std::move(shards), fusion);
+}
+
+QuantMat merge_shards(std::vector<QuantMat> shards, ShardFusion fusion) {
+  if (shards.empty()) throw std::invalid_argument("merge_shards: no shards");
   if (shards.size() == 1) return std::move(shards.front());
   switch (fusion) {
     case ShardFusion::max_scale:

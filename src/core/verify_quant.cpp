@@ -30,7 +30,7 @@ QuantMat head_rows(const QuantMat& x, std::int64_t rows) {
 }  // namespace
 
 ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& in,
-                                       std::int64_t rows) {
+                                       std::int64_t rows, const TensorSource* weights) {
   std::map<int, QuantMat> mats;          // by codes buffer
   std::map<int, float> static_scales;    // by scales buffer
   std::map<int, std::vector<double>> y;  // by output buffer: [rows, cols]
@@ -40,10 +40,16 @@ ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& i
     std::vector<std::vector<float>> parts;
     for (const auto& part : b.parts) parts.push_back(in.at(part));
     if (b.store == BufferSpec::Store::scales) {
+      if (const auto stored = stored_static_scale(plan, weights)) {  // a checkpoint's input_scale
+        static_scales[i] = *stored;
+        continue;
+      }
       float amax = 0;
       for (const auto& p : parts)
         for (float v : p) amax = std::max(amax, std::fabs(v));
       static_scales[i] = dynamic_scale(b.quantized->dtype, amax);
+    } else if (auto stored = stored_quantized_buffer(plan, b, weights)) {
+      mats[i] = std::move(*stored);  // a quantized checkpoint's codes and scales
     } else {
       mats[i] = quantize_shards(parts, b.part_rows, b.cols, b.quantized->dtype, b.quantized->kind,
                                 b.quantized->fusion);
@@ -110,7 +116,7 @@ std::vector<VerifyResult> verify_quant_op(Backend& backend, const std::string& o
   for (const auto& variant : info.quant_variants(spec)) {
     Plan plan = build_plan(op, variant, shard, tokens, dtype, spec);
     const ReferenceOutputs want =
-        dequantized_reference(plan, logical_inputs(plan, seed, weights, true), rows);
+        dequantized_reference(plan, logical_inputs(plan, seed, weights, true), rows, weights);
     Workspace ws(backend, plan, seed, weights);
     ws.run();
     VerifyResult result{op, variant, {}, rows};

@@ -134,6 +134,46 @@ const TensorSource& source_of(const BufferSpec& b, const RandomTensors& random,
 
 }  // namespace
 
+std::optional<QuantMat> stored_quantized_buffer(const Plan& plan, const BufferSpec& b,
+                                                const TensorSource* weights) {
+  if (weights == nullptr || b.role != BufferRole::weight || !b.quantized ||
+      b.store != BufferSpec::Store::codes)
+    return std::nullopt;
+  std::vector<QuantMat> shards;
+  for (std::size_t p = 0; p < b.parts.size(); ++p) {
+    auto m = weights->stored_quantized(part_request(plan, b, p));
+    if (!m) {
+      if (shards.empty()) continue;
+      throw std::logic_error("buffer " + b.name + ": " + weights->describe() + " stores " +
+                             b.parts.front() + " quantized but not " + b.parts[p]);
+    }
+    if (m->dtype != b.quantized->dtype || m->kind != b.quantized->kind)
+      throw std::invalid_argument(
+          "buffer " + b.name + ": " + weights->describe() + " stores " + b.parts[p] + " as " +
+          std::string(to_string(m->dtype)) + " with " + std::to_string(m->scales.size()) +
+          " scales of another granularity than the plan's; run the checkpoint at its own spec");
+    shards.push_back(std::move(*m));
+  }
+  if (shards.empty()) return std::nullopt;
+  if (shards.size() != b.parts.size())
+    throw std::logic_error("buffer " + b.name + ": " + weights->describe() +
+                           " stores some of its parts quantized, not all");
+  return merge_shards(std::move(shards), b.quantized->fusion);
+}
+
+std::optional<float> stored_static_scale(const Plan& plan, const TensorSource* weights) {
+  if (weights == nullptr) return std::nullopt;
+  std::optional<float> out;
+  for (const auto& b : plan.buffers) {
+    if (b.role != BufferRole::weight || b.store != BufferSpec::Store::codes) continue;
+    for (const auto& part : b.parts) {
+      const auto s = weights->stored_input_scale(part);
+      if (s) out = out ? std::max(*out, *s) : *s;
+    }
+  }
+  return out;
+}
+
 LogicalTensors logical_inputs(const Plan& plan, std::uint64_t seed, const TensorSource* weights,
                               bool windows_only) {
   const RandomTensors random(seed);
@@ -377,6 +417,10 @@ void Workspace::fill_quantized(int index, const RandomTensors& random,
     backend_.upload(buffers_[static_cast<std::size_t>(buffer)], data, bytes);
   };
   if (b.store == BufferSpec::Store::scales) {  // a static scale, calibrated on its parts
+    if (const auto stored = stored_static_scale(plan_, weights)) {  // a checkpoint's input_scale
+      put(index, &*stored, sizeof(float));
+      return;
+    }
     float amax = 0;
     for (const auto& part : parts)
       for (float v : part) amax = std::max(amax, std::fabs(v));
@@ -384,7 +428,9 @@ void Workspace::fill_quantized(int index, const RandomTensors& random,
     put(index, &scale, sizeof scale);
     return;
   }
-  const QuantMat m = quantize_shards(parts, b.part_rows, b.cols, q.dtype, q.kind, q.fusion);
+  const auto stored = stored_quantized_buffer(plan_, b, weights);
+  const QuantMat m =
+      stored ? *stored : quantize_shards(parts, b.part_rows, b.cols, q.dtype, q.kind, q.fusion);
   put(index, m.codes.data(), m.codes.size());
   put(q.scales, m.scales.data(), m.scales.size() * sizeof(float));
 }

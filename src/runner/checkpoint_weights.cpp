@@ -56,8 +56,11 @@ CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::in
                                   "')");
     }
     const auto checkpoint = std::make_shared<const Checkpoint>(dir);
-    out.layer = std::make_shared<const HfLayerWeights>(
-        checkpoint, family, out.model, std::max(layer, 0), std::max<std::int64_t>(expert, 0));
+    // config.json's quantization_config: the codes and scales the weights are stored as.
+    auto quant = read_checkpoint_quant_file(config);
+    out.layer =
+        std::make_shared<const HfLayerWeights>(checkpoint, family, out.model, std::max(layer, 0),
+                                               std::max<std::int64_t>(expert, 0), quant);
     return out;
   } catch (const CheckpointError& e) {
     throw CheckpointError(std::string("--weights: ") + e.what());
@@ -68,6 +71,11 @@ CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::in
 
 DType checkpoint_run_dtype(const HfLayerWeights& layer, const std::string& dir,
                            const Backend& backend, const std::string& dtype_flag) {
+  if (const auto& q = layer.quant()) {
+    throw std::invalid_argument("--weights: " + dir + " is a quantized checkpoint (" + q->read_as +
+                                "): it runs only at its own spec, fusebench " + dtype_flag + "=" +
+                                q->spec.name() + " (docs/checkpoints.md)");
+  }
   const std::set<TensorDtype> stored = layer.stored_dtypes();
   if (stored.size() != 1) {
     throw std::invalid_argument("--weights: " + dir + " layer " + std::to_string(layer.layer()) +
@@ -199,6 +207,25 @@ nlohmann::json weights_context(const Sweep& sweep) {
     nlohmann::json stored = nlohmann::json::array();
     for (TensorDtype d : layer->stored_dtypes()) stored.push_back(to_string(d));
     j["stored_dtypes"] = stored;
+    if (const auto& q = layer->quant()) {
+      j["quantization"] = {
+          {"quant_method", q->method},
+          {"read_as", q->read_as},
+          {"spec", q->spec.name()},
+          {"stored", to_string(q->stored)},
+          {"scales", layer->scale_sources()},
+          {"unquantized",
+           "the stored codes times their scales (dequantized), rounded to the run's bf16: what "
+           "quant_error compares against"},
+          {"fusion",
+           "split: each shard its stored scales; fused: per-tensor shards requantized to the "
+           "largest scale (vLLM's requantize_with_max_scale), fused_channelwise: the shard scales "
+           "one per row, per-channel and block scales stacked along N"}};
+      if (q->spec.scheme == ActScheme::static_scale)
+        j["quantization"]["input_scale"] =
+            "the largest stored input_scale of the weights each plan quantizes (vLLM's fused "
+            "layers take the max of their shards')";
+    }
     std::set<DType> run;
     for (const auto& f : sweep.fixtures) {
       if (f.checkpoint == layer) run.insert(f.dtype);

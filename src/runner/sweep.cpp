@@ -119,6 +119,32 @@ void add_quant_fixtures(Sweep& s, const Options& o, const OpInfo& op, const Mode
   }
 }
 
+// A quantized checkpoint's spec (config.json's quantization_config), checked against --dtypes
+// (absent, or exactly that spec) and the backend; nullopt for other models.
+std::optional<QuantSpec> checkpoint_quant_spec(const Sweep& s, std::size_t i, const Options& o,
+                                               const Backend& backend) {
+  if (i >= s.checkpoints.size() || !s.checkpoints[i] || !s.checkpoints[i]->quant())
+    return std::nullopt;
+  const CheckpointQuant& q = *s.checkpoints[i]->quant();
+  const std::string own = q.spec.name();
+  for (const auto& d : o.dtypes) {
+    bool same = false;
+    try {
+      same = is_quant_spec(d) && parse_quant_spec(d) == q.spec;
+    } catch (const std::invalid_argument&) {
+    }
+    if (!same)
+      throw std::invalid_argument(
+          o.dtype_flag + "=" + d + ": --weights " + s.checkpoint_dirs[i] +
+          " is a quantized checkpoint (" + q.read_as + "), whose stored codes and scales run at " +
+          own + " only: give " + o.dtype_flag + "=" + own + " or leave " + o.dtype_flag + " out");
+  }
+  if (const auto why = backend.quant_unsupported_reason(q.spec.dtype); !why.empty())
+    throw std::invalid_argument("--weights " + s.checkpoint_dirs[i] + " (" + own +
+                                ") cannot run here: " + why);
+  return q.spec;
+}
+
 }  // namespace
 
 Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
@@ -233,7 +259,17 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   }
   // Per model: --dtypes, else the backend's default, or a checkpoint's own dtype (exact).
   std::vector<std::vector<DType>> model_dtypes;
+  std::vector<std::vector<QuantSpec>> model_quant_specs;
   for (std::size_t i = 0; i < s.models.size(); ++i) {
+    // A quantized checkpoint runs at its own spec, from its stored codes and scales.
+    if (const auto spec = checkpoint_quant_spec(s, i, o, backend)) {
+      model_dtypes.emplace_back();
+      model_quant_specs.push_back({*spec});
+      if (std::find(s.dtypes.begin(), s.dtypes.end(), DType::bf16) == s.dtypes.end())
+        s.dtypes.push_back(DType::bf16);
+      continue;
+    }
+    model_quant_specs.push_back(quant_specs);
     model_dtypes.push_back(
         s.checkpoints[i] && o.dtypes.empty()
             ? std::vector<DType>{checkpoint_run_dtype(*s.checkpoints[i], s.checkpoint_dirs[i],
@@ -350,7 +386,8 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
           if (!said) s.refused.push_back({model.name, what, checkpoint->not_served_reason(kind)});
           continue;
         }
-        add_quant_fixtures(s, o, op, model, shard_shape, checkpoint, quant_specs, ops_asked);
+        add_quant_fixtures(s, o, op, model, shard_shape, checkpoint, model_quant_specs[model_index],
+                           ops_asked);
         if (dtypes.empty()) continue;  // only quantized dtypes asked for
         std::vector<std::string> variants;
         for (const auto& variant : variants_for(op, shard_shape)) {

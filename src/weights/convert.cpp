@@ -90,7 +90,8 @@ std::string unrunnable_reason(TensorDtype stored) {
     case TensorDtype::F8_E8M0:
       return name +
              " weights: fp8 checkpoints come with scales (weight_scale, weight_scale_inv) that "
-             "dequantize them, and the suite neither runs fp8 GEMMs nor applies the scales";
+             "only config.json's quantization_config says how to apply; without one (quant_method "
+             "fp8 or compressed-tensors, docs/checkpoints.md) the suite does not guess";
     case TensorDtype::F4:
     case TensorDtype::F6_E2M3:
     case TensorDtype::F6_E3M2:
@@ -103,7 +104,8 @@ std::string unrunnable_reason(TensorDtype stored) {
     default:  // the integer types
       return name +
              " weights: integer checkpoints (GPTQ, AWQ, int8) need their quantization scales and "
-             "zero points, which the suite does not apply";
+             "zero points; the suite applies them only for 8-bit symmetric compressed-tensors "
+             "checkpoints whose config.json's quantization_config says so";
   }
 }
 

@@ -526,8 +526,12 @@ const LayerFamily& find_layer_family(std::string_view model_type) {
 
 HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
                                const LayerFamily& family, const ModelShape& model, int layer,
-                               std::int64_t expert)
-    : checkpoint_(std::move(checkpoint)), family_(family.name), layer_(layer), expert_(expert) {
+                               std::int64_t expert, std::optional<CheckpointQuant> quant)
+    : checkpoint_(std::move(checkpoint)),
+      family_(family.name),
+      layer_(layer),
+      expert_(expert),
+      quant_(std::move(quant)) {
   const std::string where = checkpoint_->lookup_description();
   if (layer < 0 || (model.layers > 0 && layer >= model.layers)) {
     throw CheckpointError(
@@ -591,7 +595,27 @@ HfLayerWeights::HfLayerWeights(std::shared_ptr<const Checkpoint> checkpoint,
            config_fields(stored.presence) +
            "): vLLM would build the layer without it and the run would drop it; fix the config");
     }
-    if (const auto why = unrunnable_reason(t.info.dtype); !why.empty()) fail(why);
+    // A quantized checkpoint's weights (not its biases) are codes with scales beside them.
+    const bool quantized = quant_.has_value() && stored.cols.has_value();
+    if (quantized) {
+      if (t.info.dtype != quant_->stored)
+        fail("stored as " + std::string(to_string(t.info.dtype)) +
+             ", but config.json's "
+             "quantization_config (" +
+             quant_->read_as + ") stores weights as " + std::string(to_string(quant_->stored)) +
+             " (a layer its ignore list leaves unquantized is not run quantized)");
+      if (stored.transposed || stored.experts != ExpertStack::none ||
+          stored.layout != RowLayout::stacked)
+        fail(
+            "a quantized tensor stored transposed, de-interleaved or stacking experts is not "
+            "read (its scales would need the same mapping)");
+    } else if (const auto why = unrunnable_reason(t.info.dtype); !why.empty()) {
+      fail(why);
+    }
+    const QuantScaleNames scales =
+        quantized ? check_quant_scales(*checkpoint_, *quant_, name) : QuantScaleNames{};
+    if (quantized)
+      for (const auto& part : stored.parts) quant_parts_[part.first] = scales;
     std::int64_t rows = 0;
     std::string expected;
     for (const auto& [logical, extent] : stored.parts) {
@@ -675,6 +699,14 @@ std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
                           ", but " + quote_name(p.tensor) + " holds it as " +
                           std::to_string(p.rows) + "x" + std::to_string(p.cols));
   }
+  if (quant_parts_.count(r.name)) {  // the dequantized values: code * scale
+    const QuantMat m = *stored_quantized(r);
+    std::vector<float> out(m.codes.size());
+    for (std::int64_t i = 0; i < m.rows; ++i)
+      for (std::int64_t j = 0; j < m.cols; ++j)
+        out[static_cast<std::size_t>(i * m.cols + j)] = static_cast<float>(m.value(i, j));
+    return out;
+  }
   const auto t = checkpoint_->tensor(p.tensor);
   // Logical rows [first, first + count) of the part, read run by run where the rows are grouped.
   const auto rows = [&](std::int64_t first, std::int64_t count, std::int64_t col0,
@@ -704,6 +736,41 @@ std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
     return out;
   }
   return rows(r.row0, r.rows, r.col0, r.cols);
+}
+
+std::optional<QuantMat> HfLayerWeights::stored_quantized(const WindowRequest& r) const {
+  const auto q = quant_parts_.find(r.name);
+  if (q == quant_parts_.end()) return std::nullopt;
+  const Part& p = parts_.at(r.name);
+  if (r.logical_rows != p.rows || r.logical_cols != p.cols)
+    throw CheckpointError(describe() + ": the plan asks for " + r.name + " as " +
+                          std::to_string(r.logical_rows) + "x" + std::to_string(r.logical_cols) +
+                          ", but " + quote_name(p.tensor) + " holds it as " +
+                          std::to_string(p.rows) + "x" + std::to_string(p.cols));
+  return read_quantized_window(*checkpoint_, *quant_, p.tensor, q->second.scale, p.row0 + r.row0,
+                               r.col0, r.rows, r.cols);
+}
+
+std::optional<float> HfLayerWeights::stored_input_scale(const std::string& logical) const {
+  const auto q = quant_parts_.find(logical);
+  if (q == quant_parts_.end() || q->second.input_scale.empty()) return std::nullopt;
+  return read_scale_values(*checkpoint_, q->second.input_scale).at(0);
+}
+
+std::map<std::string, std::string> HfLayerWeights::scale_sources() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [logical, names] : quant_parts_) {
+    const Part& p = parts_.at(logical);
+    const auto w = checkpoint_->tensor(p.tensor);
+    const bool whole = p.row0 == 0 && p.rows == w.info.shape.at(0);
+    std::string text = names.scale;
+    if (!whole && quant_->spec.weights != WeightScales::tensor)
+      text += " (the scales of rows [" + std::to_string(p.row0) + ", " +
+              std::to_string(p.row0 + p.rows) + "))";
+    if (!names.input_scale.empty()) text += "; input_scale " + names.input_scale;
+    out[logical] = text;
+  }
+  return out;
 }
 
 std::string HfLayerWeights::describe() const {
