@@ -5,6 +5,7 @@
 // naming the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -84,10 +85,12 @@ TEST(QuantCheckpoints, EachFormatReadsItsCodesScalesAndDequantizedValues) {
 // End to end: the run's dtype follows the checkpoint, every variant of qkv and gate_up is verified
 // against the float64 product of the stored codes and scales, and the report names each scale
 // tensor.
-TEST(QuantCheckpoints, EveryProjectionRunsVerifiedAtTheCheckpointsSpec) {
+class QuantCheckpointRun : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(QuantCheckpointRun, EveryProjectionRunsVerifiedAtTheCheckpointsSpec) {
   const auto want = expected();
-  for (const char* format : kFormats) {
-    SCOPED_TRACE(format);
+  {
+    const char* format = GetParam();
     const auto path = temp_path("quant_ckpt", std::string(format) + ".json");
     const CliResult r = run_fusebench("--backend=cpu --weights=" + (kDir / format).string() +
                                       " --ops=qkv,gate_up --tokens=1,16 --verify "
@@ -112,6 +115,13 @@ TEST(QuantCheckpoints, EveryProjectionRunsVerifiedAtTheCheckpointsSpec) {
     fs::remove(path);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantCheckpointRun, ::testing::ValuesIn(kFormats),
+                         [](const auto& param_info) {
+                           std::string name = param_info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // The per-tensor checkpoint's k and v scales are far below q's: vLLM's fused layer requantizes
 // them to q's scale and loses there, the max shard (q) and the channelwise merge lose nothing.
@@ -180,7 +190,7 @@ TEST(QuantCheckpoints, ConfigsTheSuiteDoesNotRunAreRefusedNamingTheField) {
            {"type", "float"},
            {"strategy", "block"},
            {"block_structure", {64, 64}}},
-          a8),
+          {{"num_bits", 8}, {"type", "float"}, {"strategy", "group"}, {"dynamic", true}}),
        "block_structure: [64,64]: the suite runs 128x128 weight blocks only"},
       {{{"quantization_config",
          {{"quant_method", "fp8"},
@@ -189,6 +199,8 @@ TEST(QuantCheckpoints, ConfigsTheSuiteDoesNotRunAreRefusedNamingTheField) {
        "activation_scheme: 'static' with weight_block_size"},
       {{{"quantization_config", {{"quant_method", "fp8"}, {"activation_scheme", "lazy"}}}},
        "activation_scheme: 'lazy' (valid: dynamic, static)"},
+      {ct(w8, {{"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"dynamic", true}}),
+       "input_activations.type: 'float' beside weights of type 'int'"},
   };
   for (const auto& c : cases) {
     const std::string e = error_of(c.config);
