@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cli_run.hpp"
@@ -146,6 +147,32 @@ TEST(QuantCheckpoints, MaxScaleFusionCostsTheSmallerShardsOfARealCheckpoint) {
     }
   }
   EXPECT_EQ(seen, 2);
+  fs::remove(path);
+}
+
+// Block FP8 with 64-row k and v: split runs verified, the fused q/k/v layer is left out with vLLM's
+// validate_fp8_block_shape message (and not verified: it has no plan), gate_up fuses.
+TEST(QuantCheckpoints, BlockScalesOfShardsNotWholeBlocksAreRefusedAsVllmRefusesThem) {
+  const auto path = temp_path("quant_ckpt", "kv64.json");
+  const CliResult r =
+      run_fusebench("--backend=cpu --weights=" + (kDir / "fp8-block-kv64").string() +
+                    " --ops=qkv,gate_up --tokens=1 --verify "
+                    "--timing-max-time=0.02 --report=" +
+                    path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto report = load_json(path);
+  std::set<std::string> ran;
+  for (const auto& e : report["benchmarks"])
+    ran.insert(e["op"].get<std::string>() + "/" + e["variant"].get<std::string>());
+  EXPECT_EQ(ran, (std::set<std::string>{"qkv/split", "gate_up/split", "gate_up/fused"}));
+  const auto& refused = report["context"]["refused"];
+  ASSERT_EQ(refused.size(), 1u) << refused;
+  EXPECT_EQ(refused[0]["op"], "qkv/fused dtype:fp8:block");
+  EXPECT_NE(refused[0]["reason"].get<std::string>().find(
+                "Weight output_partition_size = 64 is not divisible by weight quantization "
+                "block_n = 128."),
+            std::string::npos);
+  EXPECT_NE(r.output.find("qkv/split: OK"), std::string::npos) << r.output;
   fs::remove(path);
 }
 

@@ -19,6 +19,7 @@ The formats (one qwen3-like decoder layer, hidden 256, so that 128x128 blocks fi
                 input_activations token, dynamic (llm-compressor's FP8_DYNAMIC).
   ct-int8       compressed-tensors, int-quantized: I8 weights, channel ([N, 1] F32 scales),
                 input_activations token, dynamic (W8A8 INT8).
+fp8-block-kv64 is fp8-block with 4 heads of 64 (k and v 64 rows: vLLM refuses the fused q/k/v).
 lm_head stays bf16 (the ignore lists say so), as do the norms and the embeddings.
 """
 import json
@@ -34,17 +35,18 @@ FP8 = ml_dtypes.float8_e4m3fn
 BF16 = ml_dtypes.bfloat16
 
 
-def config(quantization_config):
+def config(quantization_config, heads=HEADS, head_dim=HEAD_DIM):
     return {
         "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
-        "hidden_size": HIDDEN, "num_attention_heads": HEADS, "num_key_value_heads": KV,
-        "head_dim": HEAD_DIM, "intermediate_size": INTER, "num_hidden_layers": 1,
+        "hidden_size": HIDDEN, "num_attention_heads": heads, "num_key_value_heads": KV,
+        "head_dim": head_dim, "intermediate_size": INTER, "num_hidden_layers": 1,
         "vocab_size": 16, "torch_dtype": "bfloat16", "quantization_config": quantization_config,
     }
 
 
-def projections(rng):
+def projections(rng, heads=HEADS, head_dim=HEAD_DIM):
     """Layer 0's projection weights [N, K] (float64), k and v scaled down against q."""
+    HEADS, HEAD_DIM = heads, head_dim  # noqa: N806
     w = lambda rows, cols, s=1.0: s * rng.standard_normal((rows, cols)) / np.sqrt(cols)  # noqa
     p = "model.layers.0."
     return {
@@ -118,9 +120,9 @@ SCALE_SUFFIX = {"fp8-block": "weight_scale_inv", "fp8-tensor": "weight_scale",
                 "ct-fp8": "weight_scale", "ct-int8": "weight_scale"}
 
 
-def write(out, fmt, seed):
+def write(out, fmt, seed, heads=HEADS, head_dim=HEAD_DIM, name=None):
     rng = np.random.default_rng(seed)
-    d = os.path.join(out, fmt)
+    d = os.path.join(out, name or fmt)
     os.makedirs(d, exist_ok=True)
     tensors = {"model.embed_tokens.weight": rng.standard_normal((16, HIDDEN)).astype(BF16),
                "model.norm.weight": np.ones(HIDDEN, BF16),
@@ -129,9 +131,9 @@ def write(out, fmt, seed):
     for norm in ("input_layernorm", "post_attention_layernorm"):
         tensors[p + norm + ".weight"] = np.ones(HIDDEN, BF16)
     for norm in ("q_norm", "k_norm"):
-        tensors[p + "self_attn." + norm + ".weight"] = np.ones(HEAD_DIM, BF16)
+        tensors[p + "self_attn." + norm + ".weight"] = np.ones(head_dim, BF16)
     expected = {"spec": SPECS[fmt], "scales": {}, "samples": {}}
-    for name, (logical, w) in projections(rng).items():
+    for name, (logical, w) in projections(rng, heads, head_dim).items():
         codes, scale, full = quantize(w, fmt)
         stem = name[:-len(".weight")]
         tensors[name] = codes
@@ -149,7 +151,7 @@ def write(out, fmt, seed):
             for r, c in picks]
     save_file(tensors, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(config(QUANT_CONFIGS[fmt]), f, indent=2)
+        json.dump(config(QUANT_CONFIGS[fmt], heads, head_dim), f, indent=2)
     return expected
 
 
@@ -159,6 +161,10 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     manifest = {fmt: write(out, fmt, seed) for seed, fmt in enumerate(QUANT_CONFIGS, start=29)}
+    # Block FP8 with 64-wide k and v (4 heads of 64): split runs, the fused q/k/v layer is what
+    # vLLM's validate_fp8_block_shape refuses (k's 64 rows are not whole 128-row blocks).
+    manifest["fp8-block-kv64"] = write(out, "fp8-block", 7, heads=4, head_dim=64,
+                                       name="fp8-block-kv64")
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(manifest, f, indent=2)
 
