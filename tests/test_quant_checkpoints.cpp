@@ -185,6 +185,15 @@ TEST(QuantCheckpoints, AConflictingDtypeIsRefusedNamingTheCheckpointsSpec) {
     EXPECT_NE(r.output.find("give --dtypes=fp8:block or leave --dtypes out"), std::string::npos)
         << r.output;
   }
+  // Another activation granularity of the same weights: for dynamic activations only.
+  const CliResult token = run_fusebench("--backend=cpu --weights=" + (kDir / "ct-fp8").string() +
+                                        " --ops=qkv --tokens=1 --list --dtypes=fp8:channel:tensor");
+  EXPECT_EQ(token.exit_code, 0) << token.output;
+  EXPECT_NE(token.output.find("dtype:fp8:channel:tensor"), std::string::npos) << token.output;
+  const CliResult stat = run_fusebench("--backend=cpu --weights=" + (kDir / "fp8-tensor").string() +
+                                       " --ops=qkv --tokens=1 --list --dtypes=fp8:tensor");
+  EXPECT_EQ(stat.exit_code, 2) << stat.output;
+  EXPECT_NE(stat.output.find("run at fp8:tensor:static only"), std::string::npos) << stat.output;
   const CliResult ok = run_fusebench("--backend=cpu --weights=" + (kDir / "fp8-block").string() +
                                      " --ops=qkv --tokens=1 --list --dtypes=fp8:block");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;

@@ -119,30 +119,40 @@ void add_quant_fixtures(Sweep& s, const Options& o, const OpInfo& op, const Mode
   }
 }
 
-// A quantized checkpoint's spec (config.json's quantization_config), checked against --dtypes
-// (absent, or exactly that spec) and the backend; nullopt for other models.
-std::optional<QuantSpec> checkpoint_quant_spec(const Sweep& s, std::size_t i, const Options& o,
-                                               const Backend& backend) {
-  if (i >= s.checkpoints.size() || !s.checkpoints[i] || !s.checkpoints[i]->quant())
-    return std::nullopt;
+// A quantized checkpoint's specs (config.json's quantization_config), checked against --dtypes
+// and the backend; empty for other models. Without --dtypes: the checkpoint's own. A --dtypes
+// spec runs where it takes the checkpoint's weights as stored (the same dtype and weight scales)
+// and, for dynamic activations, another granularity of them (vLLM picks per-tensor or per-token
+// for per-tensor FP8 weights by kernel): fp8:tensor:token on a dynamic fp8:tensor checkpoint.
+std::vector<QuantSpec> checkpoint_quant_specs(const Sweep& s, std::size_t i, const Options& o,
+                                              const Backend& backend) {
+  if (i >= s.checkpoints.size() || !s.checkpoints[i] || !s.checkpoints[i]->quant()) return {};
   const CheckpointQuant& q = *s.checkpoints[i]->quant();
   const std::string own = q.spec.name();
+  std::vector<QuantSpec> out;
   for (const auto& d : o.dtypes) {
-    bool same = false;
+    std::optional<QuantSpec> asked;
     try {
-      same = is_quant_spec(d) && parse_quant_spec(d) == q.spec;
+      if (is_quant_spec(d)) asked = parse_quant_spec(d);
     } catch (const std::invalid_argument&) {
     }
-    if (!same)
+    const bool runs =
+        asked && (*asked == q.spec ||
+                  (asked->dtype == q.spec.dtype && asked->weights == q.spec.weights &&
+                   asked->scheme == ActScheme::dynamic && q.spec.scheme == ActScheme::dynamic));
+    if (!runs)
       throw std::invalid_argument(
           o.dtype_flag + "=" + d + ": --weights " + s.checkpoint_dirs[i] +
           " is a quantized checkpoint (" + q.read_as + "), whose stored codes and scales run at " +
-          own + " only: give " + o.dtype_flag + "=" + own + " or leave " + o.dtype_flag + " out");
+          own + " only (or, with dynamic activations, another activation granularity of the same " +
+          "weights): give " + o.dtype_flag + "=" + own + " or leave " + o.dtype_flag + " out");
+    if (std::find(out.begin(), out.end(), *asked) == out.end()) out.push_back(*asked);
   }
+  if (out.empty()) out.push_back(q.spec);
   if (const auto why = backend.quant_unsupported_reason(q.spec.dtype); !why.empty())
     throw std::invalid_argument("--weights " + s.checkpoint_dirs[i] + " (" + own +
                                 ") cannot run here: " + why);
-  return q.spec;
+  return out;
 }
 
 }  // namespace
@@ -262,9 +272,9 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   std::vector<std::vector<QuantSpec>> model_quant_specs;
   for (std::size_t i = 0; i < s.models.size(); ++i) {
     // A quantized checkpoint runs at its own spec, from its stored codes and scales.
-    if (const auto spec = checkpoint_quant_spec(s, i, o, backend)) {
+    if (auto specs = checkpoint_quant_specs(s, i, o, backend); !specs.empty()) {
       model_dtypes.emplace_back();
-      model_quant_specs.push_back({*spec});
+      model_quant_specs.push_back(std::move(specs));
       if (std::find(s.dtypes.begin(), s.dtypes.end(), DType::bf16) == s.dtypes.end())
         s.dtypes.push_back(DType::bf16);
       continue;
