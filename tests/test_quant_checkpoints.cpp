@@ -76,6 +76,13 @@ TEST(QuantCheckpoints, EachFormatReadsItsCodesScalesAndDequantizedValues) {
             << "(" << row << ", " << col << ")";
       }
     }
+    // A window that does not start on a 128x128 scale block (how the up-front value check reads
+    // row blocks) dequantizes with the stored grid: the sample at (130, 3) of w_gate.
+    const auto& s130 = want[format]["samples"]["w_gate"][3];
+    ASSERT_EQ(s130["row"].get<int>(), 130);
+    const auto window =
+        layer->window({"w_gate", BufferRole::weight, 384, 256, 129, 1, 10, 10, DType::f32});
+    EXPECT_EQ(window.at(1 * 10 + 2), static_cast<float>(s130["value"].get<double>()));
     if (want[format].contains("input_scales")) {
       for (const auto& [logical, scale] : want[format]["input_scales"].items())
         EXPECT_EQ(*layer->stored_input_scale(logical), scale.get<float>()) << logical;

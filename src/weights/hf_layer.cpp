@@ -699,12 +699,22 @@ std::vector<float> HfLayerWeights::window(const WindowRequest& r) const {
                           ", but " + quote_name(p.tensor) + " holds it as " +
                           std::to_string(p.rows) + "x" + std::to_string(p.cols));
   }
-  if (quant_parts_.count(r.name)) {  // the dequantized values: code * scale
-    const QuantMat m = *stored_quantized(r);
-    std::vector<float> out(m.codes.size());
-    for (std::int64_t i = 0; i < m.rows; ++i)
-      for (std::int64_t j = 0; j < m.cols; ++j)
-        out[static_cast<std::size_t>(i * m.cols + j)] = static_cast<float>(m.value(i, j));
+  if (const auto q = quant_parts_.find(r.name); q != quant_parts_.end()) {
+    // The dequantized values, code * scale, of any window (check_checkpoint_values reads row
+    // blocks that need not start on a 128-row scale block): the codes read from the enclosing
+    // 128x128-aligned window, so that its scale grid is the stored one.
+    const bool block = quant_->spec.weights == WeightScales::block;
+    const std::int64_t row0 = p.row0 + r.row0;
+    const std::int64_t drow = block ? row0 % kQuantBlock : 0,
+                       dcol = block ? r.col0 % kQuantBlock : 0;
+    const QuantMat m =
+        read_quantized_window(*checkpoint_, *quant_, p.tensor, q->second.scale, row0 - drow,
+                              r.col0 - dcol, r.rows + drow, r.cols + dcol);
+    std::vector<float> out(static_cast<std::size_t>(r.rows * r.cols));
+    for (std::int64_t i = 0; i < r.rows; ++i)
+      for (std::int64_t j = 0; j < r.cols; ++j)
+        out[static_cast<std::size_t>(i * r.cols + j)] =
+            static_cast<float>(m.value(i + drow, j + dcol));
     return out;
   }
   const auto t = checkpoint_->tensor(p.tensor);
