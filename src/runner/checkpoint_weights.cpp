@@ -231,8 +231,16 @@ nlohmann::json weights_context(const Sweep& sweep) {
       if (f.checkpoint == layer) run.insert(f.dtype);
     }
     for (DType d : run) {
-      j["conversions"][std::string(to_string(d))] = {{"exact", conversion_exact(*layer, d)},
-                                                     {"how", conversion_text(*layer, d)}};
+      j["conversions"][std::string(to_string(d))] =
+          layer->quant()
+              ? nlohmann::json{{"exact", false},
+                               {"how",
+                                "the quantized GEMMs use the stored codes and scales as they are; "
+                                "the unquantized weights (quant_error's reference) are code * "
+                                "scale rounded to " +
+                                    std::string(to_string(d))}}
+              : nlohmann::json{{"exact", conversion_exact(*layer, d)},
+                               {"how", conversion_text(*layer, d)}};
     }
     j["left_out"] = nlohmann::json::array();
     for (const auto& r : sweep.refused) {
