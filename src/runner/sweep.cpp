@@ -291,9 +291,6 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   const auto moe_refusal = [&](std::size_t model_index, int tp) -> std::string {
     const ModelShape& model = s.models[model_index];
     if (op_layers("moe", model).empty()) return "the model has no routed experts";
-    if (gpu)  // a GPU run, or its listing (--list-for=cuda)
-      return "the moe op runs on the CPU backend only so far: the cuda backend has no row "
-             "gather/scatter kernels for its routing yet (issue 30)";
     if (s.checkpoints[model_index])
       return "moe on --weights: loading a checkpoint layer's experts and router is not built "
              "yet; use --models or --model-config";
@@ -372,6 +369,18 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
             if (one_launch)
               throw std::invalid_argument("--variants: " + variant +
                                           " is not timed here: " + caveat);
+          }
+          // cuBLAS's grouped and pointer-array batched GEMMs have no bias epilogue, and no kernel
+          // adds every active expert's bias yet: with expert biases (gpt-oss) only the loops run.
+          if (gpu && op.name == "moe" && shard_shape.mlp_bias &&
+              (variant == "grouped" || variant == "padded")) {
+            const std::string why =
+                "expert biases on cuda: cublasGemmGroupedBatchedEx and cublasGemmBatchedEx have "
+                "no bias epilogue, and a kernel adding every expert's bias is not built yet";
+            if (!o.variants.empty())
+              throw std::invalid_argument("--variants: moe/" + variant + ": " + why);
+            s.refused.push_back({model.name, "moe/" + variant, why});
+            continue;
           }
           variants.push_back(variant);
         }
