@@ -298,7 +298,8 @@ TEST(TimingGpu, GraphReplayOfMoeVariantsRewritesOutputs) {
   if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
   auto dev = make_device_timing(*backend, &why);
   ASSERT_TRUE(dev) << why;
-  const std::string text = R"({"model_type": "qwen3_moe", "hidden_size": 1024, "num_attention_heads": 16,
+  const std::string text =
+      R"({"model_type": "qwen3_moe", "hidden_size": 1024, "num_attention_heads": 16,
           "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 3072,
           "moe_intermediate_size": 384, "num_experts": 32, "num_experts_per_tok": 8,
           "norm_topk_prob": true, "hidden_act": "silu", "num_hidden_layers": 1})";

@@ -362,8 +362,8 @@ class CudaBackend final : public Backend {
         device_copy(offsets.data(), offsets.size() * sizeof(std::int64_t), what));
     const auto* dev_rows = static_cast<const std::int64_t*>(device_copy(
         src_rows.data(), std::max<std::size_t>(src_rows.size(), 1) * sizeof(std::int64_t), what));
-    const auto* dev_scale = static_cast<const float*>(
-        device_copy(weights.data(), std::max<std::size_t>(weights.size(), 1) * sizeof(float), what));
+    const auto* dev_scale = static_cast<const float*>(device_copy(
+        weights.data(), std::max<std::size_t>(weights.size(), 1) * sizeof(float), what));
     FUSEBENCH_CUDA(cuda::launch_scatter_add(src.data, src.ld, dst.data, dst.ld, dev_offsets,
                                             dev_rows, dev_scale, dst.rows, dst.cols, zero_dst,
                                             dst.dtype, lane()));

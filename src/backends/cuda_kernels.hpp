@@ -41,8 +41,8 @@ cudaError_t launch_gather_rows(const void* src, std::int64_t ld_src, void* dst, 
                                const std::int64_t* rows, std::int64_t dst_rows, std::int64_t cols,
                                DType dtype, cudaStream_t stream);
 // For every dst row r: acc = zero_dst ? 0 : dst[r, :], then for j in offsets[r]..offsets[r+1]
-// (the source rows routed to r, in ascending order) acc = round(acc + scale[j] * src[src_rows[j], :])
-// in dst's dtype after every add, dst[r, :] = acc: the CPU backend's order and roundings, and
+// (the source rows routed to r, in ascending order) acc = round(acc + scale[j] * src[src_rows[j],
+// :]) in dst's dtype after every add, dst[r, :] = acc: the CPU backend's order and roundings, and
 // no atomics, so the result is deterministic.
 cudaError_t launch_scatter_add(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
                                const std::int64_t* offsets, const std::int64_t* src_rows,
