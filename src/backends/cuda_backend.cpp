@@ -14,6 +14,7 @@
 
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
+#include "cuda_quant.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/local_device.hpp"
 
@@ -160,6 +161,13 @@ class CudaBackend final : public Backend {
     }
     for (auto& [key, arrays] : pointer_arrays_) cudaFree(arrays);
     for (auto& [key, copy] : device_copies_) cudaFree(copy);
+    for (auto& [key, p] : fp8_plans_) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.c);
+      cublasLtMatmulDescDestroy(p.desc);
+    }
+    cudaFree(amax_scratch_);
     for (cudaEvent_t e : lane_events_) {
       if (e != nullptr) cudaEventDestroy(e);
     }
@@ -310,6 +318,78 @@ class CudaBackend final : public Backend {
     matmul(p, g0);
     if (algorithm_log_.size() < kMaxLoggedAlgorithms)
       log_algorithm(p.algo_text + " batch=" + std::to_string(gemms.size()));
+  }
+
+  // FP8 (docs/quant.md): our quantize kernels, cuBLASLt's e4m3 matmul with the scales applied
+  // inside it (SCALAR_32F per tensor, OUTER_VEC_32F per channel / per token).
+  std::string quant_unsupported_reason(const QuantSpec& spec) const override {
+    return cuda_quant_refusal(spec);
+  }
+  std::string quant_execution(QuantDType) const override {
+    return "native: cuBLASLt's fp8 e4m3 matmul (fp32 accumulation, the scales applied in the "
+           "GEMM), quantize kernels of fusebench's own";
+  }
+
+  void quantize(const QuantizeArgs& a) override {
+    const QuantRef& o = a.out;
+    if (const std::string why = cuda_quant_refusal(QuantSpec{o.dtype}); !why.empty())
+      throw std::runtime_error(why);
+    if (a.x.rows != o.rows || a.x.cols != o.cols)
+      throw std::invalid_argument("quantize: x and its codes differ in shape");
+    cuda::Fp8Quantize mode{};
+    if (a.static_scale) {
+      if (o.kind != ScaleKind::tensor)
+        throw std::invalid_argument("quantize: a static scale is one per-tensor scale");
+      mode = cuda::Fp8Quantize::static_tensor;
+    } else if (o.kind == ScaleKind::tensor) {
+      mode = cuda::Fp8Quantize::dynamic_tensor;
+    } else if (o.kind == ScaleKind::row) {
+      mode = cuda::Fp8Quantize::dynamic_row;
+    } else if (o.kind == ScaleKind::group) {
+      mode = cuda::Fp8Quantize::dynamic_group128;
+    } else {
+      throw std::invalid_argument(
+          "quantize on cuda: 128x128 blocks are weights' scales, made when the weights are "
+          "prepared, not in the region");
+    }
+    if (amax_scratch_ == nullptr) {
+      refuse_inside_capture(lane(), "allocating the quantize kernel's amax word");
+      FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&amax_scratch_), sizeof(unsigned)));
+    }
+    FUSEBENCH_CUDA(cuda::launch_quantize_fp8(mode, a.x.data, a.x.ld, a.x.dtype, o.codes, o.ld,
+                                             o.rows, o.cols, o.scales, amax_scratch_, lane()));
+  }
+
+  void scaled_gemm(const ScaledGemmArgs& a) override {
+    if (const std::string why = cuda_quant_refusal(QuantSpec{a.w.dtype}); !why.empty())
+      throw std::runtime_error(why);
+    if (a.x.dtype != a.w.dtype || a.x.cols != a.w.cols || a.y.rows != a.x.rows ||
+        a.y.cols != a.w.rows)
+      throw std::invalid_argument("scaled_gemm: x [M, K], w [N, K] and y [M, N] do not agree");
+    const auto mode = [](const QuantRef& q, const char* which) -> std::int32_t {
+      if (q.kind == ScaleKind::tensor) return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+      if (q.kind == ScaleKind::row) return CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      throw std::invalid_argument(std::string("scaled_gemm on cuda: ") + which +
+                                  " has block or group scales, which are not wired yet");
+    };
+    const std::int32_t a_mode = mode(a.w, "w"), b_mode = mode(a.x, "x");
+    const auto key = std::make_tuple(a.y.rows, a.y.cols, a.x.cols, a.x.ld, a.w.ld, a.y.ld,
+                                     static_cast<int>(a.y.dtype), a_mode, b_mode,
+                                     alignment(a.w.codes, 0, 1) | alignment(a.x.codes, 0, 1) << 9 |
+                                         alignment(a.y.data, 0, dtype_size(a.y.dtype)) << 18);
+    auto it = fp8_plans_.find(key);
+    if (it == fp8_plans_.end())
+      it = fp8_plans_.emplace(key, make_fp8_plan(a, a_mode, b_mode)).first;
+    const LtPlan& p = it->second;
+    // This call's scales (a rotation copy's): host-side attributes, safe inside a capture.
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &a.w.scales, sizeof(a.w.scales)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &a.x.scales, sizeof(a.x.scales)));
+    const float alpha = 1.0f, beta = 0.0f;
+    FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, a.w.codes, p.a, a.x.codes, p.b, &beta,
+                                    a.y.data, p.c, a.y.data, p.c, &p.algo, workspace_,
+                                    kWorkspaceBytes, lane()));
   }
 
   // dst[i] = src[rows[i]] (zero where rows[i] < 0): one kernel; the indices are uploaded once per
@@ -556,6 +636,58 @@ class CudaBackend final : public Backend {
     FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, g.w.data, p.a, g.x.data, p.b, &beta,
                                     g.y.data, p.c, g.y.data, p.c, algo ? algo : &p.algo, workspace_,
                                     kWorkspaceBytes, lane()));
+  }
+
+  // The FP8 matmul's descriptor: y^T = w x^T column-major (A = w transposed, B = x: the TN
+  // layout cuBLASLt's fp8 kernels require), e4m3 operands, y in its dtype, the heuristic's first
+  // algorithm (logged). No algorithm for the pair of scale modes is an error naming them.
+  LtPlan make_fp8_plan(const ScaledGemmArgs& g, std::int32_t a_mode, std::int32_t b_mode) {
+    const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows),
+                        n = static_cast<std::uint64_t>(g.y.cols),
+                        k = static_cast<std::uint64_t>(g.x.cols);
+    LtPlan p;
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+    FUSEBENCH_CUBLAS(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
+                                                    sizeof(no_trans)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                    &a_mode, sizeof(a_mode)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                    &b_mode, sizeof(b_mode)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &g.w.scales, sizeof(g.w.scales)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &g.x.scales, sizeof(g.x.scales)));
+    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, k, n, g.w.ld));
+    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, k, m, g.x.ld));
+    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.y.dtype), n, m, g.y.ld));
+    cublasLtMatmulPreference_t pref{};
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    const std::size_t ws = kWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                         sizeof(ws));
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
+                                                             1, &result, &returned);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.c);
+      cublasLtMatmulDescDestroy(p.desc);
+      throw std::runtime_error(
+          "cuBLASLt has no fp8 e4m3 algorithm for M=" + std::to_string(m) +
+          " N=" + std::to_string(n) + " K=" + std::to_string(k) +
+          " with scale modes A=" + std::to_string(a_mode) + " B=" + std::to_string(b_mode) +
+          " (status " + std::to_string(static_cast<int>(st)) + "; 0 SCALAR_32F, 3 OUTER_VEC_32F)");
+    }
+    p.algo = result.algo;
+    p.algo_text = "fp8 " + describe_algo(p.algo);
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms) log_algorithm(p.algo_text);
+    return p;
   }
 
   // Batched GEMM of one shape over pointer arrays (cublasGemmBatchedEx), for members at no
@@ -821,6 +953,12 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_{};
   void* blas_workspace_ = nullptr;
   std::map<std::vector<const void*>, void**> pointer_arrays_;
+  // The FP8 matmuls' descriptors, per shape, output dtype, scale modes and alignments.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      std::int64_t, int, std::int32_t, std::int32_t, std::uint32_t>,
+           LtPlan>
+      fp8_plans_;
+  unsigned* amax_scratch_ = nullptr;  // the dynamic per-tensor quantize's reduction word
   // device_copy's uploads by content (a routing's row indices, its combine's map).
   std::map<std::string, void*> device_copies_;
   // gemm_grouped's host arguments, reused from call to call (see there).

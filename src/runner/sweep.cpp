@@ -210,10 +210,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
       }
       // --list-for=cuda lists a GPU's sweep from the CPU backend: the cuda backend's refusal.
       const std::string why =
-          plan_for_gpu ? "the cuda backend has no " + std::string(to_string(spec.dtype)) +
-                             " quantize or scaled GEMM yet (its cuBLASLt FP8 path is still to "
-                             "come: issue 29)"
-                       : backend.quant_unsupported_reason(spec.dtype);
+          plan_for_gpu ? cuda_quant_refusal(spec) : backend.quant_unsupported_reason(spec);
       if (!why.empty())
         throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
       if (std::find(quant_specs.begin(), quant_specs.end(), spec) == quant_specs.end())
