@@ -8,6 +8,7 @@
 
 #include "fusebench/checkpoint.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
 
 namespace fusebench::bench {
 namespace fs = std::filesystem;
@@ -203,6 +204,16 @@ nlohmann::json weights_context(const Sweep& sweep) {
          "memory-mapped; only the windows of this layer's tensors that each fixture holds are "
          "read"}};
     if (m.experts > 0) j["expert"] = layer->expert();
+    if (!layer->all_experts().empty()) {
+      // The moe op: every routed expert (w_expert{e}_* in sources), and the router that routed
+      // its tokens (--routing=router; null: another source routed them).
+      j["experts"] = layer->all_experts();
+      j["router"] = nullptr;
+      for (const auto& f : sweep.fixtures) {
+        if (f.checkpoint == layer && f.shard.moe && f.shard.moe->router)
+          j["router"] = f.shard.moe->router->name;
+      }
+    }
     nlohmann::json stored = nlohmann::json::array();
     for (TensorDtype d : layer->stored_dtypes()) stored.push_back(to_string(d));
     j["stored_dtypes"] = stored;
