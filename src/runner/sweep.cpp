@@ -8,6 +8,7 @@
 
 #include "checkpoint_weights.hpp"
 #include "comm/tp_run.hpp"
+#include "fusebench/checkpoint_router.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
@@ -156,7 +157,9 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // Checkpoints (--weights): the model from the directory's config.json, the weights from its
   // layer; a random-weights model of the same name may run beside it (weights:random).
   for (const auto& dir : o.weights) {
-    CheckpointModel c = open_checkpoint_model(dir, o.layer, o.expert);
+    // moe reads every routed expert of the layer (the other ops: --expert's alone).
+    const bool all_experts = std::find(o.ops.begin(), o.ops.end(), "moe") != o.ops.end();
+    CheckpointModel c = open_checkpoint_model(dir, o.layer, o.expert, all_experts);
     for (std::size_t i = 0; i < s.models.size(); ++i) {
       if (s.models[i].name == c.model.name && s.checkpoints[i])
         throw std::invalid_argument("--weights: " + dir + " and " + s.checkpoint_dirs[i] +
@@ -262,9 +265,37 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // else 1, so that a routing is the same in every run (only the tensors are fresh).
   const RoutingSource routing = parse_routing(o.routing);
   const std::uint64_t routing_seed = o.seed != 0 ? o.seed : 1;
+  // A checkpoint's router (--weights, --routing=router, moe asked): read before anything runs, so
+  // that a missing or misshapen router tensor is bad input naming it (a model whose rule is
+  // refused is left out by moe_refusal instead).
+  std::vector<std::shared_ptr<const RouterWeights>> routers(s.models.size());
+  const bool moe_asked = std::find(s.ops.begin(), s.ops.end(), "moe") != s.ops.end();
+  for (std::size_t i = 0; i < s.models.size(); ++i) {
+    const auto& layer = s.checkpoints[i];
+    if (!layer || !moe_asked || routing.kind != RoutingKind::router ||
+        !layer->serves(LayerKind::expert))
+      continue;
+    const std::string path = s.checkpoint_dirs[i] + "/config.json";
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    RoutingRule rule;
+    try {
+      rule = routing_rule_from_config(text.str(), path);
+    } catch (const std::invalid_argument&) {
+      continue;  // moe_refusal says why
+    }
+    try {
+      routers[i] = std::make_shared<const RouterWeights>(
+          read_router(layer->checkpoint(), s.models[i], layer->layer(), rule.correction_bias));
+    } catch (const CheckpointError& e) {
+      throw CheckpointError(std::string("--weights: ") + e.what());
+    }
+  }
   const auto moe_block = [&](std::size_t model_index) {
     const ModelShape& model = s.models[model_index];
     auto b = std::make_shared<MoeBlock>();
+    b->router = routers[model_index];
     if (model_index < model_names.size()) {
       b->rule = routing_rule_for_preset(model_names[model_index]);
       b->config_name = "the preset " + model_names[model_index];
@@ -288,9 +319,6 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   const auto moe_refusal = [&](std::size_t model_index, int tp) -> std::string {
     const ModelShape& model = s.models[model_index];
     if (op_layers("moe", model).empty()) return "the model has no routed experts";
-    if (s.checkpoints[model_index])
-      return "moe on --weights: loading a checkpoint layer's experts and router is not built "
-             "yet; use --models or --model-config";
     try {
       ShardShape sh = shard(model, tp, LayerKind::expert);
       sh.moe = moe_block(model_index);
