@@ -675,6 +675,7 @@ json quant_report(double fused_q) {
     json& split = b[b.size() - 2];
     json& fused = b[b.size() - 1];
     split["quant_error"] = {{"q", 0.0361}, {"k", 0.0355}, {"v", 0.0358}};
+    split["emulated"] = fused["emulated"] = true;
     fused["quant_error"] = {{"q", fused_q}, {"k", 0.0355}, {"v", 0.0358}};
     fused["quant_error_vs_split"] = {{"q", fused_q == 0.0361 ? 0.0 : 0.0123}, {"k", 0}, {"v", 0}};
   }
@@ -705,12 +706,18 @@ TEST(Advise, AFasterButLessAccurateFusedVariantSaysSo) {
   EXPECT_EQ(j["comparisons"][0]["ranges"][0]["accuracy"], caveat);
   EXPECT_EQ(j["comparisons"][0]["accuracy"]["fused"]["less_accurate"], true);
   EXPECT_EQ(j["comparisons"][0]["accuracy"]["fused"]["quant_error_max"], 0.0412);
+  EXPECT_EQ(j["comparisons"][0]["emulated"], true);
+  EXPECT_NE(md.find("**Emulated**: the quantized times are the backend's emulation"),
+            std::string::npos)
+      << md;
 
   // As accurate as split: no caveat, the summary still shows both.
   const Table same = table_of({quant_report(0.0361)});
   EXPECT_EQ(same.comparisons.at(0).ranges.at(0).accuracy, "");
   EXPECT_FALSE(same.comparisons.at(0).accuracy.at("fused").less_accurate);
   EXPECT_EQ(to_markdown(same).find("less accurate"), std::string::npos);
+  // A report without quantized entries is not emulated.
+  EXPECT_EQ(to_json(table_of({must_show_report()}))["comparisons"][0]["emulated"], false);
 }
 
 TEST(Advise, MalformedAccuracyNamesTheField) {

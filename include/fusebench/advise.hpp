@@ -61,6 +61,7 @@ struct Entry {
   // A quantized entry's accuracy per output shard (docs/report.md): quant_error, and for a fused
   // variant quant_error_vs_split.
   std::map<std::string, double> quant_error, quant_error_vs_split;
+  bool emulated = false;  // `emulated`: its times are an emulation (the CPU's fp8/int8, quant.md)
   // The moe op's routing as the entry records it (moe.routing: source and seed), e.g.
   // "routing router, seed 1"; reports pooled must agree on it.
   std::string routing;
@@ -184,6 +185,7 @@ struct Comparison {
   std::optional<Ceilings> ceilings;
   double launch_overhead_s = 0;
   std::map<std::string, VariantAccuracy> accuracy;  // per quantized variant; empty otherwise
+  bool emulated = false;  // some entry's times are an emulation (docs/quant.md)
   const Point* point(std::int64_t tokens) const;
 };
 

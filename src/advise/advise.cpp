@@ -550,6 +550,7 @@ void add_accuracy(Comparison& c, const Groups& by_tokens) {
     for (const auto& [rr, cell] : cells) {
       const auto base = cell.by_variant.find(c.baseline);
       for (const auto& [v, e] : cell.by_variant) {
+        c.emulated = c.emulated || e->emulated;
         if (e->error || e->quant_error.empty()) continue;
         VariantAccuracy& a = c.accuracy[v];
         for (const auto& [shard, err] : e->quant_error) {

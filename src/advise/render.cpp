@@ -267,6 +267,7 @@ nlohmann::json to_json(const Table& t) {
                          {"weights", k.weights},
                          {"comm", k.comm},
                          {"modelled", c.modelled},
+                         {"emulated", c.emulated},
                          {"variants", c.variants},
                          {"baseline", c.baseline},
                          {"default", c.baseline}};
@@ -381,6 +382,10 @@ std::string to_markdown(const Table& t) {
     std::string rv;
     for (const auto& r : revs) rv += (rv.empty() ? "" : ", ") + r;
     o << rv << "; cost model: " << md_cell(c.model_note) << ".";
+    if (c.emulated) {
+      o << " **Emulated**: the quantized times are the backend's emulation (codes decoded to fp32, "
+           "an fp32 GEMM; docs/quant.md), not native fp8/int8 kernels.";
+    }
     if (c.modelled) {
       o << " **Modelled communication**: the collectives are priced by the link model, so no range "
            "is `use:`; the modelled figures are shown as `modelled: ...`.";

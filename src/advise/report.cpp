@@ -247,6 +247,8 @@ Report parse_report(std::string_view text, const std::string& file) {
         (*into)[shard] = *d;
       }
     }
+    if (const auto em = b.find("emulated"); em != b.end() && em->is_boolean())
+      e.emulated = em->get<bool>();
     if (const auto moe = b.find("moe"); moe != b.end() && moe->is_object()) {
       if (const auto rt = moe->find("routing"); rt != moe->end() && rt->is_object()) {
         for (const char* key : {"routing", "seed"}) {
