@@ -223,8 +223,12 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     DType dtype{};
     try {
       dtype = parse_dtype(d);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(o.dtype_flag + ": " + e.what());
+    } catch (const std::invalid_argument&) {
+      // parse_dtype names only the plain dtypes (the region tool takes no others); the sweep
+      // also takes the quantized ones (docs/quant.md).
+      throw std::invalid_argument(o.dtype_flag + ": unknown dtype '" + d +
+                                  "' (valid: bf16, fp16, fp32, fp8, int8; fp8 and int8 take a "
+                                  "granularity, e.g. fp8:channel, docs/quant.md)");
     }
     if (auto why = backend.unsupported_reason(dtype); !why.empty()) {
       throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
