@@ -248,7 +248,19 @@ int parse_options(int argc, char** argv, Options& o) {
                  "(docs/quant.md)")
       ->delimiter(',')
       ->check(checked_by([](const std::string& name) {
-        is_quant_spec(name) ? (void)parse_quant_spec(name) : (void)parse_dtype(name);
+        if (is_quant_spec(name)) {
+          (void)parse_quant_spec(name);
+          return;
+        }
+        try {
+          (void)parse_dtype(name);
+        } catch (const std::invalid_argument&) {
+          // parse_dtype lists the plain dtypes only (fusebench-region's --dtype takes no
+          // others); the sweep's message, as src/runner/sweep.cpp words it.
+          throw std::invalid_argument("unknown dtype '" + name +
+                                      "' (valid: bf16, fp16, fp32, fp8, int8; fp8 and int8 take "
+                                      "a granularity, e.g. fp8:channel, docs/quant.md)");
+        }
       }));
   app.add_option("--report", o.report,
                  "write the JSON report here (atomically, after every entry)");

@@ -21,7 +21,7 @@ BUDGET_S=${BUDGET_S:-420}
 CAP_SCALE=${CAP_SCALE:-100} # percent; the rehearsal test shrinks the caps with it
 
 # The steps, ONE table for the run and for --plan: stage, name, cap (s), kind, arguments.
-GPU_TESTS="test_tp test_timing test_families test_timing_engine test_counters test_correctness"
+GPU_TESTS="test_tp test_timing test_families test_timing_engine test_counters test_correctness test_moe"
 BUILD_TARGETS="fusebench fusebench-region $GPU_TESTS"
 SWEEP_ARGS="--models=qwen3-0.6b,llama3-8b --ops=qkv,gate_up --tokens=1,256,4096 --dtypes=bf16 --timing=cold,batch,eager,graph --timing-max-time=0.1"
 TORCH_ARGS="--models=qwen3-0.6b,llama3-8b --tokens=1,256,4096 --samples=100"

@@ -30,14 +30,20 @@ NOMINAL_CEILINGS = {
 
 # Each op's baseline variant when the report does not name one (`speedup_baseline`): the op's
 # first variant (COMMON contract 2).
-BASELINE_VARIANT = {"qkv": "split", "gate_up": "split", "tp_attn": "naive", "tp_mlp": "naive"}
+BASELINE_VARIANT = {"qkv": "split", "gate_up": "split", "tp_attn": "naive", "tp_mlp": "naive",
+                    "moe": "per_expert"}
 # Further comparisons drawn and tabled when both variants are present: (variant, over).
 EXTRA_COMPARISONS = {
     "tp_attn": [("sp", "paired"), ("overlap", "paired")],
     "tp_mlp": [("sp", "paired"), ("overlap", "paired")],
 }
 # A layer segment with this value keeps the chart's historic file name (no layer suffix).
-DEFAULT_LAYER = {"qkv": "attention", "tp_attn": "attention", "gate_up": "dense", "tp_mlp": "dense"}
+DEFAULT_LAYER = {"qkv": "attention", "tp_attn": "attention", "gate_up": "dense", "tp_mlp": "dense",
+                 "moe": "expert"}
+# A quantized variant is "less accurate" than its baseline where a shard's quant_error grew by more
+# than this fraction of the baseline's and this much (fusebench-advise's rule, docs/advise.md).
+LESS_ACCURATE_RELATIVE = 0.01
+LESS_ACCURATE_ABSOLUTE = 1e-4
 # TP ops: at tp 1 there is nothing to exchange, so their variants run one computation
 # (src/ops/tp_mlp.cpp, tp_attn.cpp build the same plan for every variant when tp == 1).
 TP_OPS = {"tp_attn", "tp_mlp"}
@@ -424,3 +430,74 @@ def oversubscription(group, context: dict):
         return Oversubscription(threads, cores, source)
     return Oversubscription(None, cores, source)
 
+
+
+def quant_errors(e: Entry, key: str = "quant_error") -> dict:
+    """A quantized entry's accuracy per output shard ({"q": .., "k": .., "v": ..}); {} when it
+    has none or a value is not a finite number >= 0 (never shown as 0)."""
+    v = e.fields.get(key)
+    if not isinstance(v, dict):
+        return {}
+    out = {}
+    for shard, x in v.items():
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0:
+            out[str(shard)] = float(x)
+    return out
+
+
+@dataclass
+class Accuracy:
+    """A variant's accuracy over entries (token counts) beside its baseline's, shard by shard."""
+    worst: float  # its largest quant_error of any shard
+    worst_shard: str
+    growth: float = 0.0  # its largest growth of a shard's quant_error over the baseline's (absolute)
+    growth_from: float = 0.0
+    growth_shard: str = ""
+    growth_tokens: int = 0
+    vs_split: float | None = None  # its largest quant_error_vs_split
+    emulated: bool = False
+
+    @property
+    def less_accurate(self):
+        return self.growth > LESS_ACCURATE_ABSOLUTE and self.growth > LESS_ACCURATE_RELATIVE * self.growth_from
+
+    def text(self, baseline=None):
+        """"quant err 0.0412" plus, where less accurate, "+14.1% over split: less accurate"."""
+        s = f"quant err {self.worst:.3g}"
+        if self.less_accurate:
+            pct = f"+{100 * self.growth / self.growth_from:.1f}%" if self.growth_from > 0 else "from 0"
+            s += f", {pct} over {baseline or 'baseline'} (shard {self.growth_shard}): less accurate"
+        if self.emulated:
+            s += ", emulated"
+        return s
+
+
+def accuracy(entries_by_tokens: dict, base_by_tokens: dict | None) -> Accuracy | None:
+    """{tokens: Entry} of one variant and of its baseline -> its Accuracy, or None without
+    quant_error."""
+    acc = None
+    for t, e in sorted(entries_by_tokens.items()):
+        errs = quant_errors(e)
+        if not errs:
+            continue
+        shard = max(errs, key=errs.get)
+        if acc is None:
+            acc = Accuracy(errs[shard], shard)
+        elif errs[shard] > acc.worst:
+            acc.worst, acc.worst_shard = errs[shard], shard
+        # `emulated` is a JSON boolean (kept in neither counters nor fields): its label and the
+        # quant object's execution say it too.
+        quant = e.fields.get("quant") if isinstance(e.fields.get("quant"), dict) else {}
+        acc.emulated = acc.emulated or e.fields.get("label") == "emulated" or \
+            str(quant.get("execution", "")).startswith("emulated")
+        vs = quant_errors(e, "quant_error_vs_split")
+        if vs:
+            acc.vs_split = max([acc.vs_split or 0.0] + list(vs.values()))
+        b = (base_by_tokens or {}).get(t)
+        if b is None or b is e:
+            continue
+        for k, x in errs.items():
+            y = quant_errors(b).get(k)
+            if y is not None and x - y > acc.growth:
+                acc.growth, acc.growth_from, acc.growth_shard, acc.growth_tokens = x - y, y, k, t
+    return acc

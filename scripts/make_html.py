@@ -317,14 +317,19 @@ def entry_table(report):
                         - set(LEAD_COUNTERS) - HIDDEN - SPEEDUP_KEYS)
     axes = [c for c in AXES if c in ("op", "variant", "tokens", "tp", "dtype", "model") or
             any(getattr(e, c) for e in report.entries)]
-    head = axes + FIRST_READ + LEAD_COUNTERS + ["speedup_pairs", "other speedups"] + extra_cols + ["error", "name"]
-    text_heads = {"name", "error", "status", "other speedups"} | (set(axes) - {"tokens", "tp"})
+    quantized = any(fr.quant_errors(e) for e in report.entries)
+    acc_cols = ["accuracy"] if quantized else []
+    head = (axes + FIRST_READ + acc_cols + LEAD_COUNTERS + ["speedup_pairs", "other speedups"] + extra_cols
+            + ["error", "name"])
+    text_heads = {"name", "error", "status", "other speedups", "accuracy"} | (set(axes) - {"tokens", "tp"})
     titles = {"speedup_vs_baseline": "baseline time / this time, median of paired ratios [95% interval]; "
                                      "or the ratio of medians where the report has no interval",
               "time_us": "median time per run [95% interval of the median]",
               "status": "timing_stop (how the measurement ended), and whether the group's ranks' threads "
                         "outnumbered the cores (then its times show contention, docs/tp.md)",
-              "name": "the entry's Google Benchmark name (the axes on the left, in one string)"}
+              "name": "the entry's Google Benchmark name (the axes on the left, in one string)",
+              "accuracy": "quantized entries: the worst shard's quant_error (rms error relative to the float64 "
+                          "reference), and whether it grew over the baseline variant's (less accurate)"}
     out = ["<div class='wrap'><table class='sortable entries'><thead><tr>"]
     for h in head:
         cls = "s" if h in text_heads else ""
@@ -352,6 +357,9 @@ def entry_table(report):
         shown = ratio_text(r) + (f" over {baseline}" if r else "")
         cells.append(cell(r.value if r else None, shown=shown if r else None))
         cells.append(cell(status_text(e, oversub.get((e.op, e.config(), e.tokens))), "s"))
+        if quantized:
+            acc = fr.accuracy({e.tokens: e}, {e.tokens: vm[baseline]} if baseline in vm else None)
+            cells.append(cell(acc.text(baseline) if acc else None, "s"))
         for c in LEAD_COUNTERS:
             cells.append(cell(e.counter(c)))
         cells.append(cell(e.counter("speedup_pairs")))

@@ -42,7 +42,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 # Per-launch overhead assumed by the cost-model prediction when not given (seconds).
 DEFAULT_LAUNCH_OVERHEAD_US = {"cuda": 3.0, "cpu": 1.0}
 # Variants in the order their styles are handed out (others follow alphabetically).
-VARIANT_ORDER = ["split", "fused", "grouped", "batched", "naive", "paired", "sp", "overlap", "sum", "cols"]
+VARIANT_ORDER = ["split", "fused", "fused_channelwise", "grouped", "batched", "per_expert", "per_expert_split",
+                 "padded", "naive", "paired", "sp", "overlap", "sum", "cols"]
 COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
           "tab:gray", "tab:olive", "tab:cyan"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p"]
@@ -126,6 +127,7 @@ class Series:
         self.varying = {f for f, vs in values.items() if len(vs) > 1}
         self.common = [self._show(f, next(iter(values[f]))) for f in self.FIELDS
                        if f not in self.varying and next(iter(values[f]))]
+        self.accuracy = {}  # ident -> "quant err ..." (quantized entries: accuracy beside speed)
 
     def report_name(self, ri):
         """A report's label, or its file's stem where the label is the device plus the path
@@ -149,7 +151,8 @@ class Series:
 
     def label(self, ident):
         shown = [self._show(f, v) for f, v in zip(self.FIELDS, ident[1:]) if f in self.varying and v]
-        return ident[0] + (f" ({' '.join(shown)})" if shown else "")
+        label = ident[0] + (f" ({' '.join(shown)})" if shown else "")
+        return label + (f"; {self.accuracy[ident]}" if ident in self.accuracy else "")
 
 
 def order_variants(variants, baseline):
@@ -264,6 +267,12 @@ def build_figure(model, op, layer, groups, reports, args, summary):
         else:
             drawn_variants[key] = present
     pairs = {(v, k): series.ident(v, k) for k in keys for v in drawn_variants[k]}
+    # Accuracy beside speed (issue 29): each quantized series' worst quant_error in its label, and
+    # where it grew over the baseline's, "less accurate".
+    for (v, k), ident in pairs.items():
+        acc = fr.accuracy(groups[k].get(v, {}), groups[k].get(baseline) if baseline else None)
+        if acc is not None:
+            series.accuracy[ident] = acc.text(baseline)
     idents = sorted(set(pairs.values()), key=lambda i: (variants.index(i[0]), [str(x) for x in i[1:]]))
     styles = Styles(idents, pairs)
     all_tokens = sorted({e.tokens for e in all_entries})

@@ -82,6 +82,9 @@ def main(argv=None):
     head = (f"{'model':<14} {'layer':<8} {'op':<8} {'dtype':<5} {'tp':>2} {'config':<22} {'tokens':>6} "
             f"{'variant':<8} {'over':<7} {'over us':>9} {'this us':>9} {'speedup [95% CI]':<26} "
             f"{'launches o/t (model)':>20} {'dram/model':>10}")
+    quantized = any(fr.quant_errors(e) for e in report.entries)
+    if quantized:
+        head += f" {'quant err o/t (worst shard)':<40}"
     rows, coll, curves = [], [], defaultdict(list)
     oversub = {}  # (op, cfg) -> the first oversubscription of its groups
     one_computation = set()  # (op, tp) whose variants are one computation
@@ -103,11 +106,18 @@ def main(argv=None):
             launches = (f"{fmt(b.counter('launches'), '.0f')}/{fmt(e.counter('launches'), '.0f')} "
                         f"({fmt(ml(b), '.0f')}/{fmt(ml(e), '.0f')})")
             mb, dram = e.counter("model_bytes"), fr.measured_bytes(e)
+            acc_text = ""
+            if quantized:
+                acc = fr.accuracy({tokens: e}, {tokens: b})
+                bacc = fr.accuracy({tokens: b}, None)
+                acc_text = (f" {fmt(bacc and bacc.worst, '.4g')}/{fmt(acc and acc.worst, '.4g')}"
+                            + (" LESS ACCURATE" if acc and acc.less_accurate else "")
+                            + (" (emulated)" if acc and acc.emulated else ""))
             rows.append(((e.model, e.layer, op, e.dtype, e.tp, config_text(e), tokens, variant, over),
                          f"{e.model:<14} {e.layer or '-':<8} {op:<8} {e.dtype:<5} {e.tp:>2} {config_text(e):<22} "
                          f"{tokens:>6} {variant:<8} {over:<7} {fmt(b.time_ns and b.time_ns / 1e3, '9.2f')} "
                          f"{fmt(e.time_ns and e.time_ns / 1e3, '9.2f')} {speedup_text(r):<26} {launches:>20} "
-                         f"{fmt(dram / mb if dram is not None and mb else None, '10.3f')}"
+                         f"{fmt(dram / mb if dram is not None and mb else None, '10.3f')}" + acc_text
                          + ("  oversubscribed" if o is not None else "")))
         if not comps:
             for variant, e in vm.items():

@@ -591,3 +591,147 @@ TEST(Evidence, NotJudgedContract) {
   EXPECT_FALSE(not_judged("", {{"pairs", std::nullopt}}));
   EXPECT_EQ(not_judged("", {{"pairs", 5.0}}).text(), "n < 6 (pairs 5)");
 }
+
+// Issue 30: the moe block's variants. per_expert is the baseline (speedup_baseline); grouped and
+// padded are advised over the token counts like any fused variant: `use: grouped` from where the
+// intervals say so.
+namespace {
+
+json moe_report(int seed = 1) {
+  Fixture f;
+  f.op = "moe";
+  f.layer = "expert";
+  f.model = "tiny-deepseek-v3";
+  const std::vector<std::string> vars = {"per_expert", "per_expert_split", "grouped", "padded"};
+  json b = json::array();
+  for (std::int64_t t : {1, 16, 64, 256}) {
+    // grouped loses at 1 token (its setup), wins from 64; padded wastes rows below 256.
+    const std::map<std::string, double> time = {{"per_expert", 10},
+                                                {"per_expert_split", 11.0},
+                                                {"grouped", t < 16   ? 12.0
+                                                            : t < 64 ? 10.0
+                                                                     : 7.0},
+                                                {"padded", t < 256 ? 30.0 : 8.0}};
+    for (const auto& v : vars) {
+      json e =
+          entry(f, v, t,
+                {{"speedup_baseline", "per_expert"},
+                 {"moe", {{"routing", {{"routing", "router"}, {"seed", seed}, {"top_k", 4}}}}}});
+      for (const auto& w : vars) {
+        if (w == v) continue;
+        const double s = time.at(w) / time.at(v);
+        e["speedup_over"][w] = {
+            {"speedup", s}, {"ci_low", s * 0.98}, {"ci_high", s * 1.02}, {"pairs", 40}};
+      }
+      b.push_back(e);
+    }
+  }
+  return {{"context", context()}, {"benchmarks", b}};
+}
+
+}  // namespace
+
+TEST(Advise, MoeUsesGroupedFromWhereItsIntervalsSaySo) {
+  const Table t = table_of({moe_report()});
+  ASSERT_EQ(t.comparisons.size(), 1u) << to_json(t).dump(1);
+  const Comparison& c = t.comparisons[0];
+  EXPECT_EQ(c.baseline, "per_expert");
+  EXPECT_EQ(c.variants,
+            (std::vector<std::string>{"per_expert", "grouped", "per_expert_split", "padded"}));
+  EXPECT_EQ(c.point(1)->label, "use: per_expert");
+  EXPECT_EQ(c.point(64)->label, "use: grouped");
+  EXPECT_EQ(c.point(256)->label, "use: grouped");
+  EXPECT_EQ(c.ranges.back().label, "use: grouped");
+  EXPECT_EQ(c.ranges.back().low, 64);
+  const std::string md = to_markdown(t);
+  EXPECT_NE(md.find("## moe · tiny-deepseek-v3 · expert"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 64-256 | **use: grouped** |"), std::string::npos) << md;
+}
+
+TEST(Advise, MoeReportsOfAnotherRoutingAreNeverPooled) {
+  EXPECT_NO_THROW(table_of({moe_report(1), moe_report(1)}));
+  try {
+    table_of({moe_report(1), moe_report(2)});
+    ADD_FAILURE() << "pooled runs of seeds 1 and 2";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  ": moe.routing: routing router, seed 2, but r0.json has routing router, seed 1: "
+                  "reports are pooled only when they routed alike"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Issue 29: accuracy beside speed. A fused variant that is faster but less accurate says so in
+// every output; one as accurate (the exact channelwise fusion) says nothing.
+namespace {
+
+json quant_report(double fused_q) {
+  Fixture f;
+  f.dtype = "fp8:tensor";
+  json b = json::array();
+  for (std::int64_t t : {1, 16}) {
+    add_pair(b, f, t, 1.30, 1.25, 1.35);
+    json& split = b[b.size() - 2];
+    json& fused = b[b.size() - 1];
+    split["quant_error"] = {{"q", 0.0361}, {"k", 0.0355}, {"v", 0.0358}};
+    split["emulated"] = fused["emulated"] = true;
+    fused["quant_error"] = {{"q", fused_q}, {"k", 0.0355}, {"v", 0.0358}};
+    fused["quant_error_vs_split"] = {{"q", fused_q == 0.0361 ? 0.0 : 0.0123}, {"k", 0}, {"v", 0}};
+  }
+  return {{"context", context()}, {"benchmarks", b}};
+}
+
+}  // namespace
+
+TEST(Advise, AFasterButLessAccurateFusedVariantSaysSo) {
+  const Table t = table_of({quant_report(0.0412)});
+  const Comparison& c = t.comparisons.at(0);
+  EXPECT_EQ(c.point(16)->label, "use: fused");  // the decision is the speed's
+  ASSERT_TRUE(c.accuracy.count("fused"));
+  EXPECT_TRUE(c.accuracy.at("fused").less_accurate);
+  EXPECT_FALSE(c.accuracy.at("split").less_accurate);
+  const std::string caveat =
+      "fused is less accurate than split: quant_error of shard q 0.0412 vs 0.0361 (+14.1%) at 1 "
+      "tokens; quant_error_vs_split up to 0.0123";
+  EXPECT_EQ(c.ranges.at(0).accuracy, caveat);
+  const std::string md = to_markdown(t);
+  EXPECT_NE(md.find("**use: fused** (" + caveat + ")"), std::string::npos) << md;
+  EXPECT_NE(md.find("Accuracy (quant_error: rms error relative to the float64 reference, the "
+                    "worst shard over the measured token counts): split 0.0361 (shard q); fused "
+                    "0.0412 (shard q), vs split 0.0123, less accurate than split."),
+            std::string::npos)
+      << md;
+  const json j = to_json(t);
+  EXPECT_EQ(j["comparisons"][0]["ranges"][0]["accuracy"], caveat);
+  EXPECT_EQ(j["comparisons"][0]["accuracy"]["fused"]["less_accurate"], true);
+  EXPECT_EQ(j["comparisons"][0]["accuracy"]["fused"]["quant_error_max"], 0.0412);
+  EXPECT_EQ(j["comparisons"][0]["emulated"], true);
+  EXPECT_NE(md.find("**Emulated**: the quantized times are the backend's emulation"),
+            std::string::npos)
+      << md;
+
+  // As accurate as split: no caveat, the summary still shows both.
+  const Table same = table_of({quant_report(0.0361)});
+  EXPECT_EQ(same.comparisons.at(0).ranges.at(0).accuracy, "");
+  EXPECT_FALSE(same.comparisons.at(0).accuracy.at("fused").less_accurate);
+  EXPECT_EQ(to_markdown(same).find("less accurate"), std::string::npos);
+  // A report without quantized entries is not emulated.
+  EXPECT_EQ(to_json(table_of({must_show_report()}))["comparisons"][0]["emulated"], false);
+}
+
+TEST(Advise, MalformedAccuracyNamesTheField) {
+  json r = quant_report(0.0412);
+  r["benchmarks"][1]["quant_error"]["q"] = -0.5;
+  try {
+    table_of({r});
+    ADD_FAILURE() << "accepted a negative quant_error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "/manual_time).quant_error.q: -0.5 is not a relative error (a number >= 0)"),
+              std::string::npos)
+        << e.what();
+  }
+  r["benchmarks"][1]["quant_error"] = "small";
+  EXPECT_THROW(table_of({r}), InputError);
+}

@@ -288,7 +288,8 @@ TEST(CliInputs, BadListElementsAreNamedWithWhatIsValid) {
            {"--timing-min-time=abc --list", "--timing-min-time: 'abc' is invalid (seconds"},
            {"--timing-target-ci=x --list", "--timing-target-ci: 'x' is invalid"},
            {"--ops=qkv,abc --list", "--ops: unknown op 'abc' (valid: qkv"},
-           {"--dtypes=fp32,fp4 --list", "--dtypes: unknown dtype 'fp4' (valid: bf16"},
+           {"--dtypes=fp32,fp4 --list",
+            "--dtypes: unknown dtype 'fp4' (valid: bf16, fp16, fp32, fp8, int8;"},
            {"--models=qwen3-0.6b,gpt-9 --list", "--models: unknown model 'gpt-9' (presets:"},
            {"--ops=tp_attn --tp=2 --link-profile=x --list", "--link-profile: unknown link profile"},
        }) {

@@ -968,3 +968,148 @@ TEST_F(Gate, BadTimesAndDuplicateNamesAreRefusedNamingTheEntry) {
     EXPECT_NE(err.find(message), std::string::npos) << err;
   }
 }
+
+// Issue 29: the accuracy rule. A quantized entry's quant_error (and a fused variant's
+// quant_error_vs_split) per shard fails the gate when it grew beyond the threshold, naming the
+// entry, the field and the shard; it is judged whatever the timing rules did.
+namespace {
+
+const std::string kQSplit =
+    "qkv/split/model:m/tokens:16/tp:1/dtype:fp8:tensor/weights:random/manual_time";
+const std::string kQFused =
+    "qkv/fused/model:m/tokens:16/tp:1/dtype:fp8:tensor/weights:random/manual_time";
+
+json quant_entry(const std::string& name, double q, double vs_split = -1) {
+  json extra = {{"quant", {{"spec", "fp8:tensor"}, {"dtype", "fp8_e4m3fn"}}},
+                {"emulated", true},
+                {"quant_error", {{"q", q}, {"k", 0.035}, {"v", 0.036}}},
+                {"quant_error_rows", 16}};
+  if (vs_split >= 0) extra["quant_error_vs_split"] = {{"q", vs_split}, {"k", 0.0}, {"v", 0.0}};
+  return entry(name, 10, extra);
+}
+
+json quant_report(double fused_q, double fused_vs_split) {
+  return report({quant_entry(kQSplit, 0.036), quant_entry(kQFused, fused_q, fused_vs_split)});
+}
+
+}  // namespace
+
+TEST_F(Gate, QuantErrorThatGrewFailsNamingTheEntryAndShard) {
+  const json base = quant_report(0.036, 0.0);
+  EXPECT_EQ(run(base, base), 0) << out << err;
+  EXPECT_NE(out.find("accuracy rule (a quant_error that grew fails): applied to 2 entries (9 "
+                     "shard values), 0 grew"),
+            std::string::npos)
+      << out;
+
+  // fused's q shard: 0.036 -> 0.050 (+38.9%).
+  EXPECT_EQ(run(base, quant_report(0.050, 0.0), {"--summary-md=" + (dir / "s.md").string()}), 1)
+      << out << err;
+  std::string row;
+  for (std::istringstream lines(out); std::getline(lines, row);) {
+    if (row.rfind("ACCURACY", 0) == 0) break;
+  }
+  EXPECT_NE(row.find(kQFused), std::string::npos) << out;
+  EXPECT_NE(row.find("quant_error.q"), std::string::npos) << row;
+  EXPECT_NE(row.find("+38.9%: the quant_error of shard q grew beyond the threshold 10.0%"),
+            std::string::npos)
+      << row;
+  EXPECT_NE(row.find("less accurate"), std::string::npos) << row;
+  EXPECT_EQ(out.find("ACCURACY " + kQSplit), std::string::npos) << out;  // split did not change
+  EXPECT_NE(out.find(": FAIL"), std::string::npos) << out;
+  std::ifstream md(dir / "s.md");
+  const std::string summary((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(summary.find("| ACCURACY | `" + kQFused + "` | quant_error.q |"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("Accuracy rule: applied to 2 entries"), std::string::npos) << summary;
+
+  // The threshold is a flag; +38.9% passes a 50% threshold.
+  EXPECT_EQ(run(base, quant_report(0.050, 0.0), {"--quant-error-threshold=50"}), 0) << out << err;
+  EXPECT_NE(out.find("threshold 50.0%"), std::string::npos) << out;
+
+  // An exact fusion that became lossy: quant_error_vs_split from 0 fails ...
+  EXPECT_EQ(run(base, quant_report(0.036, 0.02)), 1) << out << err;
+  EXPECT_NE(out.find("quant_error_vs_split.q"), std::string::npos) << out;
+  EXPECT_NE(out.find("from 0: the quant_error_vs_split of shard q grew"), std::string::npos) << out;
+  // ... but rounding below the absolute floor (1e-4) does not.
+  EXPECT_EQ(run(base, quant_report(0.036, 5e-7)), 0) << out << err;
+
+  // A smaller error is reported, not failed.
+  EXPECT_EQ(run(base, quant_report(0.020, 0.0), {"-v"}), 0) << out << err;
+  EXPECT_NE(out.find("more accurate (reported, not failed)"), std::string::npos) << out;
+}
+
+TEST_F(Gate, AccuracyIsJudgedWhenTimeIsNot) {
+  // --ignore-time leaves the run NOT JUDGED (3), but an accuracy regression still fails (1).
+  EXPECT_EQ(run(quant_report(0.036, 0.0), quant_report(0.036, 0.0), {"--ignore-time"}), 3) << out;
+  EXPECT_EQ(run(quant_report(0.036, 0.0), quant_report(0.050, 0.0), {"--ignore-time"}), 1) << out;
+  EXPECT_NE(out.find("ACCURACY"), std::string::npos) << out;
+}
+
+TEST_F(Gate, AccuracyThatVanishedIsMissing) {
+  json cur = quant_report(0.036, 0.0);
+  cur["benchmarks"][1].erase("quant_error_vs_split");
+  EXPECT_EQ(run(quant_report(0.036, 0.0), cur), 1) << out << err;
+  EXPECT_NE(out.find("quant_error_vs_split.q"), std::string::npos) << out;
+  EXPECT_NE(out.find("accuracy absent from current"), std::string::npos) << out;
+  EXPECT_EQ(run(quant_report(0.036, 0.0), cur, {"--allow-missing-counters"}), 0) << out << err;
+}
+
+TEST_F(Gate, MalformedAccuracyIsUnusableInputNamingTheField) {
+  const std::string at = "benchmarks[1] (" + kQFused + ")";
+  struct Case {
+    json value;
+    std::string says;
+  };
+  for (const Case& c : {
+           Case{json{{"q", -1.0}}, at + ".quant_error.q: -1 is not a relative error"},
+           Case{json{{"q", "big"}}, at + ".quant_error.q: expected a number, got a string"},
+           Case{json(0.3), at + ".quant_error: expected an object of shard -> error, got number"},
+       }) {
+    json cur = quant_report(0.036, 0.0);
+    cur["benchmarks"][1]["quant_error"] = c.value;
+    EXPECT_EQ(run(quant_report(0.036, 0.0), cur), 2) << c.value << out;
+    EXPECT_NE(err.find(c.says), std::string::npos) << err;
+  }
+  EXPECT_EQ(
+      run(quant_report(0.036, 0.0), quant_report(0.036, 0.0), {"--quant-error-threshold=abc"}), 2);
+  EXPECT_NE(err.find("--quant-error-threshold: \"abc\" is not a valid value: expected a number >= "
+                     "0 (a percentage, e.g. 10 for 10%)"),
+            std::string::npos)
+      << err;
+}
+
+// Issue 30: an entry's routing (source, seed) and a quantized entry's spec are part of what it
+// measured though its name does not say them: another one under the same name is refused (2).
+TEST_F(Gate, AnEntryOfAnotherRoutingOrQuantSpecIsRefusedNamingTheField) {
+  const std::string moe =
+      "moe/grouped/model:tiny/layer:expert/tokens:64/tp:1/dtype:fp32/weights:random/manual_time";
+  auto moe_report = [&](const std::string& source, int seed) {
+    return report({entry(
+        moe, 10,
+        {{"moe",
+          {{"routing", {{"routing", source}, {"seed", seed}, {"experts", 16}, {"top_k", 4}}}}}})});
+  };
+  EXPECT_EQ(run(moe_report("router", 1), moe_report("router", 1)), 0) << out << err;
+  EXPECT_EQ(run(moe_report("router", 1), moe_report("router", 2)), 2) << out;
+  EXPECT_NE(err.find(moe + ": moe.routing.seed differs: "), std::string::npos) << err;
+  EXPECT_NE(err.find("has 1, "), std::string::npos) << err;
+  EXPECT_NE(err.find("--allow-identity-mismatch=routing"), std::string::npos) << err;
+  EXPECT_EQ(run(moe_report("router", 1), moe_report("zipf:1.2", 1)), 2) << out;
+  EXPECT_NE(err.find("moe.routing.routing differs"), std::string::npos) << err;
+  EXPECT_EQ(
+      run(moe_report("router", 1), moe_report("router", 2), {"--allow-identity-mismatch=routing"}),
+      0)
+      << out << err;
+  EXPECT_NE(
+      out.find("differs: baseline 1, current 2 (allowed by --allow-identity-mismatch=routing)"),
+      std::string::npos)
+      << out;
+
+  json cur = quant_report(0.036, 0.0);
+  cur["benchmarks"][1]["quant"]["spec"] = "fp8:tensor:static";
+  EXPECT_EQ(run(quant_report(0.036, 0.0), cur), 2) << out;
+  EXPECT_NE(err.find(kQFused + ": quant.spec differs"), std::string::npos) << err;
+  EXPECT_NE(err.find("--allow-identity-mismatch=quant"), std::string::npos) << err;
+  EXPECT_EQ(run(quant_report(0.036, 0.0), cur, {"--allow-identity-mismatch=quant"}), 0) << err;
+}

@@ -196,3 +196,70 @@ TEST(MoeCli, RunsVerifiedWithRoutingFields) {
 }
 
 }  // namespace
+
+// The CUDA backend's moe: gather and combine kernels, cuBLAS's grouped GEMM and the padded
+// blocks' pointer-array batched GEMM, each variant against split and float64 (no expert biases:
+// those variants are refused on cuda, see sweep.cpp), at decode and at a prefill where every
+// expert of the real qwen3-30b-a3b shape is hit.
+TEST(GpuMoe, EveryVariantVerifiesOnTheDevice) {
+  std::string why;
+  auto backend = make_cuda_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  for (const char* file : {"tiny-qwen3-moe.json", "tiny-deepseek-v3.json"}) {
+    for (const char* routing : {"router", "zipf:1.2"}) {
+      const ShardShape s = moe_shard(file, routing);
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        for (std::int64_t tokens : {1, 37}) {
+          const auto results = verify_op(*backend, "moe", s, tokens, dtype, 11, true);
+          EXPECT_EQ(results.size(), 4u) << file;
+          for (const auto& r : results)
+            EXPECT_TRUE(r.checked() && r.ok())
+                << file << " " << routing << " tokens=" << tokens << " " << r.summary();
+        }
+      }
+    }
+  }
+  // A mid-sized qwen3_moe (32 experts, top-8): at 256 tokens every expert is hit, and tiles of
+  // cuBLAS's real kernels are exercised (the tiny configs fit in one tile).
+  const std::string text =
+      R"({"model_type": "qwen3_moe", "hidden_size": 1024, "num_attention_heads": 16,
+          "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 3072,
+          "moe_intermediate_size": 384, "num_experts": 32, "num_experts_per_tok": 8,
+          "norm_topk_prob": true, "hidden_act": "silu", "num_hidden_layers": 1})";
+  ShardShape real = shard(parse_hf_config(text, "mid-qwen3-moe.json"), 1, LayerKind::expert);
+  auto block = std::make_shared<MoeBlock>();
+  block->rule = routing_rule_from_config(text, "mid-qwen3-moe.json");
+  block->source = parse_routing("uniform");
+  block->seed = 7;
+  real.moe = std::move(block);
+  for (std::int64_t tokens : {1, 256}) {
+    for (const auto& r : verify_op(*backend, "moe", real, tokens, DType::bf16, 3, true, 16))
+      EXPECT_TRUE(r.checked() && r.ok()) << "mid-qwen3-moe tokens=" << tokens << " " << r.summary();
+  }
+}
+
+// What a GPU sweep of the moe op would run, listed here: every variant of a model without expert
+// biases; with them (gpt-oss) grouped and padded left out naming why, refused when asked for.
+TEST(MoeCli, CudaListingRunsTheBlockAndLeavesOutBiasedOneLaunchVariants) {
+  const auto plain = fusebench::testing::run_fusebench(
+      "--list --list-for=cuda --ops=moe --tokens=1 --dtypes=bf16 --timing=eager --model-config=" +
+      config_path("tiny-qwen3-moe.json"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  for (const char* v : {"per_expert/", "per_expert_split/", "grouped/", "padded/"})
+    EXPECT_NE(plain.output.find(std::string("moe/") + v), std::string::npos) << v;
+  const auto biased = fusebench::testing::run_fusebench(
+      "--list --list-for=cuda --ops=moe --tokens=1 --dtypes=bf16 --timing=eager --model-config=" +
+      config_path("tiny-gpt-oss.json"));
+  ASSERT_EQ(biased.exit_code, 0) << biased.output;
+  EXPECT_NE(biased.output.find("moe/per_expert/"), std::string::npos) << biased.output;
+  EXPECT_EQ(biased.output.find("moe/grouped/model"), std::string::npos) << biased.output;
+  EXPECT_NE(biased.output.find("moe/grouped left out for tiny-gpt-oss: expert biases on cuda"),
+            std::string::npos)
+      << biased.output;
+  const auto asked = fusebench::testing::run_fusebench(
+      "--list --list-for=cuda --ops=moe --variants=padded --tokens=1 --model-config=" +
+      config_path("tiny-gpt-oss.json"));
+  EXPECT_EQ(asked.exit_code, 2) << asked.output;
+  EXPECT_NE(asked.output.find("--variants: moe/padded: expert biases on cuda"), std::string::npos)
+      << asked.output;
+}

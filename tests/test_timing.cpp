@@ -16,6 +16,8 @@
 #include "fusebench/backend.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
+#include "fusebench/shapes.hpp"
 #include "fusebench/verify.hpp"
 #include "fusebench/workspace.hpp"
 #include "measure/ceilings.hpp"
@@ -285,6 +287,45 @@ TEST(TimingGpu, GraphReplayOfGroupedAndBatchedVariantsRewritesOutputs) {
     for (const auto& [name, view] : plan.outputs) {
       EXPECT_EQ(ws.read(view), before.at(name)) << op << "/" << variant << " output " << name;
     }
+  }
+}
+
+// The moe op in a graph: its routing is the plan's, uploaded by the eager run before the capture,
+// so a replay writes what the eager run wrote (the routing it captured is the entry's own).
+TEST(TimingGpu, GraphReplayOfMoeVariantsRewritesOutputs) {
+  std::string why;
+  auto backend = gpu_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  auto dev = make_device_timing(*backend, &why);
+  ASSERT_TRUE(dev) << why;
+  const std::string text =
+      R"({"model_type": "qwen3_moe", "hidden_size": 1024, "num_attention_heads": 16,
+          "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 3072,
+          "moe_intermediate_size": 384, "num_experts": 32, "num_experts_per_tok": 8,
+          "norm_topk_prob": true, "hidden_act": "silu", "num_hidden_layers": 1})";
+  ShardShape s = shard(parse_hf_config(text, "mid-qwen3-moe.json"), 1, LayerKind::expert);
+  auto block = std::make_shared<MoeBlock>();
+  block->rule = routing_rule_from_config(text, "mid-qwen3-moe.json");
+  block->source = parse_routing("zipf:1.2");
+  block->seed = 3;
+  s.moe = std::move(block);
+  for (const char* variant : {"per_expert", "grouped", "padded"}) {
+    Workspace ws(*backend, build_plan("moe", variant, s, 37, DType::bf16), 7);
+    ws.run();
+    const Plan& plan = ws.plan();
+    std::map<std::string, std::vector<float>> before;
+    for (const auto& [name, view] : plan.outputs) before[name] = ws.read(view);
+    auto graph = dev->capture([&] { ws.run(); });
+    for (int b = 0; b < static_cast<int>(plan.buffers.size()); ++b) {
+      const BufferSpec& spec = plan.buffers[static_cast<std::size_t>(b)];
+      if (spec.role != BufferRole::output) continue;
+      const std::vector<std::byte> zeros(plan.buffer_bytes(b));
+      backend->upload(ws.ref(View{b, 0, 0, spec.rows, spec.cols}).data, zeros.data(), zeros.size());
+    }
+    graph->launch();
+    backend->synchronize();
+    for (const auto& [name, view] : plan.outputs)
+      EXPECT_EQ(ws.read(view), before.at(name)) << "moe/" << variant << " output " << name;
   }
 }
 

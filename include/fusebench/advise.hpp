@@ -58,6 +58,13 @@ struct Entry {
   std::optional<Ratio> speedup;       // over speedup_baseline
   std::map<std::string, Ratio> over;  // speedup_over
   std::optional<double> model_flops, model_bytes, model_launches, comm_bytes;
+  // A quantized entry's accuracy per output shard (docs/report.md): quant_error, and for a fused
+  // variant quant_error_vs_split.
+  std::map<std::string, double> quant_error, quant_error_vs_split;
+  bool emulated = false;  // `emulated`: its times are an emulation (the CPU's fp8/int8, quant.md)
+  // The moe op's routing as the entry records it (moe.routing: source and seed), e.g.
+  // "routing router, seed 1"; reports pooled must agree on it.
+  std::string routing;
 };
 
 struct Ceilings {
@@ -122,6 +129,25 @@ struct Point {
   std::optional<ModelPoint> model;
 };
 
+// How accurate a quantized variant is beside the comparison's baseline (docs/advise.md,
+// "Accuracy"), over every measured token count and report.
+struct VariantAccuracy {
+  double worst = 0;  // its largest quant_error of any shard
+  std::string worst_shard;
+  std::int64_t worst_tokens = 0;
+  // Its largest growth of a shard's quant_error over the baseline variant's at the same token
+  // count and run (absolute; 0 when never above it), where and from what.
+  double growth = 0, growth_from = 0;
+  std::string growth_shard;
+  std::int64_t growth_tokens = 0;
+  std::optional<double> vs_split;  // its largest quant_error_vs_split, when it has one
+  bool less_accurate = false;      // growth beyond kLessAccurateRelative and kLessAccurateAbsolute
+};
+// A variant is "less accurate" than the baseline where a shard's quant_error grew by more than
+// 1% of the baseline's and more than 1e-4 (rounding of an exact fusion stays below both).
+inline constexpr double kLessAccurateRelative = 0.01;
+inline constexpr double kLessAccurateAbsolute = 1e-4;
+
 struct Range {
   std::int64_t low = 0, high = 0;
   Decision decision = Decision::kUnresolved;
@@ -131,6 +157,9 @@ struct Range {
   std::string low_end, high_end;  // how each end was placed
   std::string reason;
   std::vector<std::int64_t> points;  // the measured token counts inside it (its evidence)
+  // Where a variant it runs is less accurate than the baseline: says so, e.g. "fused is less
+  // accurate than split: ..." (docs/advise.md, "Accuracy"); empty otherwise.
+  std::string accuracy;
 };
 
 struct Key {
@@ -155,6 +184,8 @@ struct Comparison {
   std::string model_note;  // how the cost model was evaluated, or why not
   std::optional<Ceilings> ceilings;
   double launch_overhead_s = 0;
+  std::map<std::string, VariantAccuracy> accuracy;  // per quantized variant; empty otherwise
+  bool emulated = false;  // some entry's times are an emulation (docs/quant.md)
   const Point* point(std::int64_t tokens) const;
 };
 
@@ -166,6 +197,12 @@ struct Table {
 };
 
 Table build(std::vector<Report> reports, double margin = kDefaultMargin);
+
+// "fused is less accurate than split: quant_error of shard q 0.0412 vs 0.0361 (+14.1%) at 16
+// tokens; quant_error_vs_split up to 0.0123", or "" where the variant is not less accurate.
+std::string accuracy_caveat(const Comparison& c, const std::string& variant);
+// One line per quantized variant: "split 0.0361; fused 0.0412 (...)"; "" without quant_error.
+std::string accuracy_summary(const Comparison& c);
 
 // The four outputs, all from one Table.
 nlohmann::json to_json(const Table& table);

@@ -129,7 +129,7 @@ class Backend {
   // Quantized projections (docs/quant.md). Empty when this backend runs `dtype`'s quantize and
   // scaled GEMM, else why not; then how it runs them: "native", or "emulated: <how>" (the times
   // of such entries are labelled emulated).
-  virtual std::string quant_unsupported_reason(QuantDType dtype) const;
+  virtual std::string quant_unsupported_reason(const QuantSpec& spec) const;
   virtual std::string quant_execution(QuantDType) const { return "native"; }
   // One launch each (a library call on the CPU). Defaults throw quant_unsupported_reason.
   virtual void quantize(const QuantizeArgs& args);
@@ -188,6 +188,9 @@ BackendChoice make_backend(BackendKind kind);
 std::unique_ptr<Backend> make_cpu_backend();
 // Returns nullptr and sets `why` when the CUDA backend is not built or no device is usable.
 std::unique_ptr<Backend> make_cuda_backend(std::string* why);
+// Why the cuda backend does not run `spec` ("" when it does): its quant_unsupported_reason, and
+// what --list-for=cuda says of a GPU's sweep from a machine without one.
+std::string cuda_quant_refusal(const QuantSpec& spec);
 // make_cuda_backend opens pinned_cuda_device() (local_device.hpp): device 0 unless the process
 // pinned another one (its launcher's local rank, under mpirun/srun).
 // The same on a given device (the ranks of a single-process multi-GPU run), and how many

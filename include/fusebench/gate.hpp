@@ -52,6 +52,12 @@ struct Entry {
   // "contended" or "n < 6 (samples 2)", the shared contract of fusebench/evidence.hpp; empty when
   // it may be judged.
   std::string not_judged;
+  // Accuracy of a quantized entry (docs/gate.md, "The accuracy rule"), of the first repetition:
+  // per field ("quant_error", "quant_error_vs_split") each output shard's value.
+  std::map<std::string, std::map<std::string, double>> accuracy;
+  // What the entry measured that its name does not say (docs/gate.md, "Identity of entries"):
+  // field -> value as text, e.g. "moe.routing.seed" -> "1", "quant.spec" -> "fp8:tensor".
+  std::map<std::string, std::string> setup;
 };
 
 struct Report {
@@ -110,7 +116,19 @@ struct Options {
   // Judge time, speedup and advice although the reports ran with different CPU thread counts.
   bool allow_thread_mismatch = false;
   double advice_margin = 0.03;  // the advice rule's margin (fusebench-advise --margin)
+  // The accuracy rule: a quant_error (or quant_error_vs_split) of a shard that grew by more than
+  // this fraction of the baseline's, and by more than kQuantErrorFloor, fails.
+  double quant_error_threshold = 0.10;
 };
+
+// The accuracy rule's absolute floor: a growth this small is rounding of the fp32 accumulation
+// (about 1e-7 relative), not a change of quantization (errors of 1e-3 .. 1e-1); it lets an exact
+// fusion's quant_error_vs_split of 0 move to 1e-6 without failing.
+inline constexpr double kQuantErrorFloor = 1e-4;
+
+// The entry identity fields beyond the name, grouped as --allow-identity-mismatch names them:
+// "routing" (moe.routing.*), "quant" (quant.spec, emulated).
+const std::vector<std::string>& entry_setup_groups();
 
 // kLost: a speedup whose interval lies wholly below the baseline report's (the benefit was lost).
 // kFlipped: the advice said `use: X` in the baseline and `use: Y` now at a token count both
@@ -126,7 +144,8 @@ enum class Status {
   kNote,
   kLost,
   kFlipped,
-  kUncovered  // an entry the baseline lacks: ungated, fails unless --allow-new ("NEW")
+  kUncovered,    // an entry the baseline lacks: ungated, fails unless --allow-new ("NEW")
+  kLessAccurate  // a quant_error that grew beyond the accuracy threshold ("ACCURACY")
 };
 const char* to_string(Status s);
 bool is_failure(Status s);
@@ -137,6 +156,14 @@ struct Finding {
   std::string metric;  // "time", a counter name, or "" for whole-benchmark findings
   std::optional<double> baseline, current;
   std::string detail;  // the rule applied, e.g. "+7.1% > max(5%, noise 2.3%)"
+};
+
+// What the accuracy rule compared (docs/gate.md, "The accuracy rule").
+struct AccuracyCoverage {
+  int entries = 0;  // entries with quant_error in both reports
+  int values = 0;   // shard values compared (quant_error and quant_error_vs_split)
+  int grew = 0;     // of which failed
+  double threshold = 0.10;
 };
 
 // Where the speedup-interval rule applied and, where it could not, why (for the summaries).
@@ -177,6 +204,7 @@ struct Result {
   int not_judged = 0;  // benchmarks whose time and speedup were not judged (Entry::not_judged)
   SpeedupCoverage speedup;
   AdviceCoverage advice;
+  AccuracyCoverage accuracy;
   bool failed() const;
   Verdict verdict() const;
   int exit_code() const;             // kExitPass, kExitFail or kExitNotJudged (0 when allowed)
@@ -213,6 +241,17 @@ std::vector<std::string> naming_hints(const Report& baseline, const Report& curr
 // point by point; a `use:` that became another `use:` fails, any other change is a note.
 void compare_advice(const advise::Table& baseline, const advise::Table& current, Result& result);
 std::string advice_rule_summary(const Result& result);
+
+// The accuracy rule for one entry in both reports: each shard's quant_error and
+// quant_error_vs_split against the baseline's (docs/gate.md); findings and coverage into result.
+void compare_accuracy(const Entry& baseline, const Entry& current, const Options& options,
+                      Result& result);
+std::string accuracy_rule_summary(const Result& result);
+// The identity of one entry beyond its name (moe routing, quant spec): throws InputError naming
+// the entry and the field when they differ, unless the field's group is allowed
+// (--allow-identity-mismatch=routing|quant), then a note.
+void check_entry_setup(const Entry& baseline, const Entry& current, const Report& baseline_report,
+                       const Report& current_report, const Options& options, Result& result);
 
 // The threshold the time rule used and where it came from, or why it did not run.
 std::string time_rule_summary(const Result& result);

@@ -82,6 +82,19 @@ const std::vector<LayerFamily>& layer_families();
 // Throws CheckpointError naming the model_type and listing the ones the table knows.
 const LayerFamily& find_layer_family(std::string_view model_type);
 
+// `name` as the checkpoint stores it: model.layers.* as is, or under a multimodal model's
+// language-model prefix (language_model.model.layers., model.language_model.layers.) when only
+// that is there.
+std::string with_text_prefix(const Checkpoint& checkpoint, const std::string& name);
+
+// The family with its per-expert routed-expert tensors (".experts.{expert}.gate_proj" etc.)
+// replaced by the 3-D stacks transformers 5's expert modules hold (Qwen3MoeExperts and its
+// kin): <prefix>experts.gate_up_proj [experts, 2 * intermediate, hidden] (gate rows, then up) and
+// <prefix>experts.down_proj [experts, hidden, intermediate], where layer `layer` of the
+// checkpoint stores them so and not per expert. Otherwise the family unchanged.
+LayerFamily with_stacked_experts(const LayerFamily& family, const Checkpoint& checkpoint,
+                                 int layer);
+
 // Layer `layer`'s projection tensors of a checkpoint, validated against the model's shape
 // (every tensor the config implies present, none it rules out, every shape [parts..., cols] as
 // the config says, every dtype runnable), served as logical tensors to a Workspace and to
@@ -124,6 +137,14 @@ class HfLayerWeights : public TensorSource {
   TensorDtype stored_dtype_of(const std::string& logical) const;
   int layer() const { return layer_; }
   std::int64_t expert() const { return expert_; }
+
+  // Serves `other`'s routed-expert tensors (w_expert_gate, w_expert_up, w_expert_down and their
+  // biases) as expert other.expert()'s: w_expert{e}_gate, ... (the moe op's w13/w2 parts).
+  // `other` is the same layer of the same checkpoint. Throws CheckpointError when it serves no
+  // routed expert.
+  void add_expert(const HfLayerWeights& other);
+  // The routed experts add_expert() added, in order.
+  const std::vector<std::int64_t>& all_experts() const { return all_experts_; }
   const std::string& family() const { return family_; }
   const Checkpoint& checkpoint() const { return *checkpoint_; }
 
@@ -146,6 +167,7 @@ class HfLayerWeights : public TensorSource {
   std::map<std::string, Part> parts_;  // logical name -> where it is stored
   std::set<LayerKind> served_;
   std::map<LayerKind, std::string> not_served_;  // the model's groups this layer does not serve
+  std::vector<std::int64_t> all_experts_;
   // Quantized checkpoints: the config, and each quantized logical weight's scale tensors.
   std::optional<CheckpointQuant> quant_;
   std::map<std::string, QuantScaleNames> quant_parts_;

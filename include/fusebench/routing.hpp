@@ -5,6 +5,7 @@
 // every variant of a comparison consumes, its statistics, and the padding arithmetic of vLLM's
 // moe_align_block_size. Pure host code; docs/moe.md describes it.
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -71,6 +72,8 @@ struct RoutingAssignment {
   std::vector<float> weights;               // [tokens * top_k]
   std::vector<std::int64_t> expert_offset;  // [experts + 1] into expert_slots
   std::vector<std::int64_t> expert_slots;   // [tokens * top_k]; slot / top_k is the token
+  // Source router: whose router weights routed the tokens ("" random: random_router_inputs').
+  std::string router;
 
   std::int64_t rows(std::int64_t expert) const {
     return expert_offset[expert + 1] - expert_offset[expert];
@@ -135,6 +138,19 @@ RoutingAssignment file_routing(std::string_view json_text, const std::string& na
 RoutingAssignment make_routing(const RoutingSource& source, const RoutingRule& rule,
                                std::int64_t tokens, std::int64_t hidden, std::uint64_t seed);
 
+// A model's own router (a checkpoint's, --weights): router_w [E, H] and the
+// e_score_correction_bias [E] (empty when the rule has none), `name` saying where they come from.
+struct RouterWeights {
+  std::vector<float> router_w, bias;
+  std::string name;
+};
+// The source `router` with `router`'s weights on random_router_inputs' hidden states (the same
+// seeded tokens as a random router's); any other source as make_routing. Throws
+// std::invalid_argument when the weights are not [E, H] (and [E] for a rule with a bias).
+RoutingAssignment make_routing(const RoutingSource& source, const RoutingRule& rule,
+                               std::int64_t tokens, std::int64_t hidden, std::uint64_t seed,
+                               const RouterWeights& router);
+
 // --- Statistics and padding -------------------------------------------------------------------
 
 struct RoutingStats {
@@ -185,6 +201,8 @@ struct MoeBlock {
   std::uint64_t seed = 0;
   std::int64_t shared_intermediate = 0;  // the shared expert(s) as one MLP; 0: none
   std::string config_name;               // where the rule was read, for messages
+  // The checkpoint's router (--weights under --routing=router); null: a seeded random router.
+  std::shared_ptr<const RouterWeights> router;
 };
 
 // What a moe plan carries (Plan::moe): its routing, and for the padded variant the padding.

@@ -16,15 +16,26 @@ namespace {
 
 // Variants in the order the suite lists them (the baseline goes first in any case).
 const std::vector<std::string>& variant_order() {
-  static const std::vector<std::string> order = {
-      "split", "fused",  "grouped", "batched", "fused_bias_kernel",
-      "naive", "paired", "sp",      "overlap"};
+  static const std::vector<std::string> order = {"split",
+                                                 "fused",
+                                                 "fused_channelwise",
+                                                 "grouped",
+                                                 "batched",
+                                                 "fused_bias_kernel",
+                                                 "per_expert",
+                                                 "per_expert_split",
+                                                 "padded",
+                                                 "naive",
+                                                 "paired",
+                                                 "sp",
+                                                 "overlap"};
   return order;
 }
 
 std::string default_baseline(const std::string& op) {
   if (op == "qkv" || op == "gate_up") return "split";
   if (op == "tp_attn" || op == "tp_mlp") return "naive";
+  if (op == "moe") return "per_expert";
   return "";
 }
 
@@ -512,8 +523,105 @@ void refuse_mixed_setups(const std::vector<Report>& reports) {
 
 }  // namespace
 
+namespace {
+
+// The moe op's routing is part of what an entry measured, but not of its name: reports pooled
+// must have routed alike (the same --routing and --seed), or their speedups mix experiments.
+void refuse_mixed_routing(const std::vector<Report>& reports) {
+  std::map<std::string, std::pair<std::string, const Report*>> seen;  // name -> routing, report
+  for (const auto& r : reports) {
+    for (const auto& e : r.entries) {
+      if (e.routing.empty()) continue;
+      const auto [it, added] = seen.try_emplace(e.name, e.routing, &r);
+      if (added || it->second.first == e.routing) continue;
+      throw InputError(r.file + ": " + e.name + ": moe.routing: " + e.routing + ", but " +
+                       it->second.second->file + " has " + it->second.first +
+                       ": reports are pooled only when they routed alike (the same --routing and "
+                       "--seed); advise them separately");
+    }
+  }
+}
+
+// Accuracy per variant against the comparison's baseline, shard by shard at the same token count
+// and run (docs/advise.md, "Accuracy").
+template <class Groups>
+void add_accuracy(Comparison& c, const Groups& by_tokens) {
+  for (const auto& [tokens, cells] : by_tokens) {
+    for (const auto& [rr, cell] : cells) {
+      const auto base = cell.by_variant.find(c.baseline);
+      for (const auto& [v, e] : cell.by_variant) {
+        c.emulated = c.emulated || e->emulated;
+        if (e->error || e->quant_error.empty()) continue;
+        VariantAccuracy& a = c.accuracy[v];
+        for (const auto& [shard, err] : e->quant_error) {
+          if (err > a.worst || a.worst_shard.empty())
+            a.worst = err, a.worst_shard = shard, a.worst_tokens = tokens;
+          if (base == cell.by_variant.end() || v == c.baseline || base->second->error) continue;
+          const auto b = base->second->quant_error.find(shard);
+          if (b == base->second->quant_error.end()) continue;
+          if (err - b->second > a.growth) {
+            a.growth = err - b->second, a.growth_from = b->second, a.growth_shard = shard;
+            a.growth_tokens = tokens;
+          }
+        }
+        for (const auto& [shard, err] : e->quant_error_vs_split)
+          a.vs_split = std::max(a.vs_split.value_or(0), err);
+        a.less_accurate =
+            a.growth > kLessAccurateAbsolute && a.growth > kLessAccurateRelative * a.growth_from;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string accuracy_caveat(const Comparison& c, const std::string& variant) {
+  const auto it = c.accuracy.find(variant);
+  if (it == c.accuracy.end() || !it->second.less_accurate) return "";
+  const VariantAccuracy& a = it->second;
+  std::string s = variant + " is less accurate than " + c.baseline + ": quant_error of shard " +
+                  a.growth_shard + " " + fmt(a.growth_from + a.growth, "%.4g") + " vs " +
+                  fmt(a.growth_from, "%.4g");
+  if (a.growth_from > 0) s += " (+" + fmt(100 * a.growth / a.growth_from, "%.1f") + "%)";
+  s += " at " + std::to_string(a.growth_tokens) + " tokens";
+  if (a.vs_split) s += "; quant_error_vs_split up to " + fmt(*a.vs_split, "%.4g");
+  return s;
+}
+
+std::string accuracy_summary(const Comparison& c) {
+  std::string s;
+  for (const auto& v : c.variants) {
+    const auto it = c.accuracy.find(v);
+    if (it == c.accuracy.end()) continue;
+    const VariantAccuracy& a = it->second;
+    s +=
+        (s.empty() ? "" : "; ") + v + " " + fmt(a.worst, "%.4g") + " (shard " + a.worst_shard + ")";
+    if (a.vs_split) s += ", vs split " + fmt(*a.vs_split, "%.4g");
+    if (a.less_accurate) s += ", less accurate than " + c.baseline;
+  }
+  return s;
+}
+
+namespace {
+
+// The ranges' accuracy caveats: each variant a range runs that is less accurate than the
+// baseline says so beside the decision.
+void add_range_accuracy(Comparison& c) {
+  for (auto& r : c.ranges) {
+    if (r.decision == Decision::kUnresolved) continue;
+    std::vector<std::string> caveats;
+    for (const auto& v : r.variants) {
+      if (auto s = accuracy_caveat(c, v); !s.empty()) caveats.push_back(s);
+    }
+    r.accuracy = join(caveats, "; ");
+  }
+}
+
+}  // namespace
+
 Table build(std::vector<Report> reports, double margin) {
   refuse_mixed_setups(reports);
+  refuse_mixed_routing(reports);
   Table t;
   t.margin = margin;
   // key -> tokens -> (report, repetition) -> variant -> entry
@@ -720,6 +828,8 @@ Table build(std::vector<Report> reports, double margin) {
       c.points.push_back(std::move(p));
     }
     place_ranges(c, margin);
+    add_accuracy(c, by_tokens);
+    add_range_accuracy(c);
     t.comparisons.push_back(std::move(c));
   }
   // The entries served their purpose; the metadata (file, device, revision) stays for the output.

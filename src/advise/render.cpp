@@ -267,6 +267,7 @@ nlohmann::json to_json(const Table& t) {
                          {"weights", k.weights},
                          {"comm", k.comm},
                          {"modelled", c.modelled},
+                         {"emulated", c.emulated},
                          {"variants", c.variants},
                          {"baseline", c.baseline},
                          {"default", c.baseline}};
@@ -278,6 +279,25 @@ nlohmann::json to_json(const Table& t) {
       cj["cost_model"]["ceilings"] = {{"peak_flops", c.ceilings->peak_flops},
                                       {"bandwidth", c.ceilings->bandwidth},
                                       {"source", c.ceilings->source}};
+    }
+    if (!c.accuracy.empty()) {
+      cj["accuracy"] = nlohmann::json::object();
+      for (const auto& [v, a] : c.accuracy) {
+        nlohmann::json aj = {{"quant_error_max", a.worst},
+                             {"quant_error_max_shard", a.worst_shard},
+                             {"quant_error_max_tokens", a.worst_tokens},
+                             {"less_accurate", a.less_accurate}};
+        if (a.vs_split) aj["quant_error_vs_split_max"] = *a.vs_split;
+        if (a.growth > 0) {
+          aj["growth_over_baseline"] = {{"shard", a.growth_shard},
+                                        {"tokens", a.growth_tokens},
+                                        {"baseline", a.growth_from},
+                                        {"quant_error", a.growth_from + a.growth}};
+        }
+        const std::string caveat = accuracy_caveat(c, v);
+        if (!caveat.empty()) aj["caveat"] = caveat;
+        cj["accuracy"][v] = aj;
+      }
     }
     cj["reports"] = nlohmann::json::array();
     for (int ri : c.reports) {
@@ -297,6 +317,7 @@ nlohmann::json to_json(const Table& t) {
                            {"high_end", r.high_end},
                            {"reason", r.reason},
                            {"device", k.device}};
+      if (!r.accuracy.empty()) rj["accuracy"] = r.accuracy;
       rj["reports"] = nlohmann::json::array();
       for (int ri : range_reports(c, r)) {
         const Report& rep = t.reports[static_cast<std::size_t>(ri)];
@@ -361,6 +382,10 @@ std::string to_markdown(const Table& t) {
     std::string rv;
     for (const auto& r : revs) rv += (rv.empty() ? "" : ", ") + r;
     o << rv << "; cost model: " << md_cell(c.model_note) << ".";
+    if (c.emulated) {
+      o << " **Emulated**: the quantized times are the backend's emulation (codes decoded to fp32, "
+           "an fp32 GEMM; docs/quant.md), not native fp8/int8 kernels.";
+    }
     if (c.modelled) {
       o << " **Modelled communication**: the collectives are priced by the link model, so no range "
            "is `use:`; the modelled figures are shown as `modelled: ...`.";
@@ -375,11 +400,18 @@ std::string to_markdown(const Table& t) {
         for (const auto& s : p.skipped) evidence += "; skipped " + s;
       }
       if (evidence.empty()) evidence = r.reason;
-      const std::string advice = r.decision != Decision::kUnresolved ? "**" + r.label + "**"
-                                 : c.baseline.empty()                ? r.label
-                                                      : r.label + " (default: " + c.baseline + ")";
+      std::string advice = r.decision != Decision::kUnresolved ? "**" + r.label + "**"
+                           : c.baseline.empty()                ? r.label
+                                                : r.label + " (default: " + c.baseline + ")";
+      // Faster but less accurate says so, beside the decision (issue 29).
+      if (!r.accuracy.empty()) advice += " (" + r.accuracy + ")";
       o << "| " << tokens_span(r.low, r.high) << " | " << md_cell(advice) << " | " << r.basis
         << " | " << md_cell(r.high_end) << " | " << md_cell(evidence) << " |\n";
+    }
+    if (const std::string acc = accuracy_summary(c); !acc.empty()) {
+      o << "\nAccuracy (quant_error: rms error relative to the float64 reference, the worst "
+           "shard over the measured token counts): "
+        << md_cell(acc) << ".\n";
     }
     o << "\nLookup: `fusebench::advice";
     for (const auto& n : keys[ci].ns) o << "::" << n;

@@ -232,6 +232,32 @@ Report parse_report(std::string_view text, const std::string& file) {
                                    o.num("pairs"), "ci_low", "ci_high", "speedup", "pairs");
       }
     }
+    for (auto [key, into] :
+         {std::pair<const char*, std::map<std::string, double>*>{"quant_error", &e.quant_error},
+          {"quant_error_vs_split", &e.quant_error_vs_split}}) {
+      const auto it = b.find(key);
+      if (it == b.end()) continue;
+      if (!it->is_object())
+        fail(file, r.at + "." + key, "expected an object of shard -> error, got " + shown(*it));
+      for (const auto& [shard, v] : it->items()) {
+        Reader s{file, *it, r.at + "." + key};
+        const auto d = s.num(shard.c_str());
+        if (!(*d >= 0))
+          fail(file, s.at + "." + shard, number(*d) + " is not a relative error (a number >= 0)");
+        (*into)[shard] = *d;
+      }
+    }
+    if (const auto em = b.find("emulated"); em != b.end() && em->is_boolean())
+      e.emulated = em->get<bool>();
+    if (const auto moe = b.find("moe"); moe != b.end() && moe->is_object()) {
+      if (const auto rt = moe->find("routing"); rt != moe->end() && rt->is_object()) {
+        for (const char* key : {"routing", "seed"}) {
+          if (const auto v = rt->find(key); v != rt->end())
+            e.routing += (e.routing.empty() ? "" : ", ") + std::string(key) + " " +
+                         (v->is_string() ? v->get<std::string>() : v->dump());
+        }
+      }
+    }
     if (e.op.empty() || e.variant.empty() || !tokens || e.model.empty()) {
       report.skipped.push_back(e.name +
                                ": no op, variant, model or tokens (not a fusebench fixture)");

@@ -21,17 +21,27 @@ void Backend::gemm_batched(std::span<const GemmArgs>) {
   throw std::runtime_error("the " + name() + " backend has no batched GEMM");
 }
 
-std::string Backend::quant_unsupported_reason(QuantDType dtype) const {
-  return "the " + name() + " backend has no " + std::string(to_string(dtype)) +
-         " quantize or scaled GEMM yet (its cuBLASLt FP8 path is still to come: issue 29)";
+std::string Backend::quant_unsupported_reason(const QuantSpec& spec) const {
+  return "the " + name() + " backend has no " + std::string(to_string(spec.dtype)) +
+         " quantize or scaled GEMM";
 }
 
 void Backend::quantize(const QuantizeArgs& args) {
-  throw std::runtime_error(quant_unsupported_reason(args.out.dtype));
+  throw std::runtime_error(quant_unsupported_reason(QuantSpec{args.out.dtype}));
 }
 
 void Backend::scaled_gemm(const ScaledGemmArgs& args) {
-  throw std::runtime_error(quant_unsupported_reason(args.w.dtype));
+  throw std::runtime_error(quant_unsupported_reason(QuantSpec{args.w.dtype}));
+}
+
+std::string cuda_quant_refusal(const QuantSpec& spec) {
+  if (spec.dtype == QuantDType::int8)
+    return "the cuda backend runs no int8 GEMM yet (cuBLASLt's int8 matmul takes no per-token or "
+           "per-channel scales; a dequantizing epilogue of our own is still to come)";
+  if (spec.weights == WeightScales::block)
+    return "fp8 with 128x128 weight blocks on cuda: cuBLASLt's VEC128_32F / BLK128x128_32F scale "
+           "layouts are not wired yet (per-tensor and per-channel fp8 run)";
+  return {};
 }
 
 void Backend::gather_rows(const MatRef&, const MatRef&, std::span<const std::int64_t>) {

@@ -202,7 +202,7 @@ class CpuBackend final : public Backend {
 
   // int8 through oneDNN where it can, fp8 (and int8 without it) as exact emulations
   // (cpu_quant.hpp): one counted call each.
-  std::string quant_unsupported_reason(QuantDType) const override { return {}; }
+  std::string quant_unsupported_reason(const QuantSpec&) const override { return {}; }
   std::string quant_execution(QuantDType dtype) const override {
     return cpu::execution(gemm_, dtype);
   }

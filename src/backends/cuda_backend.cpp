@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
 
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
+#include "cuda_quant.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/local_device.hpp"
 
@@ -158,6 +160,14 @@ class CudaBackend final : public Backend {
       cublasLtMatmulDescDestroy(p.desc);
     }
     for (auto& [key, arrays] : pointer_arrays_) cudaFree(arrays);
+    for (auto& [key, copy] : device_copies_) cudaFree(copy);
+    for (auto& [key, p] : fp8_plans_) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.c);
+      cublasLtMatmulDescDestroy(p.desc);
+    }
+    cudaFree(amax_scratch_);
     for (cudaEvent_t e : lane_events_) {
       if (e != nullptr) cudaEventDestroy(e);
     }
@@ -272,19 +282,6 @@ class CudaBackend final : public Backend {
     if (gemms.empty()) return;
     const GemmArgs& g0 = gemms[0];
     const auto elem = static_cast<std::int64_t>(dtype_size(g0.x.dtype));
-    const auto stride = [&](auto member) -> std::int64_t {
-      if (gemms.size() < 2) return 0;
-      const auto diff = static_cast<const std::byte*>(member(gemms[1]).data) -
-                        static_cast<const std::byte*>(member(g0).data);
-      for (std::size_t i = 1; i < gemms.size(); ++i) {
-        const auto d = static_cast<const std::byte*>(member(gemms[i]).data) -
-                       static_cast<const std::byte*>(member(gemms[i - 1]).data);
-        if (d != diff || d % elem != 0) {
-          throw std::runtime_error("batched GEMM members are not at a constant stride");
-        }
-      }
-      return diff / elem;
-    };
     for (const auto& g : gemms) {
       if (g.y.rows != g0.y.rows || g.y.cols != g0.y.cols || g.x.cols != g0.x.cols ||
           g.x.ld != g0.x.ld || g.w.ld != g0.w.ld || g.y.ld != g0.y.ld || g.x.dtype != g0.x.dtype ||
@@ -292,16 +289,164 @@ class CudaBackend final : public Backend {
         throw std::runtime_error("batched GEMM members differ in shape");
       }
     }
-    const std::int64_t sx = stride([](const GemmArgs& g) { return g.x; });
-    const std::int64_t sw = stride([](const GemmArgs& g) { return g.w; });
-    const std::int64_t sy = stride([](const GemmArgs& g) { return g.y; });
+    // The members' common stride of one operand, or nullopt where they have none.
+    const auto stride = [&](auto member) -> std::optional<std::int64_t> {
+      if (gemms.size() < 2) return 0;
+      const auto diff = static_cast<const std::byte*>(member(gemms[1]).data) -
+                        static_cast<const std::byte*>(member(g0).data);
+      for (std::size_t i = 1; i < gemms.size(); ++i) {
+        const auto d = static_cast<const std::byte*>(member(gemms[i]).data) -
+                       static_cast<const std::byte*>(member(gemms[i - 1]).data);
+        if (d != diff || d % elem != 0) return std::nullopt;
+      }
+      return diff / elem;
+    };
+    const auto sx = stride([](const GemmArgs& g) { return g.x; });
+    const auto sw = stride([](const GemmArgs& g) { return g.w; });
+    const auto sy = stride([](const GemmArgs& g) { return g.y; });
     // The epilogue's bias batch stride (CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE).
-    const std::int64_t sb =
-        g0.bias.data != nullptr ? stride([](const GemmArgs& g) { return g.bias; }) : 0;
-    const LtPlan& p = plan_for(g0, static_cast<int>(gemms.size()), sx, sw, sy, sb);
+    const auto sb = g0.bias.data != nullptr ? stride([](const GemmArgs& g) { return g.bias; })
+                                            : std::optional<std::int64_t>{0};
+    if (!sx || !sw || !sy || !sb) {
+      // The moe op's padded blocks: one shape, but each block reads its own expert's weights (the
+      // same for an expert's blocks, skipping inactive experts): pointer arrays, as fused_moe's
+      // tiles index their expert.
+      pointer_batched(gemms);
+      return;
+    }
+    const LtPlan& p = plan_for(g0, static_cast<int>(gemms.size()), *sx, *sw, *sy, *sb);
     matmul(p, g0);
     if (algorithm_log_.size() < kMaxLoggedAlgorithms)
       log_algorithm(p.algo_text + " batch=" + std::to_string(gemms.size()));
+  }
+
+  // FP8 (docs/quant.md): our quantize kernels, cuBLASLt's e4m3 matmul with the scales applied
+  // inside it (SCALAR_32F per tensor, OUTER_VEC_32F per channel / per token).
+  std::string quant_unsupported_reason(const QuantSpec& spec) const override {
+    return cuda_quant_refusal(spec);
+  }
+  std::string quant_execution(QuantDType) const override {
+    return "native: cuBLASLt's fp8 e4m3 matmul (fp32 accumulation, the scales applied in the "
+           "GEMM), quantize kernels of fusebench's own";
+  }
+
+  void quantize(const QuantizeArgs& a) override {
+    const QuantRef& o = a.out;
+    if (const std::string why = cuda_quant_refusal(QuantSpec{o.dtype}); !why.empty())
+      throw std::runtime_error(why);
+    if (a.x.rows != o.rows || a.x.cols != o.cols)
+      throw std::invalid_argument("quantize: x and its codes differ in shape");
+    cuda::Fp8Quantize mode{};
+    if (a.static_scale) {
+      if (o.kind != ScaleKind::tensor)
+        throw std::invalid_argument("quantize: a static scale is one per-tensor scale");
+      mode = cuda::Fp8Quantize::static_tensor;
+    } else if (o.kind == ScaleKind::tensor) {
+      mode = cuda::Fp8Quantize::dynamic_tensor;
+    } else if (o.kind == ScaleKind::row) {
+      mode = cuda::Fp8Quantize::dynamic_row;
+    } else if (o.kind == ScaleKind::group) {
+      mode = cuda::Fp8Quantize::dynamic_group128;
+    } else {
+      throw std::invalid_argument(
+          "quantize on cuda: 128x128 blocks are weights' scales, made when the weights are "
+          "prepared, not in the region");
+    }
+    if (amax_scratch_ == nullptr) {
+      refuse_inside_capture(lane(), "allocating the quantize kernel's amax word");
+      FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&amax_scratch_), sizeof(unsigned)));
+    }
+    FUSEBENCH_CUDA(cuda::launch_quantize_fp8(mode, a.x.data, a.x.ld, a.x.dtype, o.codes, o.ld,
+                                             o.rows, o.cols, o.scales, amax_scratch_, lane()));
+  }
+
+  void scaled_gemm(const ScaledGemmArgs& a) override {
+    if (const std::string why = cuda_quant_refusal(QuantSpec{a.w.dtype}); !why.empty())
+      throw std::runtime_error(why);
+    if (a.x.dtype != a.w.dtype || a.x.cols != a.w.cols || a.y.rows != a.x.rows ||
+        a.y.cols != a.w.rows)
+      throw std::invalid_argument("scaled_gemm: x [M, K], w [N, K] and y [M, N] do not agree");
+    const auto mode = [](const QuantRef& q, const char* which) -> std::int32_t {
+      if (q.kind == ScaleKind::tensor) return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+      if (q.kind == ScaleKind::row) return CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      throw std::invalid_argument(std::string("scaled_gemm on cuda: ") + which +
+                                  " has block or group scales, which are not wired yet");
+    };
+    const std::int32_t a_mode = mode(a.w, "w"), b_mode = mode(a.x, "x");
+    const auto key = std::make_tuple(a.y.rows, a.y.cols, a.x.cols, a.x.ld, a.w.ld, a.y.ld,
+                                     static_cast<int>(a.y.dtype), a_mode, b_mode,
+                                     alignment(a.w.codes, 0, 1) | alignment(a.x.codes, 0, 1) << 9 |
+                                         alignment(a.y.data, 0, dtype_size(a.y.dtype)) << 18);
+    auto it = fp8_plans_.find(key);
+    if (it == fp8_plans_.end())
+      it = fp8_plans_.emplace(key, make_fp8_plan(a, a_mode, b_mode)).first;
+    const LtPlan& p = it->second;
+    // This call's scales (a rotation copy's): host-side attributes, safe inside a capture.
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &a.w.scales, sizeof(a.w.scales)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &a.x.scales, sizeof(a.x.scales)));
+    const float alpha = 1.0f, beta = 0.0f;
+    FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, a.w.codes, p.a, a.x.codes, p.b, &beta,
+                                    a.y.data, p.c, a.y.data, p.c, &p.algo, workspace_,
+                                    kWorkspaceBytes, lane()));
+  }
+
+  // dst[i] = src[rows[i]] (zero where rows[i] < 0): one kernel; the indices are uploaded once per
+  // distinct routing (a plan's routing is fixed, so a graph replays the routing it captured).
+  void gather_rows(const MatRef& src, const MatRef& dst,
+                   std::span<const std::int64_t> rows) override {
+    if (static_cast<std::int64_t>(rows.size()) != dst.rows || src.cols != dst.cols ||
+        src.dtype != dst.dtype)
+      throw std::invalid_argument("gather_rows: " + std::to_string(rows.size()) + " rows for " +
+                                  std::to_string(dst.rows) + ", or src and dst differ");
+    for (const std::int64_t r : rows) {
+      if (r >= src.rows)
+        throw std::invalid_argument("gather_rows: row " + std::to_string(r) + " of " +
+                                    std::to_string(src.rows));
+    }
+    if (rows.empty()) return;
+    const auto* dev = static_cast<const std::int64_t*>(
+        device_copy(rows.data(), rows.size_bytes(), "uploading a gather's row indices"));
+    FUSEBENCH_CUDA(cuda::launch_gather_rows(src.data, src.ld, dst.data, dst.ld, dev, dst.rows,
+                                            dst.cols, dst.dtype, lane()));
+  }
+
+  // The combine: the routed rows of each dst row added in order (the CPU backend's sum), one
+  // kernel over dst rows (no atomics); the inverse map is built here and uploaded once per routing.
+  void scatter_add(const MatRef& src, const MatRef& dst, std::span<const std::int64_t> rows,
+                   std::span<const float> scale, bool zero_dst) override {
+    if (static_cast<std::int64_t>(rows.size()) != src.rows || scale.size() != rows.size() ||
+        src.cols != dst.cols || src.dtype != dst.dtype)
+      throw std::invalid_argument("scatter_add: " + std::to_string(rows.size()) + " rows for " +
+                                  std::to_string(src.rows) + ", or src and dst differ");
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(dst.rows) + 1, 0);
+    for (const std::int64_t r : rows) {
+      if (r >= dst.rows)
+        throw std::invalid_argument("scatter_add: row " + std::to_string(r) + " of " +
+                                    std::to_string(dst.rows));
+      if (r >= 0) ++offsets[static_cast<std::size_t>(r) + 1];
+    }
+    for (std::size_t r = 0; r + 1 < offsets.size(); ++r) offsets[r + 1] += offsets[r];
+    std::vector<std::int64_t> src_rows(static_cast<std::size_t>(offsets.back()));
+    std::vector<float> weights(src_rows.size());
+    std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
+    for (std::size_t i = 0; i < rows.size(); ++i) {  // ascending i: the CPU's order of adds
+      if (rows[i] < 0) continue;
+      const auto j = static_cast<std::size_t>(next[static_cast<std::size_t>(rows[i])]++);
+      src_rows[j] = static_cast<std::int64_t>(i);
+      weights[j] = scale[i];
+    }
+    const char* what = "uploading a combine's row map";
+    const auto* dev_offsets = static_cast<const std::int64_t*>(
+        device_copy(offsets.data(), offsets.size() * sizeof(std::int64_t), what));
+    const auto* dev_rows = static_cast<const std::int64_t*>(device_copy(
+        src_rows.data(), std::max<std::size_t>(src_rows.size(), 1) * sizeof(std::int64_t), what));
+    const auto* dev_scale = static_cast<const float*>(device_copy(
+        weights.data(), std::max<std::size_t>(weights.size(), 1) * sizeof(float), what));
+    FUSEBENCH_CUDA(cuda::launch_scatter_add(src.data, src.ld, dst.data, dst.ld, dev_offsets,
+                                            dev_rows, dev_scale, dst.rows, dst.cols, zero_dst,
+                                            dst.dtype, lane()));
   }
 
   void set_gemm_algo_policy(const std::string& policy) override {
@@ -491,6 +636,108 @@ class CudaBackend final : public Backend {
     FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, g.w.data, p.a, g.x.data, p.b, &beta,
                                     g.y.data, p.c, g.y.data, p.c, algo ? algo : &p.algo, workspace_,
                                     kWorkspaceBytes, lane()));
+  }
+
+  // The FP8 matmul's descriptor: y^T = w x^T column-major (A = w transposed, B = x: the TN
+  // layout cuBLASLt's fp8 kernels require), e4m3 operands, y in its dtype, the heuristic's first
+  // algorithm (logged). No algorithm for the pair of scale modes is an error naming them.
+  LtPlan make_fp8_plan(const ScaledGemmArgs& g, std::int32_t a_mode, std::int32_t b_mode) {
+    const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows),
+                        n = static_cast<std::uint64_t>(g.y.cols),
+                        k = static_cast<std::uint64_t>(g.x.cols);
+    LtPlan p;
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+    FUSEBENCH_CUBLAS(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
+                                                    sizeof(no_trans)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                    &a_mode, sizeof(a_mode)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                    &b_mode, sizeof(b_mode)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &g.w.scales, sizeof(g.w.scales)));
+    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &g.x.scales, sizeof(g.x.scales)));
+    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, k, n, g.w.ld));
+    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, k, m, g.x.ld));
+    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.y.dtype), n, m, g.y.ld));
+    cublasLtMatmulPreference_t pref{};
+    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    const std::size_t ws = kWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                         sizeof(ws));
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
+                                                             1, &result, &returned);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.c);
+      cublasLtMatmulDescDestroy(p.desc);
+      throw std::runtime_error(
+          "cuBLASLt has no fp8 e4m3 algorithm for M=" + std::to_string(m) +
+          " N=" + std::to_string(n) + " K=" + std::to_string(k) +
+          " with scale modes A=" + std::to_string(a_mode) + " B=" + std::to_string(b_mode) +
+          " (status " + std::to_string(static_cast<int>(st)) + "; 0 SCALAR_32F, 3 OUTER_VEC_32F)");
+    }
+    p.algo = result.algo;
+    p.algo_text = "fp8 " + describe_algo(p.algo);
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms) log_algorithm(p.algo_text);
+    return p;
+  }
+
+  // Batched GEMM of one shape over pointer arrays (cublasGemmBatchedEx), for members at no
+  // common stride. No bias epilogue there: refused rather than dropped.
+  void pointer_batched(std::span<const GemmArgs> gemms) {
+    const GemmArgs& g0 = gemms[0];
+    if (g0.bias.data != nullptr)
+      throw std::invalid_argument(
+          "a batched GEMM whose members are at no common stride runs as cublasGemmBatchedEx, "
+          "which has no bias epilogue (the moe op's padded variant with expert biases)");
+    const auto n = gemms.size();
+    std::vector<const void*>& ptrs = grouped_.ptrs;
+    ptrs.resize(3 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ptrs[i] = gemms[i].w.data;
+      ptrs[n + i] = gemms[i].x.data;
+      ptrs[2 * n + i] = gemms[i].y.data;
+    }
+    void** dev = pointer_array(ptrs);
+    const cudaDataType_t type = cuda_type(g0.x.dtype);
+    const float alpha = 1.0f, beta = 0.0f;
+    bind_blas(lane());
+    // Column-major y^T = w^T' x^T, as in gemm_grouped.
+    FUSEBENCH_CUBLAS(cublasGemmBatchedEx(
+        blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(g0.y.cols), static_cast<int>(g0.y.rows),
+        static_cast<int>(g0.x.cols), &alpha, const_cast<const void* const*>(dev), type,
+        static_cast<int>(g0.w.ld), const_cast<const void* const*>(dev + n), type,
+        static_cast<int>(g0.x.ld), &beta, dev + 2 * n, type, static_cast<int>(g0.y.ld),
+        static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (algorithm_log_.size() < kMaxLoggedAlgorithms)
+      log_algorithm("cublasGemmBatchedEx batch=" + std::to_string(n) +
+                    " (pointer arrays; cuBLAS chooses the kernel; not timed)");
+  }
+
+  // A device copy of `bytes` host bytes, made once per distinct content (a routing's indices):
+  // after the first call of a plan nothing is uploaded, so a graph can capture the region.
+  const void* device_copy(const void* data, std::size_t bytes, const char* what) {
+    std::string key(static_cast<const char*>(data), bytes);
+    if (const auto it = device_copies_.find(key); it != device_copies_.end()) return it->second;
+    refuse_inside_capture(lane(), what);
+    void* dev = nullptr;
+    FUSEBENCH_CUDA(cudaMalloc(&dev, bytes));
+    cudaError_t err = cudaMemcpyAsync(dev, data, bytes, cudaMemcpyHostToDevice, lane());
+    if (err == cudaSuccess) err = cudaStreamSynchronize(lane());
+    if (err != cudaSuccess) {
+      cudaFree(dev);
+      FUSEBENCH_CUDA(err);
+    }
+    device_copies_.emplace(std::move(key), dev);
+    return dev;
   }
 
   // A device array of pointers, uploaded once per distinct set (graph capture needs it stable).
@@ -706,6 +953,14 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_{};
   void* blas_workspace_ = nullptr;
   std::map<std::vector<const void*>, void**> pointer_arrays_;
+  // The FP8 matmuls' descriptors, per shape, output dtype, scale modes and alignments.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      std::int64_t, int, std::int32_t, std::int32_t, std::uint32_t>,
+           LtPlan>
+      fp8_plans_;
+  unsigned* amax_scratch_ = nullptr;  // the dynamic per-tensor quantize's reduction word
+  // device_copy's uploads by content (a routing's row indices, its combine's map).
+  std::map<std::string, void*> device_copies_;
   // gemm_grouped's host arguments, reused from call to call (see there).
   struct GroupedScratch {
     std::vector<cublasOperation_t> ta, tb;

@@ -153,6 +153,36 @@ __global__ void evict_l2_kernel(const int4* buffer, std::size_t count, int* sink
 
 constexpr int kThreads = 256;
 
+template <class T>
+__global__ void gather_rows_kernel(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst,
+                                   const std::int64_t* rows, std::int64_t dst_rows,
+                                   std::int64_t cols) {
+  for (std::int64_t i = blockIdx.y; i < dst_rows; i += gridDim.y) {
+    const std::int64_t r = rows[i];
+    T* out = dst + i * ld_dst;
+    for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+         c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+      out[c] = r < 0 ? from_float<T>(0.0f) : src[r * ld_src + c];
+  }
+}
+
+template <class T>
+__global__ void scatter_add_kernel(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst,
+                                   const std::int64_t* offsets, const std::int64_t* src_rows,
+                                   const float* scale, std::int64_t dst_rows, std::int64_t cols,
+                                   bool zero_dst) {
+  for (std::int64_t r = blockIdx.y; r < dst_rows; r += gridDim.y) {
+    T* out = dst + r * ld_dst;
+    for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+         c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      float acc = zero_dst ? 0.0f : to_float(out[c]);
+      for (std::int64_t j = offsets[r]; j < offsets[r + 1]; ++j)
+        acc = to_float(from_float<T>(acc + scale[j] * to_float(src[src_rows[j] * ld_src + c])));
+      out[c] = from_float<T>(acc);
+    }
+  }
+}
+
 dim3 grid_for(std::int64_t rows, std::int64_t cols, int members = 1) {
   const std::int64_t col_blocks = (cols + kThreads - 1) / kThreads;
   return dim3(static_cast<unsigned>(std::clamp<std::int64_t>(col_blocks, 1, 1024)),
@@ -207,7 +237,65 @@ cudaError_t launch_bias(const BiasAddBatch& batch, std::int64_t rows, cudaStream
   return cudaGetLastError();
 }
 
+template <class T>
+cudaError_t launch_gather(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
+                          const std::int64_t* rows, std::int64_t dst_rows, std::int64_t cols,
+                          cudaStream_t stream) {
+  (void)cudaGetLastError();
+  // clang-format off
+  gather_rows_kernel<T><<<grid_for(dst_rows, cols), kThreads, 0, stream>>>(
+      static_cast<const T*>(src), ld_src, static_cast<T*>(dst), ld_dst, rows, dst_rows, cols);
+  // clang-format on
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_scatter(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
+                           const std::int64_t* offsets, const std::int64_t* src_rows,
+                           const float* scale, std::int64_t dst_rows, std::int64_t cols,
+                           bool zero_dst, cudaStream_t stream) {
+  (void)cudaGetLastError();
+  // clang-format off
+  scatter_add_kernel<T><<<grid_for(dst_rows, cols), kThreads, 0, stream>>>(
+      static_cast<const T*>(src), ld_src, static_cast<T*>(dst), ld_dst, offsets, src_rows, scale,
+      dst_rows, cols, zero_dst);
+  // clang-format on
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t launch_gather_rows(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
+                               const std::int64_t* rows, std::int64_t dst_rows, std::int64_t cols,
+                               DType dtype, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::bf16:
+      return launch_gather<__nv_bfloat16>(src, ld_src, dst, ld_dst, rows, dst_rows, cols, stream);
+    case DType::f16:
+      return launch_gather<__half>(src, ld_src, dst, ld_dst, rows, dst_rows, cols, stream);
+    case DType::f32:
+      return launch_gather<float>(src, ld_src, dst, ld_dst, rows, dst_rows, cols, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_scatter_add(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
+                               const std::int64_t* offsets, const std::int64_t* src_rows,
+                               const float* scale, std::int64_t dst_rows, std::int64_t cols,
+                               bool zero_dst, DType dtype, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::bf16:
+      return launch_scatter<__nv_bfloat16>(src, ld_src, dst, ld_dst, offsets, src_rows, scale,
+                                           dst_rows, cols, zero_dst, stream);
+    case DType::f16:
+      return launch_scatter<__half>(src, ld_src, dst, ld_dst, offsets, src_rows, scale, dst_rows,
+                                    cols, zero_dst, stream);
+    case DType::f32:
+      return launch_scatter<float>(src, ld_src, dst, ld_dst, offsets, src_rows, scale, dst_rows,
+                                   cols, zero_dst, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t launch_act_and_mul(Activation act, float limit, const void* gate, std::int64_t ld_gate,
                                const void* up, std::int64_t ld_up, std::int64_t col_stride,

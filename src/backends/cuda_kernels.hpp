@@ -35,6 +35,20 @@ cudaError_t launch_rms_norm(const void* x, std::int64_t ld_x, const void* weight
                             std::int64_t ld_out, std::int64_t rows, std::int64_t cols, float eps,
                             DType dtype, cudaStream_t stream);
 
+// The moe op's routing (GatherRowsStep, ScatterAddStep): device arrays the caller uploaded.
+// dst[i, :] = src[rows[i], :] for i < dst_rows; a row index < 0 writes a zero row (padding).
+cudaError_t launch_gather_rows(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
+                               const std::int64_t* rows, std::int64_t dst_rows, std::int64_t cols,
+                               DType dtype, cudaStream_t stream);
+// For every dst row r: acc = zero_dst ? 0 : dst[r, :], then for j in offsets[r]..offsets[r+1]
+// (the source rows routed to r, in ascending order) acc = round(acc + scale[j] * src[src_rows[j],
+// :]) in dst's dtype after every add, dst[r, :] = acc: the CPU backend's order and roundings, and
+// no atomics, so the result is deterministic.
+cudaError_t launch_scatter_add(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
+                               const std::int64_t* offsets, const std::int64_t* src_rows,
+                               const float* scale, std::int64_t dst_rows, std::int64_t cols,
+                               bool zero_dst, DType dtype, cudaStream_t stream);
+
 // Evicts L2 by reading `bytes` (a multiple of 16, zero-filled once by the caller) of `buffer`
 // through it; `sink` is a device int the kernel only writes if the data were not zero.
 cudaError_t launch_evict_l2(const void* buffer, std::size_t bytes, int* sink, int blocks,

@@ -364,9 +364,34 @@ RoutingStats routing_stats(const RoutingAssignment& a) {
   return s;
 }
 
+RoutingAssignment make_routing(const RoutingSource& source, const RoutingRule& rule,
+                               std::int64_t tokens, std::int64_t hidden, std::uint64_t seed,
+                               const RouterWeights& router) {
+  if (source.kind != RoutingKind::router) return make_routing(source, rule, tokens, hidden, seed);
+  const auto size = [](const std::vector<float>& v) { return static_cast<std::int64_t>(v.size()); };
+  if (size(router.router_w) != rule.experts * hidden ||
+      size(router.bias) != (rule.correction_bias ? rule.experts : 0)) {
+    throw std::invalid_argument(
+        "router " + router.name + ": " + std::to_string(router.router_w.size()) +
+        " router weights and " + std::to_string(router.bias.size()) + " bias values, expected [" +
+        std::to_string(rule.experts) + ", " + std::to_string(hidden) + "] and " +
+        (rule.correction_bias ? "[" + std::to_string(rule.experts) + "]" : "none") + " (" +
+        rule.family + ": " + std::to_string(rule.experts) + " experts)");
+  }
+  const RouterInputs in = random_router_inputs(rule, tokens, hidden, seed);
+  RoutingAssignment a =
+      route_hidden(rule, tokens, hidden, in.hidden_states, router.router_w, router.bias);
+  a.seed = seed;
+  a.router = router.name;
+  return a;
+}
+
 nlohmann::json routing_json(const RoutingAssignment& a) {
   const RoutingStats s = routing_stats(a);
   return {{"routing", a.routing},
+          {"router", a.routing != "router" ? nlohmann::json(nullptr)
+                     : a.router.empty()    ? nlohmann::json("random (seeded)")
+                                           : nlohmann::json(a.router)},
           {"seed", a.seed},
           {"tokens", a.tokens},
           {"experts", a.experts},

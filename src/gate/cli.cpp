@@ -34,7 +34,9 @@ double parse_non_negative(const std::string& text, const std::string& flag, cons
 
 // --allow-identity-mismatch=FIELD[,FIELD]: each a timing identity field, or "all".
 std::set<std::string> parse_identity_fields(const std::vector<std::string>& values) {
-  const auto& valid = advise::timing_identity_fields();
+  // The reports' timing identity fields, and the entries' own (moe routing, quant spec).
+  std::vector<std::string> valid = advise::timing_identity_fields();
+  valid.insert(valid.end(), entry_setup_groups().begin(), entry_setup_groups().end());
   std::set<std::string> out;
   for (const auto& value : values) {
     std::size_t start = 0;
@@ -100,8 +102,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   std::vector<std::string> identity_allowed;
   app.add_option("--allow-identity-mismatch", identity_allowed,
                  "compare although this identity field differs (cores, driver, cuda, cublas, "
-                 "nccl, onednn, openblas, build_type, device, backend, or all; repeatable, "
-                 "comma-separated)")
+                 "nccl, onednn, openblas, build_type, device, backend; an entry's routing or "
+                 "quant; or all; repeatable, comma-separated)")
       ->type_name("FIELD");
   bool require_baseline = false;
   app.add_flag("--require-baseline", require_baseline,
@@ -117,6 +119,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "a counter in BASELINE but absent in CURRENT is a note, not a failure");
   app.add_flag("--ignore-time", o.ignore_time,
                "gate counters only (no time, speedup or advice rule)");
+  std::string quant_error_pct = "10";
+  app.add_option("--quant-error-threshold", quant_error_pct,
+                 "percent growth of a shard's quant_error (or quant_error_vs_split) over the "
+                 "baseline's that fails the accuracy rule (ACCURACY), beyond an absolute 1e-4")
+      ->type_name("PCT")
+      ->capture_default_str();
   std::string advice_margin = "0.03";
   app.add_option("--advice-margin", advice_margin,
                  "the advice rule's margin, as fusebench-advise --margin")
@@ -149,6 +157,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     o.exact_tolerance =
         parse_non_negative(exact_pct, "--exact-tolerance", "a percentage, e.g. 0") / 100;
     o.advice_margin = advise::parse_margin(advice_margin, "--advice-margin");
+    o.quant_error_threshold = parse_non_negative(quant_error_pct, "--quant-error-threshold",
+                                                 "a percentage, e.g. 10 for 10%") /
+                              100;
     o.allow_identity = parse_identity_fields(identity_allowed);
     // Each file is read once; the gate and the advisor read their entries from the same text.
     std::error_code ec;

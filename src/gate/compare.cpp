@@ -175,6 +175,8 @@ const char* to_string(Status s) {
       return "FLIPPED";
     case Status::kUncovered:
       return "NEW";
+    case Status::kLessAccurate:
+      return "ACCURACY";
   }
   return "?";
 }
@@ -182,7 +184,7 @@ const char* to_string(Status s) {
 bool is_failure(Status s) {
   return s == Status::kSlower || s == Status::kChanged || s == Status::kMissing ||
          s == Status::kError || s == Status::kLost || s == Status::kFlipped ||
-         s == Status::kUncovered;
+         s == Status::kUncovered || s == Status::kLessAccurate;
 }
 
 bool Result::failed() const {
@@ -315,6 +317,8 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
       continue;
     }
     ++r.compared;
+    // Another routing or quant spec under the same name is another experiment: refused (exit 2).
+    check_entry_setup(base, *cur, baseline, current, o, r);
     if (base.error || cur->error) {
       if (base.error && cur->error) {
         add(Status::kNote, base.name, "", std::nullopt, std::nullopt,
@@ -414,6 +418,9 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
         add(Status::kNote, base.name, key, std::nullopt, cv, "counter new in current");
       }
     }
+    // Accuracy is computed, not timed: judged whatever the timing rules did (contended entries,
+    // thread counts, --ignore-time).
+    compare_accuracy(base, *cur, o, r);
   }
   for (const Entry& cur : current.entries) {
     if (baseline.find(cur.name)) continue;
@@ -542,6 +549,8 @@ void print_table(const Result& r, std::ostream& out, bool verbose) {
            "pairs: no 95% interval, or different CPU threads per rank: see the rows)\n";
   out << "fusebench-gate: advice rule (a `use:` decision that flipped fails): "
       << advice_rule_summary(r) << "\n";
+  out << "fusebench-gate: accuracy rule (a quant_error that grew fails): "
+      << accuracy_rule_summary(r) << "\n";
   out << "fusebench-gate: " << r.compared << " benchmarks compared (" << r.baseline_device << " vs "
       << r.current_device << "): " << failures << " regression(s), " << faster << " faster, "
       << added << " new, " << notes << " note(s): " << r.verdict_text() << "\n";
@@ -596,6 +605,7 @@ void write_markdown(const Result& r, const Options& o, std::ostream& out) {
         << " benchmark(s) on time and speedup (contended, fewer than 6 samples or pairs: no "
            "95% interval, or different CPU threads per rank: see the rows).\n\n";
   out << "Advice rule: " << advice_rule_summary(r) << "\n\n";
+  out << "Accuracy rule: " << accuracy_rule_summary(r) << "\n\n";
   auto row = [&](const Finding& f) {
     std::string name = f.benchmark;
     for (auto& ch : name) {

@@ -14,7 +14,9 @@
 // combine adds the routed experts onto it.
 // Weights: w13 [E*2I, H] (expert e's gate/up rows 2I at row e*2I, stacked gate then up, or
 // interleaved as gpt-oss stores them), w2 [E*H, I]; every expert is allocated, only the active
-// experts' are read.
+// experts' are read. Stacked, expert e's w13 is two parts, w_expert{e}_gate and w_expert{e}_up (as
+// vLLM's FusedMoE weight_loader puts w1 and w3 into w13), so that a checkpoint serves them
+// (HfLayerWeights::add_expert); interleaved, one part w_expert{e}_gate_up.
 #include <memory>
 
 #include "fusebench/routing.hpp"
@@ -25,6 +27,42 @@ namespace {
 
 std::string expert_tensor(const char* kind, std::int64_t e, const char* what) {
   return std::string(kind) + "_expert" + std::to_string(e) + "_" + what;
+}
+
+// Expert e's w13 (kind "w") or its bias ("b") parts: [gate; up] (I rows each), or the one
+// interleaved part (2I rows).
+std::vector<std::pair<std::string, std::int64_t>> w13_parts_of(const ShardShape& s,
+                                                               const char* kind, std::int64_t e) {
+  if (s.interleaved_gate_up) return {{expert_tensor(kind, e, "gate_up"), 2 * s.intermediate}};
+  return {{expert_tensor(kind, e, "gate"), s.intermediate},
+          {expert_tensor(kind, e, "up"), s.intermediate}};
+}
+
+// The logical tensor the parts make, rows stacked (what the reference multiplies by).
+std::vector<float> stacked(const LogicalTensors& in,
+                           const std::vector<std::pair<std::string, std::int64_t>>& parts) {
+  std::vector<float> out;
+  for (const auto& [name, rows] : parts) {
+    const std::vector<float>& part = in.at(name);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+// Row r of the stacked parts, each row `cols` values, without copying them.
+std::vector<const float*> stacked_rows(
+    const LogicalTensors& in, const std::vector<std::pair<std::string, std::int64_t>>& parts,
+    std::int64_t cols) {
+  std::vector<const float*> out;
+  for (const auto& [name, rows] : parts) {
+    const float* part = in.at(name).data();
+    for (std::int64_t r = 0; r < rows; ++r) out.push_back(part + r * cols);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> shared_gate_up_parts(std::int64_t shared) {
+  return {{"w_shared_expert_gate", shared}, {"w_shared_expert_up", shared}};
 }
 
 // What the block does not build, refused naming why (the sweep refuses the op with it).
@@ -58,7 +96,8 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   check_block(s, variant);
   const MoeBlock& b = *s.moe;
   auto moe = std::make_shared<MoeRouting>();
-  moe->assignment = make_routing(b.source, b.rule, m, s.hidden, b.seed);
+  moe->assignment = b.router ? make_routing(b.source, b.rule, m, s.hidden, b.seed, *b.router)
+                             : make_routing(b.source, b.rule, m, s.hidden, b.seed);
   const RoutingAssignment& a = moe->assignment;
   const std::int64_t e_count = a.experts, k = a.top_k, h = s.hidden, inter = s.intermediate,
                      shared = b.shared_intermediate;
@@ -70,9 +109,9 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   const int x = add_input(p, "x", m, h);
   std::vector<std::pair<std::string, std::int64_t>> w13_parts, w2_parts, b13_parts, b2_parts;
   for (std::int64_t e = 0; e < e_count; ++e) {
-    w13_parts.emplace_back(expert_tensor("w", e, "gate_up"), 2 * inter);
+    for (auto& part : w13_parts_of(s, "w", e)) w13_parts.push_back(std::move(part));
     w2_parts.emplace_back(expert_tensor("w", e, "down"), h);
-    b13_parts.emplace_back(expert_tensor("b", e, "gate_up"), 2 * inter);
+    for (auto& part : w13_parts_of(s, "b", e)) b13_parts.push_back(std::move(part));
     b2_parts.emplace_back(expert_tensor("b", e, "down"), h);
   }
   const int w13 = add_weight(p, "w13", w13_parts, h);
@@ -82,8 +121,7 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   const int y = add_output(p, "y", m, h);
 
   if (shared > 0) {  // y = shared expert(x), gate/up fused
-    const int ws13 =
-        add_weight(p, "w_shared_gate_up", {{"w_shared_expert_gate_up", 2 * shared}}, h);
+    const int ws13 = add_weight(p, "w_shared_gate_up", shared_gate_up_parts(shared), h);
     const int ws2 = add_weight(p, "w_shared_down", {{"w_shared_expert_down", h}}, shared);
     const int gu = add_output(p, "shared_gate_up", m, 2 * shared);
     const int act = add_output(p, "shared_act", m, shared);
@@ -231,7 +269,8 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   const std::vector<float>& x = in.at("x");
   std::vector<double> y(static_cast<std::size_t>(m * h), 0.0);
   if (shared > 0) {
-    const auto gu = reference_linear(x, in.at("w_shared_expert_gate_up"), m, 2 * shared, h);
+    const auto gu =
+        reference_linear(x, stacked(in, shared_gate_up_parts(shared)), m, 2 * shared, h);
     std::vector<double> act(static_cast<std::size_t>(m * shared));
     for (std::int64_t t = 0; t < m; ++t) {
       for (std::int64_t c = 0; c < shared; ++c)
@@ -247,14 +286,15 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
     for (std::int64_t i = 0; i < k; ++i) {
       const auto slot = static_cast<std::size_t>(t * k + i);
       const std::int64_t e = a.expert_ids[slot];
-      const std::vector<float>& w13 = in.at(expert_tensor("w", e, "gate_up"));
+      const std::vector<const float*> w13 = stacked_rows(in, w13_parts_of(s, "w", e), h);
+      const std::vector<const float*> b13 =
+          s.mlp_bias ? stacked_rows(in, w13_parts_of(s, "b", e), 1) : std::vector<const float*>{};
       const std::vector<float>& w2 = in.at(expert_tensor("w", e, "down"));
       for (std::int64_t r = 0; r < 2 * inter; ++r) {
-        double acc =
-            s.mlp_bias ? in.at(expert_tensor("b", e, "gate_up"))[static_cast<std::size_t>(r)] : 0.0;
+        const auto row = static_cast<std::size_t>(r);
+        double acc = s.mlp_bias ? static_cast<double>(*b13[row]) : 0.0;
         for (std::int64_t c = 0; c < h; ++c)
-          acc += static_cast<double>(w13[static_cast<std::size_t>(r * h + c)]) *
-                 static_cast<double>(xt[c]);
+          acc += static_cast<double>(w13[row][c]) * static_cast<double>(xt[c]);
         gu[static_cast<std::size_t>(r)] = acc;
       }
       for (std::int64_t c = 0; c < inter; ++c) {

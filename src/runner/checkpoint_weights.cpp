@@ -8,6 +8,7 @@
 
 #include "fusebench/checkpoint.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
 
 namespace fusebench::bench {
 namespace fs = std::filesystem;
@@ -36,7 +37,8 @@ void for_each_weight_part(const Fixture& f, F&& body) {
 
 }  // namespace
 
-CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::int64_t expert) {
+CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::int64_t expert,
+                                      bool all_experts) {
   try {
     const std::string config = (fs::path(dir) / "config.json").string();
     if (const auto what = not_a_regular_file(config); what == "does not exist") {
@@ -49,7 +51,7 @@ CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::in
     }
     CheckpointModel out;
     out.model = load_hf_config(config);
-    const LayerFamily& family = find_layer_family(out.model.family);
+    const LayerFamily& table_family = find_layer_family(out.model.family);
     if (expert >= 0 && out.model.experts == 0) {
       throw std::invalid_argument("--expert=" + std::to_string(expert) + ": " + config +
                                   " describes no routed experts (model_type '" + out.model.family +
@@ -57,10 +59,17 @@ CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::in
     }
     const auto checkpoint = std::make_shared<const Checkpoint>(dir);
     // config.json's quantization_config: the codes and scales the weights are stored as.
-    auto quant = read_checkpoint_quant_file(config);
-    out.layer =
-        std::make_shared<const HfLayerWeights>(checkpoint, family, out.model, std::max(layer, 0),
-                                               std::max<std::int64_t>(expert, 0), quant);
+    const auto quant = read_checkpoint_quant_file(config);
+    const LayerFamily family = with_stacked_experts(table_family, *checkpoint, std::max(layer, 0));
+    auto weights =
+        std::make_shared<HfLayerWeights>(checkpoint, family, out.model, std::max(layer, 0),
+                                         std::max<std::int64_t>(expert, 0), quant);
+    if (all_experts && weights->serves(LayerKind::expert)) {
+      for (std::int64_t e = 0; e < out.model.experts; ++e)
+        weights->add_expert(
+            HfLayerWeights(checkpoint, family, out.model, std::max(layer, 0), e, quant));
+    }
+    out.layer = std::move(weights);
     return out;
   } catch (const CheckpointError& e) {
     throw CheckpointError(std::string("--weights: ") + e.what());
@@ -204,6 +213,16 @@ nlohmann::json weights_context(const Sweep& sweep) {
          "memory-mapped; only the windows of this layer's tensors that each fixture holds are "
          "read"}};
     if (m.experts > 0) j["expert"] = layer->expert();
+    if (!layer->all_experts().empty()) {
+      // The moe op: every routed expert (w_expert{e}_* in sources), and the router that routed
+      // its tokens (--routing=router; null: another source routed them).
+      j["experts"] = layer->all_experts();
+      j["router"] = nullptr;
+      for (const auto& f : sweep.fixtures) {
+        if (f.checkpoint == layer && f.shard.moe && f.shard.moe->router)
+          j["router"] = f.shard.moe->router->name;
+      }
+    }
     nlohmann::json stored = nlohmann::json::array();
     for (TensorDtype d : layer->stored_dtypes()) stored.push_back(to_string(d));
     j["stored_dtypes"] = stored;

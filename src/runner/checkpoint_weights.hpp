@@ -23,8 +23,12 @@ struct CheckpointModel {
 };
 
 // Opens DIR's config.json and checkpoint and validates layer `layer` (expert `expert`; -1: not
-// given, 0). Throws std::invalid_argument (CheckpointError) naming the directory, file and tensor.
-CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::int64_t expert);
+// given, 0), and with `all_experts` (the moe op) every routed expert of an MoE layer, each
+// served as w_expert{e}_gate/up/down (HfLayerWeights::add_expert). Per-expert tensors or 3-D
+// stacks of experts (with_stacked_experts). Throws std::invalid_argument (CheckpointError) naming
+// the directory, file and tensor.
+CheckpointModel open_checkpoint_model(const std::string& dir, int layer, std::int64_t expert,
+                                      bool all_experts = false);
 
 // The dtype a checkpoint runs in by default: its own (exact). Throws std::invalid_argument when
 // its tensors differ in dtype or the backend cannot run it (fp16 on the CPU), saying which

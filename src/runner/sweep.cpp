@@ -8,6 +8,7 @@
 
 #include "checkpoint_weights.hpp"
 #include "comm/tp_run.hpp"
+#include "fusebench/checkpoint_router.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
@@ -149,9 +150,14 @@ std::vector<QuantSpec> checkpoint_quant_specs(const Sweep& s, std::size_t i, con
     if (std::find(out.begin(), out.end(), *asked) == out.end()) out.push_back(*asked);
   }
   if (out.empty()) out.push_back(q.spec);
-  if (const auto why = backend.quant_unsupported_reason(q.spec.dtype); !why.empty())
-    throw std::invalid_argument("--weights " + s.checkpoint_dirs[i] + " (" + own +
-                                ") cannot run here: " + why);
+  const bool plan_for_gpu = o.list && o.list_for == "cuda";  // as build_sweep asks
+  for (const QuantSpec& spec : out) {
+    const std::string why =
+        plan_for_gpu ? cuda_quant_refusal(spec) : backend.quant_unsupported_reason(spec);
+    if (!why.empty())
+      throw std::invalid_argument("--weights " + s.checkpoint_dirs[i] + " (" + spec.name() +
+                                  ") cannot run here: " + why);
+  }
   return out;
 }
 
@@ -192,7 +198,9 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // Checkpoints (--weights): the model from the directory's config.json, the weights from its
   // layer; a random-weights model of the same name may run beside it (weights:random).
   for (const auto& dir : o.weights) {
-    CheckpointModel c = open_checkpoint_model(dir, o.layer, o.expert);
+    // moe reads every routed expert of the layer (the other ops: --expert's alone).
+    const bool all_experts = std::find(o.ops.begin(), o.ops.end(), "moe") != o.ops.end();
+    CheckpointModel c = open_checkpoint_model(dir, o.layer, o.expert, all_experts);
     for (std::size_t i = 0; i < s.models.size(); ++i) {
       if (s.models[i].name == c.model.name && s.checkpoints[i])
         throw std::invalid_argument("--weights: " + dir + " and " + s.checkpoint_dirs[i] +
@@ -246,10 +254,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
       }
       // --list-for=cuda lists a GPU's sweep from the CPU backend: the cuda backend's refusal.
       const std::string why =
-          plan_for_gpu ? "the cuda backend has no " + std::string(to_string(spec.dtype)) +
-                             " quantize or scaled GEMM yet (its cuBLASLt FP8 path is still to "
-                             "come: issue 29)"
-                       : backend.quant_unsupported_reason(spec.dtype);
+          plan_for_gpu ? cuda_quant_refusal(spec) : backend.quant_unsupported_reason(spec);
       if (!why.empty())
         throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
       if (std::find(quant_specs.begin(), quant_specs.end(), spec) == quant_specs.end())
@@ -259,8 +264,12 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     DType dtype{};
     try {
       dtype = parse_dtype(d);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(o.dtype_flag + ": " + e.what());
+    } catch (const std::invalid_argument&) {
+      // parse_dtype names only the plain dtypes (the region tool takes no others); the sweep
+      // also takes the quantized ones (docs/quant.md).
+      throw std::invalid_argument(o.dtype_flag + ": unknown dtype '" + d +
+                                  "' (valid: bf16, fp16, fp32, fp8, int8; fp8 and int8 take a "
+                                  "granularity, e.g. fp8:channel, docs/quant.md)");
     }
     if (auto why = backend.unsupported_reason(dtype); !why.empty()) {
       throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
@@ -311,9 +320,37 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   // else 1, so that a routing is the same in every run (only the tensors are fresh).
   const RoutingSource routing = parse_routing(o.routing);
   const std::uint64_t routing_seed = o.seed != 0 ? o.seed : 1;
+  // A checkpoint's router (--weights, --routing=router, moe asked): read before anything runs, so
+  // that a missing or misshapen router tensor is bad input naming it (a model whose rule is
+  // refused is left out by moe_refusal instead).
+  std::vector<std::shared_ptr<const RouterWeights>> routers(s.models.size());
+  const bool moe_asked = std::find(s.ops.begin(), s.ops.end(), "moe") != s.ops.end();
+  for (std::size_t i = 0; i < s.models.size(); ++i) {
+    const auto& layer = s.checkpoints[i];
+    if (!layer || !moe_asked || routing.kind != RoutingKind::router ||
+        !layer->serves(LayerKind::expert))
+      continue;
+    const std::string path = s.checkpoint_dirs[i] + "/config.json";
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    RoutingRule rule;
+    try {
+      rule = routing_rule_from_config(text.str(), path);
+    } catch (const std::invalid_argument&) {
+      continue;  // moe_refusal says why
+    }
+    try {
+      routers[i] = std::make_shared<const RouterWeights>(
+          read_router(layer->checkpoint(), s.models[i], layer->layer(), rule.correction_bias));
+    } catch (const CheckpointError& e) {
+      throw CheckpointError(std::string("--weights: ") + e.what());
+    }
+  }
   const auto moe_block = [&](std::size_t model_index) {
     const ModelShape& model = s.models[model_index];
     auto b = std::make_shared<MoeBlock>();
+    b->router = routers[model_index];
     if (model_index < model_names.size()) {
       b->rule = routing_rule_for_preset(model_names[model_index]);
       b->config_name = "the preset " + model_names[model_index];
@@ -337,12 +374,6 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   const auto moe_refusal = [&](std::size_t model_index, int tp) -> std::string {
     const ModelShape& model = s.models[model_index];
     if (op_layers("moe", model).empty()) return "the model has no routed experts";
-    if (gpu)  // a GPU run, or its listing (--list-for=cuda)
-      return "the moe op runs on the CPU backend only so far: the cuda backend has no row "
-             "gather/scatter kernels for its routing yet (issue 30)";
-    if (s.checkpoints[model_index])
-      return "moe on --weights: loading a checkpoint layer's experts and router is not built "
-             "yet; use --models or --model-config";
     try {
       ShardShape sh = shard(model, tp, LayerKind::expert);
       sh.moe = moe_block(model_index);
@@ -419,6 +450,18 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
             if (one_launch)
               throw std::invalid_argument("--variants: " + variant +
                                           " is not timed here: " + caveat);
+          }
+          // cuBLAS's grouped and pointer-array batched GEMMs have no bias epilogue, and no kernel
+          // adds every active expert's bias yet: with expert biases (gpt-oss) only the loops run.
+          if (gpu && op.name == "moe" && shard_shape.mlp_bias &&
+              (variant == "grouped" || variant == "padded")) {
+            const std::string why =
+                "expert biases on cuda: cublasGemmGroupedBatchedEx and cublasGemmBatchedEx have "
+                "no bias epilogue, and a kernel adding every expert's bias is not built yet";
+            if (!o.variants.empty())
+              throw std::invalid_argument("--variants: moe/" + variant + ": " + why);
+            s.refused.push_back({model.name, "moe/" + variant, why});
+            continue;
           }
           variants.push_back(variant);
         }

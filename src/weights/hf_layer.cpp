@@ -177,18 +177,6 @@ std::string config_fields(Presence p) {
   return "";
 }
 
-// `name` as the checkpoint stores it: model.layers.* as is, or under a multimodal model's
-// language-model prefix when only that is there.
-std::string with_text_prefix(const Checkpoint& checkpoint, const std::string& name) {
-  const std::string plain = "model.layers.";
-  if (checkpoint.has(name) || name.rfind(plain, 0) != 0) return name;
-  for (const char* prefix : {"language_model.model.layers.", "model.language_model.layers."}) {
-    const std::string alt = prefix + name.substr(plain.size());
-    if (checkpoint.has(alt)) return alt;
-  }
-  return name;
-}
-
 std::int64_t mlp_intermediate(const ModelShape& model, LayerKind kind) {
   for (const auto& l : model.mlp_layer_list()) {
     if (l.kind == kind) return l.intermediate;
@@ -512,6 +500,16 @@ const std::vector<LayerFamily>& layer_families() {
   return families;
 }
 
+std::string with_text_prefix(const Checkpoint& checkpoint, const std::string& name) {
+  const std::string plain = "model.layers.";
+  if (checkpoint.has(name) || name.rfind(plain, 0) != 0) return name;
+  for (const char* prefix : {"language_model.model.layers.", "model.language_model.layers."}) {
+    const std::string alt = prefix + name.substr(plain.size());
+    if (checkpoint.has(alt)) return alt;
+  }
+  return name;
+}
+
 const LayerFamily& find_layer_family(std::string_view model_type) {
   std::string known;
   for (const auto& f : layer_families()) {
@@ -784,9 +782,12 @@ std::map<std::string, std::string> HfLayerWeights::scale_sources() const {
 }
 
 std::string HfLayerWeights::describe() const {
+  const std::string experts = all_experts_.empty()
+                                  ? " expert " + std::to_string(expert_)
+                                  : " experts " + std::to_string(all_experts_.front()) + " to " +
+                                        std::to_string(all_experts_.back());
   return "checkpoint " + checkpoint_->dir() + " layer " + std::to_string(layer_) +
-         (served_.count(K::expert) ? " expert " + std::to_string(expert_) : "") + " (" + family_ +
-         " mapping)";
+         (served_.count(K::expert) ? experts : "") + " (" + family_ + " mapping)";
 }
 
 std::map<std::string, std::string> HfLayerWeights::sources() const {
@@ -853,6 +854,68 @@ TensorDtype HfLayerWeights::stored_dtype() const {
                           ": pick the run's dtype with --dtypes");
   }
   return seen.begin()->first;
+}
+
+void HfLayerWeights::add_expert(const HfLayerWeights& other) {
+  if (!other.serves(K::expert)) {
+    throw CheckpointError(other.describe() + ": serves no routed expert (" +
+                          other.not_served_reason(K::expert) + ")");
+  }
+  const std::string e = std::to_string(other.expert());
+  for (const auto& [logical, part] : other.parts_) {
+    for (const char* kind : {"w", "b"}) {
+      const std::string prefix = std::string(kind) + "_expert_";  // w_expert_gate -> w_expert3_gate
+      if (logical.rfind(prefix, 0) == 0)
+        parts_[std::string(kind) + "_expert" + e + "_" + logical.substr(prefix.size())] = part;
+    }
+  }
+  all_experts_.push_back(other.expert());
+}
+
+LayerFamily with_stacked_experts(const LayerFamily& family, const Checkpoint& checkpoint,
+                                 int layer) {
+  LayerFamily out = family;
+  const std::string per_expert = "experts.{expert}.";
+  // The prefix (".../mlp.") of the per-expert tensors, from the family's gate tensor.
+  const auto gate =
+      std::find_if(family.tensors.begin(), family.tensors.end(), [&](const StoredTensor& t) {
+        return t.group == K::expert && t.experts == ExpertStack::none &&
+               t.name.find(per_expert) != std::string::npos && t.parts.size() == 1 &&
+               t.parts[0].first == "w_expert_gate";
+      });
+  if (gate == family.tensors.end()) return out;
+  const std::string prefix = gate->name.substr(0, gate->name.find(per_expert));
+  const auto named = [&](const std::string& name) {
+    return with_text_prefix(checkpoint, substitute(name, "{layer}", std::to_string(layer)));
+  };
+  const std::string stacked_gate_up = prefix + "experts.gate_up_proj";
+  if (checkpoint.has(named(substitute(gate->name, "{expert}", "0"))) ||
+      !checkpoint.has(named(stacked_gate_up)))
+    return out;
+  // transformers 5's <Family>Experts: gate_up_proj [E, 2I, H] (chunked gate, then up, along its
+  // output rows), down_proj [E, H, I]; no biases (a family with expert biases keeps its own).
+  std::erase_if(out.tensors, [&](const StoredTensor& t) {
+    return t.group == K::expert && t.name.find(per_expert) != std::string::npos &&
+           t.name.rfind(".weight") == t.name.size() - 7;
+  });
+  out.tensors.push_back(
+      {stacked_gate_up,
+       {{"w_expert_gate", E::expert_intermediate}, {"w_expert_up", E::expert_intermediate}},
+       E::hidden,
+       K::expert,
+       P::always,
+       RowLayout::stacked,
+       false,
+       ExpertStack::leading});
+  out.tensors.push_back({prefix + "experts.down_proj",
+                         {{"w_expert_down", E::hidden}},
+                         E::expert_intermediate,
+                         K::expert,
+                         P::always,
+                         RowLayout::stacked,
+                         false,
+                         ExpertStack::leading});
+  return out;
 }
 
 }  // namespace fusebench
