@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
     // N-th safe point, so every block boundary of a small sweep is hit, not one moment.
     if (const char* at = std::getenv("FUSEBENCH_TEST_SIGINT_AT_SAFE_POINT")) {
       timing.settings.stop = [left = std::atoll(at)]() mutable {
-        if (--left == 0) std::raise(SIGINT);
+        if (--left == 0) bench::interrupt_self(SIGINT);
         return bench::interrupt_signal() != 0;
       };
     }

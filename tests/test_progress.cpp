@@ -6,6 +6,7 @@
 #include <csignal>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runner/interrupt.hpp"
@@ -155,13 +156,30 @@ TEST(Interrupt, TheFirstSignalIsRecordedAndNamed) {
   install_interrupt_handlers();
   set_interrupt_signal_for_test(0);
   EXPECT_EQ(interrupt_signal(), 0);
-  std::raise(SIGTERM);  // handled: recorded, not fatal (a second one would be)
+  interrupt_self(SIGTERM);  // handled by the watcher: recorded, not fatal (a second would be)
   EXPECT_EQ(interrupt_signal(), SIGTERM);
   EXPECT_EQ(signal_name(SIGINT), "SIGINT");
   EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
   set_interrupt_signal_for_test(0);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+}
+
+// The signals are blocked in the thread that installed the handlers and in the threads it starts
+// (oneDNN's JIT kernels must never take one: interrupt.cpp), taken by the watcher thread.
+TEST(Interrupt, SignalsAreBlockedInTheRunsThreads) {
+  install_interrupt_handlers();
+  const auto blocked = [] {
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    return sigismember(&now, SIGINT) == 1 && sigismember(&now, SIGTERM) == 1;
+  };
+  EXPECT_TRUE(blocked());
+  bool in_thread = false;
+  std::thread([&] { in_thread = blocked(); }).join();
+  EXPECT_TRUE(in_thread);
+  set_interrupt_signal_for_test(0);
+  interrupt_self(SIGINT);
+  EXPECT_EQ(interrupt_signal(), SIGINT);
+  set_interrupt_signal_for_test(0);
 }
 
 }  // namespace

@@ -8,8 +8,13 @@
 
 namespace fusebench::bench {
 
-// Installs the handlers for SIGINT and SIGTERM (SA_RESTART: system calls go on).
+// Installs the handlers for SIGINT and SIGTERM (SA_RESTART: system calls go on), blocks both in
+// the calling thread (and so in the threads it starts later) and starts the one thread that takes
+// them (interrupt.cpp says why). Once per process; call it first thing in main.
 void install_interrupt_handlers();
+// Sends `signal` to this process and waits (up to 2 s) until it is recorded: raise() would
+// leave it pending on the calling thread, which blocks it. For tests and the safe-point hook.
+void interrupt_self(int signal);
 // While set (from start-up until the sweep begins: checkpoints, ceilings, --verify), the first
 // signal ends the process at once with 128 + the signal: nothing was measured, so nothing is
 // written, and a float64 reference of minutes does not delay the stop.
