@@ -447,7 +447,11 @@ TEST(TimingReport, BothEntriesOfAGroupComeFromOneInterleavedMeasurement) {
   const auto& over = split["speedup_over"]["fused"];
   EXPECT_EQ(over["pairs"], fused["speedup_pairs"]);
   EXPECT_EQ(split["timing_rounds"], fused["timing_rounds"]);
-  if (fused["speedup_pairs"].get<double>() >= 6) {
+  // The interval where the pairs reach it (not at every count of 6 or more: a contended group's
+  // pairs may not), on both sides or on neither.
+  EXPECT_EQ(over.contains("ci_low"), fused.contains("speedup_ci_low")) << fused.dump();
+  if (fused.contains("speedup_ci_low")) {
+    EXPECT_GE(fused["speedup_pairs"].get<double>(), 6);
     EXPECT_NEAR(over["ci_low"].get<double>() * fused["speedup_ci_high"].get<double>(), 1, 1e-9);
     EXPECT_NEAR(over["ci_high"].get<double>() * fused["speedup_ci_low"].get<double>(), 1, 1e-9);
   } else {  // a loaded machine left too few pairs: neither side has an interval
@@ -494,7 +498,8 @@ TEST(TimingReport, FilterWithoutTheBaselineGivesNoSpeedupAndSaysWhy) {
       << b["speedup_unavailable"];
   EXPECT_EQ(b["interleaved_with"], nlohmann::json::array({"fused"}));
   EXPECT_EQ(b["timing_target"], "time_median_ci_half_width <= 0.03");
-  EXPECT_TRUE(b.contains("time_median_ci_low"));
+  // An interval, or (a loaded machine leaving too few samples in 0.05 s) the note saying why not.
+  EXPECT_TRUE(b.contains("time_median_ci_low") || b.contains("time_median_ci_note")) << b.dump();
 }
 
 // Issue 19: no interval without evidence. A run forced to a few samples reports values alone:
