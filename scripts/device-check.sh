@@ -37,10 +37,10 @@ NCU_SPECS="qkv/split/1 qkv/fused/1 gate_up/split/4096 gate_up/fused/4096"
 steps_table() {
   printf '%s\t%s\t%s\t%s\t%s\n' \
     1 setup 5 setup "" \
-    1 build 110 build "$BUILD_TARGETS" \
+    1 build 115 build "$BUILD_TARGETS" \
     1 "GPU tests" 45 gtest "$GPU_TESTS" \
     1 "sweep (verify, counters, 4 regimes)" 60 sweep "--verify $SWEEP_ARGS" \
-    1 "PyTorch F.linear" 15 torch "$TORCH_ARGS" \
+    1 "PyTorch F.linear" 10 torch "$TORCH_ARGS" \
     1 "summary (stage 1)" 5 summary "" \
     2 "TP pipelines" 35 tp "$TP_ARGS" \
     2 "blocks" 25 blocks "$BLOCKS_ARGS" \

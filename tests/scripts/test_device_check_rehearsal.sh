@@ -70,7 +70,7 @@ for r in build "sweep: verify \+ counters \+ timing" "PyTorch F.linear baseline"
   check "pass: row '$r' PASS" row "$r" PASS
 done
 check "pass: the field this driver answers" grep -q "answers clocks_event_reasons.active" "$out/summary.txt"
-for v in "driver: 580" "nvcc: .*13.0" "g\\+\\+: " "cmake: " "step build: [0-9]+ s \(cap 110 s\), exit 0" \
+for v in "driver: 580" "nvcc: .*13.0" "g\\+\\+: " "cmake: " "step build: [0-9]+ s \(cap 115 s\), exit 0" \
   "step sweep \(verify, counters, 4 regimes\): [0-9]+ s" "step ncu: " "total: [0-9]+ s, 0 FAIL"; do
   check "pass: gpu.txt has '$v'" grep -Eq "^$v" "$out/gpu.txt"
 done
