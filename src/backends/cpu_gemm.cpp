@@ -36,13 +36,24 @@ bool cpu_has_vnni() {
 
 blasint as_blasint(std::int64_t v) { return static_cast<blasint>(v); }
 
-std::vector<float> widen(const MatRef& m) {
-  std::vector<float> out(static_cast<std::size_t>(m.rows * m.cols));
+// A strided matrix as dense fp32 rows in `out`, which the caller keeps across calls: a fresh
+// vector per GEMM (12 MB for one Qwen3-MoE expert's w13) page-faulted on every run. bf16 is the
+// top half of an fp32, so its widening is a shift the compiler vectorizes (load() per element
+// is a call per element).
+void widen_into(const MatRef& m, std::vector<float>& out) {
+  out.resize(static_cast<std::size_t>(m.rows * m.cols));
   for (std::int64_t r = 0; r < m.rows; ++r) {
-    for (std::int64_t c = 0; c < m.cols; ++c)
-      out[static_cast<std::size_t>(r * m.cols + c)] = load(m, r, c);
+    float* dst = out.data() + static_cast<std::size_t>(r * m.cols);
+    if (m.dtype == DType::bf16) {
+      const auto* src = static_cast<const std::uint16_t*>(m.data) + r * m.ld;
+      for (std::int64_t c = 0; c < m.cols; ++c) {
+        const std::uint32_t bits = static_cast<std::uint32_t>(src[c]) << 16;
+        std::memcpy(dst + c, &bits, sizeof bits);
+      }
+    } else {
+      for (std::int64_t c = 0; c < m.cols; ++c) dst[c] = load(m, r, c);
+    }
   }
-  return out;
 }
 
 void store_rows(const std::vector<float>& src, const MatRef& y) {
@@ -410,12 +421,19 @@ void CpuGemm::run_path(GemmPath path, const GemmArgs& a) {
       require_dtype(path, a, DType::bf16);
       // Exact widening, fp32 accumulate (bias included), one rounding on store: a bf16 GEMM's
       // numerics.
-      const std::vector<float> x = widen(a.x), w = widen(a.w);
+      widen_into(a.x, widened_x_);
+      widen_into(a.w, widened_w_);
       scratch_.resize(static_cast<std::size_t>(m * n));
       const float beta = prepare_fp32_output(a, scratch_.data(), n);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blasint(m), as_blasint(n),
-                  as_blasint(k), 1.0f, x.data(), as_blasint(k), w.data(), as_blasint(k), beta,
-                  scratch_.data(), as_blasint(n));
+      if (m == 1) {  // as the fp32 path: sgemm would pack the whole widened weight for one row
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, as_blasint(n), as_blasint(k), 1.0f,
+                    widened_w_.data(), as_blasint(k), widened_x_.data(), 1, beta, scratch_.data(),
+                    1);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blasint(m), as_blasint(n),
+                    as_blasint(k), 1.0f, widened_x_.data(), as_blasint(k), widened_w_.data(),
+                    as_blasint(k), beta, scratch_.data(), as_blasint(n));
+      }
       store_rows(scratch_, a.y);
       return;
     }

@@ -77,6 +77,7 @@ class CpuGemm {
   struct Dnnl;
   std::unique_ptr<Dnnl> dnnl_;  // null without oneDNN
   std::vector<float> scratch_;  // fp32 result of the bf16 fallbacks
+  std::vector<float> widened_x_, widened_w_;  // the widened bf16 operands, kept across calls
 };
 
 }  // namespace fusebench::cpu
