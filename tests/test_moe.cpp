@@ -158,6 +158,32 @@ TEST(Moe, CappedReferenceRowsUseTheShapesRouting) {
   }
 }
 
+// The cost model's uniform-routing figure: the smallest M where E * (1 - (1 - k/E)^M) >= E - 0.5.
+TEST(Moe, TokensAllExpertsActive) {
+  struct Case {
+    std::int64_t experts, top_k, tokens;
+  };
+  // qwen3-30b-a3b: (15/16)^M <= 1/256 from M = 86; mixtral: (3/4)^M <= 1/16 from M = 10;
+  // deepseek-v3: (31/32)^M <= 1/512 from M = 197.
+  for (const Case c : {Case{128, 8, 86}, Case{8, 2, 10}, Case{256, 8, 197}, Case{8, 8, 1}}) {
+    const std::int64_t m = tokens_all_experts_active(c.experts, c.top_k);
+    EXPECT_EQ(m, c.tokens) << c.experts << " " << c.top_k;
+    const double e = static_cast<double>(c.experts);
+    EXPECT_GE(expected_active_experts(m, c.experts, c.top_k), e - 0.5);
+    if (m > 1) {
+      EXPECT_LT(expected_active_experts(m - 1, c.experts, c.top_k), e - 0.5);
+    }
+  }
+  EXPECT_THROW(tokens_all_experts_active(8, 9), std::invalid_argument);
+  EXPECT_THROW(tokens_all_experts_active(8, 0), std::invalid_argument);
+  // In every moe entry (moe_json), with the expectation at the entry's M.
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "uniform");
+  const nlohmann::json j = moe_json(*build_plan("moe", "grouped", s, 4, DType::bf16).moe);
+  EXPECT_EQ(j["uniform"]["tokens_all_experts_active"], 10);  // 8 experts, top-2
+  EXPECT_DOUBLE_EQ(j["uniform"]["expected_active_experts"].get<double>(),
+                   expected_active_experts(4, 8, 2));
+}
+
 TEST(Moe, Refusals) {
   ShardShape s = moe_shard("tiny-qwen3-moe.json");
   s.tp = 2;
