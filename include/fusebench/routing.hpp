@@ -40,6 +40,10 @@ struct RoutingRule {
   double routed_scaling_factor = 1.0;  // multiplies the final weights
   // Llama-4: the weight scales the expert's input, not its output (apply_router_weight_on_input).
   bool weight_on_input = false;
+  // qwen2_moe: the shared expert's output is scaled by sigmoid(x . shared_expert_gate), a
+  // Linear(hidden, 1) of the block (vLLM's Qwen2MoeSparseMoeBlock). Read with the rule because it
+  // is the family's block, as vLLM's model class builds it; it matters only with a shared expert.
+  bool shared_expert_gate = false;
   std::string fields;  // the config fields (or the family's fixed rule) it was read from
 
   bool grouped() const;  // n_group splits the experts (vLLM's valid_grouping)
