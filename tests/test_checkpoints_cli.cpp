@@ -219,6 +219,27 @@ TEST(CheckpointsCli, MoeLayerAndExpertPickTheExpertsTensors) {
   }
 }
 
+// qwen2_moe's moe block on its own weights: every expert, the router, the shared expert and the
+// shared_expert_gate that scales it (named in context.weights), every variant verified.
+TEST(CheckpointsCli, QwenTwoMoeBlockVerifiesWithItsSharedExpertGate) {
+  const auto report = verified_checkpoint_run("qwen2_moe_shared", "--ops=moe --tokens=1,5", 0);
+  if (report.empty()) return;
+  std::set<std::string> variants;
+  for (const auto& b : report.at("benchmarks")) {
+    const auto name = b.at("name").get<std::string>();
+    variants.insert(name.substr(0, name.find('/', 4)));
+  }
+  EXPECT_EQ(variants, (std::set<std::string>{"moe/per_expert", "moe/per_expert_split",
+                                             "moe/grouped", "moe/padded"}));
+  const auto& c = checkpoint_context(report);
+  EXPECT_EQ(c.at("shared_expert_gate"), "model.layers.0.mlp.shared_expert_gate.weight");
+  EXPECT_EQ(c.at("sources").at("w_shared_expert_sigmoid_gate"),
+            "model.layers.0.mlp.shared_expert_gate.weight");
+  EXPECT_NE(c.at("router").get<std::string>().find("model.layers.0.mlp.gate.weight"),
+            std::string::npos)
+      << c.at("router");
+}
+
 // DeepSeek-V3's MLA: q_a_proj and kv_a_proj_with_mqa merged (layer:mla), routed and shared
 // experts on an MoE layer.
 TEST(CheckpointsCli, MlaCheckpointVerifiesTheFusedQkvAOnItsWeights) {

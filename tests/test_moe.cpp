@@ -3,6 +3,8 @@
 // clamped activation included), the padding it reports, and a CLI run with the entry's fields.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -13,6 +15,7 @@
 #include "fusebench/routing.hpp"
 #include "fusebench/shapes.hpp"
 #include "fusebench/verify.hpp"
+#include "fusebench/workspace.hpp"
 
 namespace {
 
@@ -158,6 +161,155 @@ TEST(Moe, CappedReferenceRowsUseTheShapesRouting) {
   }
 }
 
+// qwen2_moe (Qwen1.5-MoE, Qwen2-57B-A14B): softmax top-k without renormalization
+// (norm_topk_prob false), the shared expert scaled by sigmoid(x . shared_expert_gate): an [M, 1]
+// GEMV and a sigmoid-scale launch in every variant, priced and verified against float64.
+TEST(Moe, QwenTwoGatedSharedExpert) {
+  const ShardShape s = moe_shard("tiny-qwen2-moe.json", "uniform");
+  ASSERT_TRUE(s.moe->rule.shared_expert_gate);
+  EXPECT_FALSE(s.moe->rule.renormalize);
+  EXPECT_EQ(s.moe->shared_intermediate, 128);
+  ShardShape ungated = s;
+  auto block = std::make_shared<MoeBlock>(*s.moe);
+  block->rule.shared_expert_gate = false;
+  ungated.moe = block;
+  const std::int64_t m = 16, h = s.hidden;
+  const double elem = 2;
+  for (const char* v : {"per_expert", "per_expert_split", "grouped", "padded"}) {
+    const Plan p = build_plan("moe", v, s, m, DType::bf16);
+    const Cost gated = cost_of(p), plain = cost_of(build_plan("moe", v, ungated, m, DType::bf16));
+    // The shared expert's 3 launches, its gate GEMV and the sigmoid scale.
+    EXPECT_EQ(gated.launches, plain.launches + 2) << v;
+    EXPECT_EQ(gated.gemm_launches, plain.gemm_launches + 1) << v;
+    EXPECT_DOUBLE_EQ(gated.flops - plain.flops, 2.0 * static_cast<double>(m * h)) << v;
+    // GEMV: x [M, H], w [1, H], g [M, 1]; scale: reads y and g, writes y.
+    EXPECT_DOUBLE_EQ(gated.bytes - plain.bytes,
+                     static_cast<double>(m * h + h + m + 2 * m * h + m) * elem)
+        << v;
+    EXPECT_TRUE(std::any_of(p.steps.begin(), p.steps.end(), [](const Step& st) {
+      return std::holds_alternative<SigmoidGateRowsStep>(st);
+    })) << v;
+  }
+  const Plan loop = build_plan("moe", "per_expert", s, m, DType::bf16);
+  EXPECT_EQ(cost_of(loop).launches, 5 * active(loop) + 5);
+  EXPECT_EQ(cost_of(build_plan("moe", "grouped", s, m, DType::bf16)).launches, 10);
+  // Not renormalized: the router's k softmax weights sum to less than 1.
+  const Plan routed = build_plan("moe", "grouped", moe_shard("tiny-qwen2-moe.json"), 4, DType::f32);
+  for (std::int64_t t = 0; t < 4; ++t) {
+    double sum = 0;
+    for (std::int64_t i = 0; i < 4; ++i)
+      sum += routed.moe->assignment.weights[static_cast<std::size_t>(t * 4 + i)];
+    EXPECT_LT(sum, 0.999) << t;
+  }
+  // The gate is in the float64 reference: it differs from the ungated block's.
+  const LogicalTensors in = logical_inputs(loop, 3);
+  const auto with = find_op("moe").reference(loop, in).at("y");
+  const auto without = find_op("moe")
+                           .reference(build_plan("moe", "per_expert", ungated, m, DType::bf16), in)
+                           .at("y");
+  double diff = 0;
+  for (std::size_t i = 0; i < with.size(); ++i)
+    diff = std::max(diff, std::abs(with[i] - without[i]));
+  EXPECT_GT(diff, 1e-3);
+  auto backend = make_cpu_backend();
+  for (const char* routing : {"router", "zipf:1.2"}) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      const auto results = verify_op(*backend, "moe", moe_shard("tiny-qwen2-moe.json", routing), 24,
+                                     dtype, 11, true);
+      EXPECT_EQ(results.size(), 4u);
+      for (const auto& r : results)
+        EXPECT_TRUE(r.checked() && r.ok()) << routing << " " << r.summary();
+    }
+  }
+}
+
+// Llama-4 (model_type llama4, text_config nested): top-1 of the logits, sigmoid of the chosen
+// logit, the weight multiplying the expert's input rows (apply_router_weight_on_input: the
+// gather scales them, the combine adds unscaled), an ungated shared expert of intermediate_size.
+TEST(Moe, LlamaFourWeightsTheExpertInput) {
+  const ShardShape s = moe_shard("tiny-llama4.json");
+  ASSERT_TRUE(s.moe->rule.weight_on_input);
+  EXPECT_EQ(s.moe->rule.top_k, 1);
+  EXPECT_EQ(s.moe->rule.scoring, RouterScoring::sigmoid);
+  EXPECT_EQ(s.moe->shared_intermediate, 32);  // intermediate_size, not intermediate_size_mlp
+  EXPECT_EQ(s.intermediate, 32);
+  for (const char* v : {"per_expert", "per_expert_split", "grouped", "padded"}) {
+    const Plan p = build_plan("moe", v, s, 16, DType::bf16);
+    std::size_t gathers = 0;
+    for (const Step& st : p.steps) {
+      if (const auto* g = std::get_if<GatherRowsStep>(&st)) {
+        ++gathers;
+        ASSERT_EQ(g->scale.size(), g->rows.size()) << v;
+        for (std::size_t i = 0; i < g->rows.size(); ++i) {
+          if (g->rows[i] < 0) continue;
+          // The token's one weight (top-1: slot = token): sigmoid of its logit, in (0, 1), not
+          // renormalized to 1.
+          EXPECT_EQ(g->scale[i], p.moe->assignment.weights[static_cast<std::size_t>(g->rows[i])]);
+          EXPECT_GT(g->scale[i], 0.0f);
+          EXPECT_LT(g->scale[i], 1.0f);
+        }
+      }
+      if (const auto* c = std::get_if<ScatterAddStep>(&st)) {
+        for (std::size_t i = 0; i < c->rows.size(); ++i) {
+          if (c->rows[i] >= 0) {
+            EXPECT_EQ(c->scale[i], 1.0f) << v;
+          }
+        }
+      }
+    }
+    EXPECT_GT(gathers, 0u) << v;
+  }
+  const Plan loop = build_plan("moe", "per_expert", s, 16, DType::bf16);
+  EXPECT_EQ(cost_of(loop).launches, 5 * active(loop) + 3);
+  EXPECT_EQ(cost_of(build_plan("moe", "grouped", s, 16, DType::bf16)).launches, 8);
+  // The weight on the input is not the weight on the output (SiLU is not linear): the reference
+  // tells them apart.
+  ShardShape on_output = s;
+  auto block = std::make_shared<MoeBlock>(*s.moe);
+  block->rule.weight_on_input = false;
+  on_output.moe = block;
+  const LogicalTensors in = logical_inputs(loop, 3);
+  const auto a = find_op("moe").reference(loop, in).at("y");
+  const auto b = find_op("moe")
+                     .reference(build_plan("moe", "per_expert", on_output, 16, DType::bf16), in)
+                     .at("y");
+  double diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+  EXPECT_GT(diff, 1e-3);
+  auto backend = make_cpu_backend();
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const auto results = verify_op(*backend, "moe", s, 24, dtype, 11, true);
+    EXPECT_EQ(results.size(), 4u);
+    for (const auto& r : results) EXPECT_TRUE(r.checked() && r.ok()) << r.summary();
+  }
+}
+
+// The cost model's uniform-routing figure: the smallest M where E * (1 - (1 - k/E)^M) >= E - 0.5.
+TEST(Moe, TokensAllExpertsActive) {
+  struct Case {
+    std::int64_t experts, top_k, tokens;
+  };
+  // qwen3-30b-a3b: (15/16)^M <= 1/256 from M = 86; mixtral: (3/4)^M <= 1/16 from M = 10;
+  // deepseek-v3: (31/32)^M <= 1/512 from M = 197.
+  for (const Case c : {Case{128, 8, 86}, Case{8, 2, 10}, Case{256, 8, 197}, Case{8, 8, 1}}) {
+    const std::int64_t m = tokens_all_experts_active(c.experts, c.top_k);
+    EXPECT_EQ(m, c.tokens) << c.experts << " " << c.top_k;
+    const double e = static_cast<double>(c.experts);
+    EXPECT_GE(expected_active_experts(m, c.experts, c.top_k), e - 0.5);
+    if (m > 1) {
+      EXPECT_LT(expected_active_experts(m - 1, c.experts, c.top_k), e - 0.5);
+    }
+  }
+  EXPECT_THROW(tokens_all_experts_active(8, 9), std::invalid_argument);
+  EXPECT_THROW(tokens_all_experts_active(8, 0), std::invalid_argument);
+  // In every moe entry (moe_json), with the expectation at the entry's M.
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "uniform");
+  const nlohmann::json j = moe_json(*build_plan("moe", "grouped", s, 4, DType::bf16).moe);
+  EXPECT_EQ(j["uniform"]["tokens_all_experts_active"], 10);  // 8 experts, top-2
+  EXPECT_DOUBLE_EQ(j["uniform"]["expected_active_experts"].get<double>(),
+                   expected_active_experts(4, 8, 2));
+}
+
 TEST(Moe, Refusals) {
   ShardShape s = moe_shard("tiny-qwen3-moe.json");
   s.tp = 2;
@@ -197,6 +349,31 @@ TEST(MoeCli, RunsVerifiedWithRoutingFields) {
 
 }  // namespace
 
+// qwen2_moe's gated shared expert and Llama-4's weight on the input through the binary: every
+// variant verified, the library calls equal to the model's launches, the cost model's figure.
+TEST(MoeCli, GatedSharedExpertAndWeightOnInputRunVerified) {
+  const auto report = fusebench::testing::temp_path("moe_families", "report.json");
+  const auto r = fusebench::testing::run_fusebench(
+      "--backend=cpu --model-config=" + config_path("tiny-qwen2-moe.json") +
+      " --model-config=" + config_path("tiny-llama4.json") +
+      " --ops=moe --tokens=1,16 --dtypes=bf16 --verify --timing-max-time=0.05 --cpu-threads=1 "
+      "--report=" +
+      report.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("FAILED"), std::string::npos) << r.output;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  int entries = 0;
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("moe/", 0) != 0) continue;
+    ++entries;
+    EXPECT_EQ(e["launches"], e["model_launches"]) << name;
+    EXPECT_TRUE(e["moe"]["uniform"].contains("tokens_all_experts_active")) << name;
+  }
+  EXPECT_EQ(entries, 16);
+  std::filesystem::remove(report);
+}
+
 // The CUDA backend's moe: gather and combine kernels, cuBLAS's grouped GEMM and the padded
 // blocks' pointer-array batched GEMM, each variant against split and float64 (no expert biases:
 // those variants are refused on cuda, see sweep.cpp), at decode and at a prefill where every
@@ -205,7 +382,8 @@ TEST(GpuMoe, EveryVariantVerifiesOnTheDevice) {
   std::string why;
   auto backend = make_cuda_backend(&why);
   if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
-  for (const char* file : {"tiny-qwen3-moe.json", "tiny-deepseek-v3.json"}) {
+  for (const char* file : {"tiny-qwen3-moe.json", "tiny-deepseek-v3.json", "tiny-qwen2-moe.json",
+                           "tiny-llama4.json"}) {
     for (const char* routing : {"router", "zipf:1.2"}) {
       const ShardShape s = moe_shard(file, routing);
       for (DType dtype : {DType::f32, DType::bf16}) {

@@ -138,8 +138,11 @@ class Backend {
   virtual void bias_add(std::span<const BiasAddArgs> members) = 0;
   // MoE routing (GatherRowsStep, ScatterAddStep, plan.hpp): one launch each. The default throws
   // (a backend without them refuses the moe op).
-  virtual void gather_rows(const MatRef& src, const MatRef& dst,
-                           std::span<const std::int64_t> rows);
+  // With `scale` (one per dst row; empty: a copy) each gathered row is multiplied by it.
+  virtual void gather_rows(const MatRef& src, const MatRef& dst, std::span<const std::int64_t> rows,
+                           std::span<const float> scale);
+  // x row t *= sigmoid(gate[t, 0]) (SigmoidGateRowsStep), one launch. The default throws.
+  virtual void sigmoid_gate_rows(const MatRef& x, const MatRef& gate);
   virtual void scatter_add(const MatRef& src, const MatRef& dst, std::span<const std::int64_t> rows,
                            std::span<const float> scale, bool zero_dst);
   // out = x / sqrt(mean(x^2 over the row) + eps) * weight, row by row; weight is [1, cols].

@@ -31,6 +31,7 @@ enum class LayerExtent {
   shared_intermediate,  // the shared expert(s)'
   q_lora_rank,          // MLA
   kv_a,                 // MLA: kv_lora_rank + qk_rope_head_dim
+  one,                  // a single row (qwen2_moe's shared_expert_gate, a Linear(hidden, 1))
 };
 std::string_view to_string(LayerExtent extent);  // "hidden_size", "q_size", ...
 std::int64_t extent_of(const ModelShape& model, LayerExtent extent);

@@ -4,8 +4,8 @@
 // Keeping the three apart over one description means "3 GEMMs vs 1" is stated exactly once.
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -161,11 +161,14 @@ struct ScaledGemmStep {
 };
 // MoE routing as steps (the moe op): the indices are host data the plan carries, fixed when the
 // plan is built from its routing.
-// dst row i = src row rows[i] (rows[i] < 0: a zero row, the padding of a block), one launch.
+// dst row i = src row rows[i] (rows[i] < 0: a zero row, the padding of a block), one launch;
+// with `scale` (one per dst row), dst row i = scale[i] * src row rows[i] (Llama-4's router
+// weight applied to the expert's input, apply_router_weight_on_input).
 struct GatherRowsStep {
   std::string label;
   View src, dst;
   std::vector<std::int64_t> rows;  // one per dst row
+  std::vector<float> scale;        // empty: a plain copy
 };
 // dst row rows[i] += scale[i] * src row i for every i with rows[i] >= 0, one launch; with
 // zero_dst, dst is zeroed first (the combine of a block without a shared expert to add onto).
@@ -177,10 +180,17 @@ struct ScatterAddStep {
   bool zero_dst = false;
 };
 
-using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
-                          AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep,
-                          QuantizeStep, ScaledGemmStep,
-                          GatherRowsStep, ScatterAddStep>;
+// x row t *= sigmoid(gate row t), in place; gate is an [M, 1] view (qwen2_moe's gated shared
+// expert: sigmoid(x . shared_expert_gate) times the shared expert's output), one launch.
+struct SigmoidGateRowsStep {
+  std::string label;
+  View x, gate;
+};
+
+using Step =
+    std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
+                 AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep, QuantizeStep,
+                 ScaledGemmStep, GatherRowsStep, ScatterAddStep, SigmoidGateRowsStep>;
 
 // True for the steps a Communicator executes.
 bool is_collective(const Step& step);

@@ -40,6 +40,10 @@ struct RoutingRule {
   double routed_scaling_factor = 1.0;  // multiplies the final weights
   // Llama-4: the weight scales the expert's input, not its output (apply_router_weight_on_input).
   bool weight_on_input = false;
+  // qwen2_moe: the shared expert's output is scaled by sigmoid(x . shared_expert_gate), a
+  // Linear(hidden, 1) of the block (vLLM's Qwen2MoeSparseMoeBlock). Read with the rule because it
+  // is the family's block, as vLLM's model class builds it; it matters only with a shared expert.
+  bool shared_expert_gate = false;
   std::string fields;  // the config fields (or the family's fixed rule) it was read from
 
   bool grouped() const;  // n_group splits the experts (vLLM's valid_grouping)
@@ -167,6 +171,10 @@ nlohmann::json routing_json(const RoutingAssignment& a);
 
 // Expected distinct experts under uniform routing: E * (1 - (1 - k/E)^M).
 double expected_active_experts(std::int64_t tokens, std::int64_t experts, std::int64_t top_k);
+// The token count from which every expert is expected to be active under uniform routing: the
+// smallest M with expected_active_experts(M, E, k) >= E - 0.5 (the expected number of idle
+// experts below one half). 1 when k = E. Throws std::invalid_argument unless 1 <= k <= E.
+std::int64_t tokens_all_experts_active(std::int64_t experts, std::int64_t top_k);
 
 // BLOCK_SIZE_M of vLLM's tuned fused_moe config for E=128, N=768 on the H200
 // (fused_moe/configs/E=128,N=768,device_name=NVIDIA_H200.json): 16 for M <= 128, 32 at 256, 64 at
@@ -212,7 +220,8 @@ struct MoeRouting {
   double padding_flops = 0;  // matmul FLOPs of the padding rows (w13 and w2)
 };
 // {routing: routing_json, padding: {block_size, rows, useful_rows, wasted_rows, wasted_fraction,
-// padding_flops}} (padding only where the variant pads), for the entry.
+// padding_flops}} (padding only where the variant pads), uniform: {expected_active_experts at
+// this M, tokens_all_experts_active} (the cost model's uniform-routing figures), for the entry.
 nlohmann::json moe_json(const MoeRouting& moe);
 
 }  // namespace fusebench

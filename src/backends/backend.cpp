@@ -44,8 +44,13 @@ std::string cuda_quant_refusal(const QuantSpec& spec) {
   return {};
 }
 
-void Backend::gather_rows(const MatRef&, const MatRef&, std::span<const std::int64_t>) {
+void Backend::gather_rows(const MatRef&, const MatRef&, std::span<const std::int64_t>,
+                          std::span<const float>) {
   throw std::runtime_error("the " + name() + " backend has no row gather (the moe op)");
+}
+
+void Backend::sigmoid_gate_rows(const MatRef&, const MatRef&) {
+  throw std::runtime_error("the " + name() + " backend has no sigmoid row gate (the moe op)");
 }
 
 void Backend::scatter_add(const MatRef&, const MatRef&, std::span<const std::int64_t>,

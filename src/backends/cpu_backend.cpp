@@ -126,13 +126,22 @@ class CpuBackend final : public Backend {
            "GEMMs, not one kernel";
   }
 
-  void gather_rows(const MatRef& src, const MatRef& dst,
-                   std::span<const std::int64_t> rows) override {
+  void gather_rows(const MatRef& src, const MatRef& dst, std::span<const std::int64_t> rows,
+                   std::span<const float> scale) override {
     if (static_cast<std::int64_t>(rows.size()) != dst.rows || src.cols != dst.cols ||
-        src.dtype != dst.dtype)
+        src.dtype != dst.dtype || (!scale.empty() && scale.size() != rows.size()))
       throw std::invalid_argument("gather_rows: " + std::to_string(rows.size()) + " rows for " +
                                   std::to_string(dst.rows) + ", or src and dst differ");
     ++calls_;
+    if (!scale.empty()) {  // dst row i = scale[i] * src row rows[i], rounded to dst's dtype
+      for (std::int64_t i = 0; i < dst.rows; ++i) {
+        const std::int64_t r = rows[static_cast<std::size_t>(i)];
+        const float w = scale[static_cast<std::size_t>(i)];
+        for (std::int64_t c = 0; c < dst.cols; ++c)
+          store(dst, i, c, r < 0 ? 0.0f : w * load(src, r, c));
+      }
+      return;
+    }
     const std::size_t row = static_cast<std::size_t>(dst.cols) * dtype_size(dst.dtype);
     for (std::int64_t i = 0; i < dst.rows; ++i) {
       auto* to = static_cast<std::byte*>(dst.data) +
@@ -167,6 +176,16 @@ class CpuBackend final : public Backend {
       const float w = scale[static_cast<std::size_t>(i)];
       for (std::int64_t c = 0; c < src.cols; ++c)
         store(dst, r, c, load(dst, r, c) + w * load(src, i, c));
+    }
+  }
+
+  void sigmoid_gate_rows(const MatRef& x, const MatRef& gate) override {
+    if (gate.rows != x.rows || gate.cols != 1)
+      throw std::invalid_argument("sigmoid_gate_rows: the gate is not one column per row of x");
+    ++calls_;
+    for (std::int64_t r = 0; r < x.rows; ++r) {
+      const float g = 1.0f / (1.0f + std::exp(-load(gate, r, 0)));
+      for (std::int64_t c = 0; c < x.cols; ++c) store(x, r, c, g * load(x, r, c));
     }
   }
 

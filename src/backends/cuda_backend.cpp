@@ -394,10 +394,10 @@ class CudaBackend final : public Backend {
 
   // dst[i] = src[rows[i]] (zero where rows[i] < 0): one kernel; the indices are uploaded once per
   // distinct routing (a plan's routing is fixed, so a graph replays the routing it captured).
-  void gather_rows(const MatRef& src, const MatRef& dst,
-                   std::span<const std::int64_t> rows) override {
+  void gather_rows(const MatRef& src, const MatRef& dst, std::span<const std::int64_t> rows,
+                   std::span<const float> scale) override {
     if (static_cast<std::int64_t>(rows.size()) != dst.rows || src.cols != dst.cols ||
-        src.dtype != dst.dtype)
+        src.dtype != dst.dtype || (!scale.empty() && scale.size() != rows.size()))
       throw std::invalid_argument("gather_rows: " + std::to_string(rows.size()) + " rows for " +
                                   std::to_string(dst.rows) + ", or src and dst differ");
     for (const std::int64_t r : rows) {
@@ -408,8 +408,22 @@ class CudaBackend final : public Backend {
     if (rows.empty()) return;
     const auto* dev = static_cast<const std::int64_t*>(
         device_copy(rows.data(), rows.size_bytes(), "uploading a gather's row indices"));
-    FUSEBENCH_CUDA(cuda::launch_gather_rows(src.data, src.ld, dst.data, dst.ld, dev, dst.rows,
-                                            dst.cols, dst.dtype, lane()));
+    // Llama-4's router weights on the input rows: uploaded once per routing, as the indices.
+    const auto* dev_scale =
+        scale.empty() ? nullptr
+                      : static_cast<const float*>(device_copy(scale.data(), scale.size_bytes(),
+                                                              "uploading a gather's row weights"));
+    FUSEBENCH_CUDA(cuda::launch_gather_rows(src.data, src.ld, dst.data, dst.ld, dev, dev_scale,
+                                            dst.rows, dst.cols, dst.dtype, lane()));
+  }
+
+  // qwen2_moe's gated shared expert: x row t *= sigmoid(gate[t]), one kernel.
+  void sigmoid_gate_rows(const MatRef& x, const MatRef& gate) override {
+    if (gate.rows != x.rows || gate.cols != 1 || gate.dtype != x.dtype)
+      throw std::invalid_argument("sigmoid_gate_rows: the gate is not one column per row of x");
+    if (x.rows == 0) return;
+    FUSEBENCH_CUDA(cuda::launch_sigmoid_gate_rows(x.data, x.ld, gate.data, gate.ld, x.rows, x.cols,
+                                                  x.dtype, lane()));
   }
 
   // The combine: the routed rows of each dst row added in order (the CPU backend's sum), one

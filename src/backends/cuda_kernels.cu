@@ -155,14 +155,35 @@ constexpr int kThreads = 256;
 
 template <class T>
 __global__ void gather_rows_kernel(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst,
-                                   const std::int64_t* rows, std::int64_t dst_rows,
-                                   std::int64_t cols) {
+                                   const std::int64_t* rows, const float* scale,
+                                   std::int64_t dst_rows, std::int64_t cols) {
   for (std::int64_t i = blockIdx.y; i < dst_rows; i += gridDim.y) {
     const std::int64_t r = rows[i];
     T* out = dst + i * ld_dst;
     for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+         c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      if (r < 0) {
+        out[c] = from_float<T>(0.0f);
+      } else if (scale != nullptr) {
+        out[c] = from_float<T>(scale[i] * to_float(src[r * ld_src + c]));
+      } else {
+        out[c] = src[r * ld_src + c];
+      }
+    }
+  }
+}
+
+// x[r, :] *= sigmoid(gate[r]) in fp32, rounded to T once.
+template <class T>
+__global__ void sigmoid_gate_rows_kernel(T* x, std::int64_t ld_x, const T* gate,
+                                         std::int64_t ld_gate, std::int64_t rows,
+                                         std::int64_t cols) {
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float g = 1.0f / (1.0f + expf(-to_float(gate[r * ld_gate])));
+    T* row = x + r * ld_x;
+    for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
          c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-      out[c] = r < 0 ? from_float<T>(0.0f) : src[r * ld_src + c];
+      row[c] = from_float<T>(g * to_float(row[c]));
   }
 }
 
@@ -239,12 +260,24 @@ cudaError_t launch_bias(const BiasAddBatch& batch, std::int64_t rows, cudaStream
 
 template <class T>
 cudaError_t launch_gather(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
-                          const std::int64_t* rows, std::int64_t dst_rows, std::int64_t cols,
-                          cudaStream_t stream) {
+                          const std::int64_t* rows, const float* scale, std::int64_t dst_rows,
+                          std::int64_t cols, cudaStream_t stream) {
   (void)cudaGetLastError();
   // clang-format off
   gather_rows_kernel<T><<<grid_for(dst_rows, cols), kThreads, 0, stream>>>(
-      static_cast<const T*>(src), ld_src, static_cast<T*>(dst), ld_dst, rows, dst_rows, cols);
+      static_cast<const T*>(src), ld_src, static_cast<T*>(dst), ld_dst, rows, scale, dst_rows,
+      cols);
+  // clang-format on
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_sigmoid_gate(void* x, std::int64_t ld_x, const void* gate, std::int64_t ld_gate,
+                                std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  (void)cudaGetLastError();
+  // clang-format off
+  sigmoid_gate_rows_kernel<T><<<grid_for(rows, cols), kThreads, 0, stream>>>(
+      static_cast<T*>(x), ld_x, static_cast<const T*>(gate), ld_gate, rows, cols);
   // clang-format on
   return cudaGetLastError();
 }
@@ -266,15 +299,30 @@ cudaError_t launch_scatter(const void* src, std::int64_t ld_src, void* dst, std:
 }  // namespace
 
 cudaError_t launch_gather_rows(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
-                               const std::int64_t* rows, std::int64_t dst_rows, std::int64_t cols,
-                               DType dtype, cudaStream_t stream) {
+                               const std::int64_t* rows, const float* scale, std::int64_t dst_rows,
+                               std::int64_t cols, DType dtype, cudaStream_t stream) {
   switch (dtype) {
     case DType::bf16:
-      return launch_gather<__nv_bfloat16>(src, ld_src, dst, ld_dst, rows, dst_rows, cols, stream);
+      return launch_gather<__nv_bfloat16>(src, ld_src, dst, ld_dst, rows, scale, dst_rows, cols,
+                                          stream);
     case DType::f16:
-      return launch_gather<__half>(src, ld_src, dst, ld_dst, rows, dst_rows, cols, stream);
+      return launch_gather<__half>(src, ld_src, dst, ld_dst, rows, scale, dst_rows, cols, stream);
     case DType::f32:
-      return launch_gather<float>(src, ld_src, dst, ld_dst, rows, dst_rows, cols, stream);
+      return launch_gather<float>(src, ld_src, dst, ld_dst, rows, scale, dst_rows, cols, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_sigmoid_gate_rows(void* x, std::int64_t ld_x, const void* gate,
+                                     std::int64_t ld_gate, std::int64_t rows, std::int64_t cols,
+                                     DType dtype, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::bf16:
+      return launch_sigmoid_gate<__nv_bfloat16>(x, ld_x, gate, ld_gate, rows, cols, stream);
+    case DType::f16:
+      return launch_sigmoid_gate<__half>(x, ld_x, gate, ld_gate, rows, cols, stream);
+    case DType::f32:
+      return launch_sigmoid_gate<float>(x, ld_x, gate, ld_gate, rows, cols, stream);
   }
   return cudaErrorInvalidValue;
 }

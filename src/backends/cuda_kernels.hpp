@@ -37,9 +37,16 @@ cudaError_t launch_rms_norm(const void* x, std::int64_t ld_x, const void* weight
 
 // The moe op's routing (GatherRowsStep, ScatterAddStep): device arrays the caller uploaded.
 // dst[i, :] = src[rows[i], :] for i < dst_rows; a row index < 0 writes a zero row (padding).
+// With `scale` (device, one per dst row; nullptr: a copy), dst[i, :] = scale[i] * src[rows[i], :]
+// in fp32, rounded to the dtype once (the CPU backend's rounding).
 cudaError_t launch_gather_rows(const void* src, std::int64_t ld_src, void* dst, std::int64_t ld_dst,
-                               const std::int64_t* rows, std::int64_t dst_rows, std::int64_t cols,
-                               DType dtype, cudaStream_t stream);
+                               const std::int64_t* rows, const float* scale, std::int64_t dst_rows,
+                               std::int64_t cols, DType dtype, cudaStream_t stream);
+// x[r, :] *= sigmoid(gate[r * ld_gate]) for r < rows, in fp32, rounded once (the moe op's gated
+// shared expert, SigmoidGateRowsStep).
+cudaError_t launch_sigmoid_gate_rows(void* x, std::int64_t ld_x, const void* gate,
+                                     std::int64_t ld_gate, std::int64_t rows, std::int64_t cols,
+                                     DType dtype, cudaStream_t stream);
 // For every dst row r: acc = zero_dst ? 0 : dst[r, :], then for j in offsets[r]..offsets[r+1]
 // (the source rows routed to r, in ascending order) acc = round(acc + scale[j] * src[src_rows[j],
 // :]) in dst's dtype after every add, dst[r, :] = acc: the CPU backend's order and roundings, and

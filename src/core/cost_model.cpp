@@ -91,7 +91,9 @@ void for_each_step_cost(const Plan& plan, F&& f) {
           } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
             f(scaled_gemm_cost(s, elem), 1, 0, 0);
           } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
-            // Reads each gathered row, writes every dst row (padding rows: written only).
+            // Reads each gathered row, writes every dst row (padding rows: written only); a
+            // scaled gather (Llama-4's weight on the input) reads its weights from the host
+            // arrays the combine also has, not counted, and its multiplies are no matmul FLOPs.
             const auto real =
                 std::count_if(s.rows.begin(), s.rows.end(), [](std::int64_t r) { return r >= 0; });
             const double cols = static_cast<double>(s.dst.cols);
@@ -108,6 +110,9 @@ void for_each_step_cost(const Plan& plan, F&& f) {
             double rows = 3 * static_cast<double>(real);
             if (s.zero_dst) rows += static_cast<double>(s.dst.rows);
             f(StepCost{0, rows * cols * elem, 0}, 0, 1, 0);
+          } else if constexpr (std::is_same_v<T, SigmoidGateRowsStep>) {
+            // Reads x and its gate column, writes x: 2MN + M.
+            f(StepCost{0, (2 * elements(s.x) + elements(s.gate)) * elem, 0}, 0, 1, 0);
           } else {
             f(StepCost{0, 0, collective_call(step, plan.dtype)->bytes}, 0, 0, 1);
           }

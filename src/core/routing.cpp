@@ -410,6 +410,25 @@ double expected_active_experts(std::int64_t tokens, std::int64_t experts, std::i
   return E * (1.0 - std::pow(1.0 - static_cast<double>(top_k) / E, static_cast<double>(tokens)));
 }
 
+std::int64_t tokens_all_experts_active(std::int64_t experts, std::int64_t top_k) {
+  if (top_k < 1 || top_k > experts)
+    throw std::invalid_argument("tokens_all_experts_active: top_k=" + std::to_string(top_k) +
+                                " must be in 1.." + std::to_string(experts));
+  if (top_k == experts) return 1;
+  const double E = static_cast<double>(experts);
+  const auto reached = [&](std::int64_t m) {
+    return expected_active_experts(m, experts, top_k) >= E - 0.5;
+  };
+  // (1 - k/E)^M <= 0.5 / E, solved for M; then stepped to the exact smallest M the function
+  // itself reaches (the logarithms round).
+  auto m = static_cast<std::int64_t>(
+      std::ceil(std::log(0.5 / E) / std::log1p(-static_cast<double>(top_k) / E)));
+  m = std::max<std::int64_t>(m, 1);
+  while (m > 1 && reached(m - 1)) --m;
+  while (!reached(m)) ++m;
+  return m;
+}
+
 std::int64_t vllm_block_size_m(std::int64_t tokens) {
   // (listed M, BLOCK_SIZE_M) of E=128,N=768,device_name=NVIDIA_H200.json.
   static constexpr std::pair<std::int64_t, std::int64_t> kListed[] = {
@@ -467,6 +486,10 @@ nlohmann::json moe_json(const MoeRouting& moe) {
          p.rows > 0 ? static_cast<double>(p.wasted_rows()) / static_cast<double>(p.rows) : 0.0},
         {"padding_flops", moe.padding_flops}};
   }
+  const RoutingAssignment& a = moe.assignment;
+  j["uniform"] = {
+      {"expected_active_experts", expected_active_experts(a.tokens, a.experts, a.top_k)},
+      {"tokens_all_experts_active", tokens_all_experts_active(a.experts, a.top_k)}};
   return j;
 }
 

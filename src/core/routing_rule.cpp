@@ -35,6 +35,7 @@ nlohmann::json RoutingRule::to_json() const {
           {"topk_group", topk_group},
           {"routed_scaling_factor", routed_scaling_factor},
           {"weight_on_input", weight_on_input},
+          {"shared_expert_gate", shared_expert_gate},
           {"fields", fields}};
 }
 
@@ -91,7 +92,8 @@ struct FamilyRouting {
   bool bias = false;
   Groups groups = Groups::none;
   bool weight_on_input = false;
-  const char* not_mapped = "";  // "field: why" when the router is not one the suite maps
+  bool shared_expert_gate = false;  // sigmoid(x . shared_expert_gate) scales the shared expert
+  const char* not_mapped = "";      // "field: why" when the router is not one the suite maps
 };
 
 // clang-format off
@@ -108,8 +110,9 @@ const FamilyRouting kRouting[] = {
     {.model_type = "granitemoeshared",
      .vllm = "GraniteMoeSharedForCausalLM: softmax over the top-k logits",
      .order = TopkOrder::topk_then_score, .renorm = Renorm::never},
-    {.model_type = "qwen2_moe", .vllm = "Qwen2MoeForCausalLM: softmax, top-k, norm_topk_prob",
-     .renorm = Renorm::norm_topk_prob},
+    {.model_type = "qwen2_moe", .vllm = "Qwen2MoeForCausalLM: softmax, top-k, norm_topk_prob; "
+                                        "shared expert scaled by sigmoid(shared_expert_gate)",
+     .renorm = Renorm::norm_topk_prob, .shared_expert_gate = true},
     {.model_type = "qwen3_moe", .vllm = "Qwen3MoeForCausalLM: softmax, top-k, norm_topk_prob",
      .renorm = Renorm::norm_topk_prob},
     {.model_type = "glm4_moe", .vllm = "Glm4MoeForCausalLM: sigmoid + e_score_correction_bias, "
@@ -268,6 +271,7 @@ RoutingRule routing_rule_from_config(std::string_view json_text, const std::stri
   r.order = f->order;
   r.correction_bias = f->bias;
   r.weight_on_input = f->weight_on_input;
+  r.shared_expert_gate = f->shared_expert_gate;
   r.fields = f->vllm;
   const std::string vllm_class = m.vllm_class;
   switch (f->renorm) {

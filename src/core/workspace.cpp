@@ -465,9 +465,11 @@ void Workspace::execute(const Step& step, std::span<void* const> buffers, Commun
           backend_.scaled_gemm(
               {qref(buffers, s.x, s.dtype), qref(buffers, s.w, s.dtype), ref(s.y)});
         } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
-          backend_.gather_rows(ref(s.src), ref(s.dst), s.rows);
+          backend_.gather_rows(ref(s.src), ref(s.dst), s.rows, s.scale);
         } else if constexpr (std::is_same_v<T, ScatterAddStep>) {
           backend_.scatter_add(ref(s.src), ref(s.dst), s.rows, s.scale, s.zero_dst);
+        } else if constexpr (std::is_same_v<T, SigmoidGateRowsStep>) {
+          backend_.sigmoid_gate_rows(ref(s.x), ref(s.gate));
         } else {
           if (comm == nullptr) {
             throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +

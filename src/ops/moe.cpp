@@ -10,13 +10,17 @@
 //   padded            each expert's rows padded to vLLM's block size by M (moe_align_block_size),
 //                     the blocks run as strided-batched GEMMs of one fixed shape (what a CUDA
 //                     graph can capture), at the cost of the padding rows' FLOPs (Plan::moe).
-// The shared expert (DeepSeek, GLM-4-MoE, ...) runs first, gate/up fused, and writes y; the
-// combine adds the routed experts onto it.
+// The shared expert (DeepSeek, GLM-4-MoE, Llama-4, ...) runs first, gate/up fused, and writes y
+// (qwen2_moe's then scaled row by row by sigmoid(x . shared_expert_gate): an [M, 1] GEMV and one
+// sigmoid-scale launch); the combine adds the routed experts onto it. Llama-4's router weight
+// multiplies the expert's input rows (apply_router_weight_on_input): the gather scales them and
+// the combine adds the outputs unscaled, in every variant.
 // Weights: w13 [E*2I, H] (expert e's gate/up rows 2I at row e*2I, stacked gate then up, or
 // interleaved as gpt-oss stores them), w2 [E*H, I]; every expert is allocated, only the active
 // experts' are read. Stacked, expert e's w13 is two parts, w_expert{e}_gate and w_expert{e}_up (as
 // vLLM's FusedMoE weight_loader puts w1 and w3 into w13), so that a checkpoint serves them
 // (HfLayerWeights::add_expert); interleaved, one part w_expert{e}_gate_up.
+#include <cmath>
 #include <memory>
 
 #include "fusebench/routing.hpp"
@@ -65,6 +69,14 @@ std::vector<std::pair<std::string, std::int64_t>> shared_gate_up_parts(std::int6
   return {{"w_shared_expert_gate", shared}, {"w_shared_expert_up", shared}};
 }
 
+// qwen2_moe's shared_expert_gate, a Linear(hidden, 1): one row (not the shared expert's gate_proj,
+// which is w_shared_expert_gate).
+constexpr const char* kSharedSigmoidGate = "w_shared_expert_sigmoid_gate";
+
+bool gated_shared(const ShardShape& s) {
+  return s.moe->shared_intermediate > 0 && s.moe->rule.shared_expert_gate;
+}
+
 // What the block does not build, refused naming why (the sweep refuses the op with it).
 void check_block(const ShardShape& s, const std::string& variant) {
   if (!s.moe || s.mlp != LayerKind::expert || s.intermediate <= 0)
@@ -75,17 +87,8 @@ void check_block(const ShardShape& s, const std::string& variant) {
         ": the block across GPUs (TP-sharded experts against expert parallelism) is a separate "
         "issue; run moe at --tp=1");
   const MoeBlock& b = *s.moe;
-  if (b.rule.weight_on_input)
-    throw std::invalid_argument("moe: " + b.rule.family +
-                                " applies the router weight to the expert's input "
-                                "(apply_router_weight_on_input), which the moe op does not build "
-                                "yet");
   if (b.shared_intermediate > 0 && s.mlp_bias)
     throw std::invalid_argument("moe: a shared expert with biases is not built");
-  if (b.shared_intermediate > 0 && b.rule.family == "qwen2_moe")
-    throw std::invalid_argument(
-        "moe: qwen2_moe gates its shared expert by sigmoid(x . shared_expert_gate), which the moe "
-        "op does not build yet");
   if (variant == "per_expert_split" && s.interleaved_gate_up)
     throw std::invalid_argument(
         "moe/per_expert_split: the model stores w13 interleaved (gate, up, gate, up rows), so gate "
@@ -130,6 +133,12 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
                                     columns(p, gu, shared, shared), whole(p, act), s.activation,
                                     s.activation_limit, 1});
     p.steps.push_back(GemmStep{"shared_down_proj", whole(p, act), whole(p, ws2), whole(p, y)});
+    if (gated_shared(s)) {  // qwen2_moe: y = sigmoid(x . shared_expert_gate) * y, [M, 1] GEMV
+      const int wg = add_weight(p, "w_shared_sigmoid_gate", {{kSharedSigmoidGate, 1}}, h);
+      const int g = add_output(p, "shared_gate", m, 1);
+      p.steps.push_back(GemmStep{"shared_expert_gate", whole(p, x), whole(p, wg), whole(p, g)});
+      p.steps.push_back(SigmoidGateRowsStep{"shared_sigmoid_scale", whole(p, y), whole(p, g)});
+    }
   }
 
   // Row r of the expert buffers holds one routed row: slot expert_slots[r] in expert order (the
@@ -149,14 +158,24 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
         start[static_cast<std::size_t>(e)] + (padded ? (n + block - 1) / block * block : n);
   }
   const std::int64_t rows = start.back();
+  // The routing weight of each row: the combine's scale, or (Llama-4's
+  // apply_router_weight_on_input) the gather's, the combine then adding the rows unscaled.
+  const bool on_input = b.rule.weight_on_input;
   std::vector<std::int64_t> token(static_cast<std::size_t>(rows), -1);
-  std::vector<float> scale(static_cast<std::size_t>(rows), 0.0f);
+  std::vector<float> scale(static_cast<std::size_t>(rows), 0.0f),
+      in_scale(on_input ? static_cast<std::size_t>(rows) : 0, 0.0f);
   for (std::int64_t e = 0; e < e_count; ++e) {
     for (std::int64_t j = 0; j < a.rows(e); ++j) {
       const std::int64_t slot = a.expert_slots[static_cast<std::size_t>(a.expert_offset[e] + j)];
       const auto r = static_cast<std::size_t>(start[static_cast<std::size_t>(e)] + j);
       token[r] = slot / k;
-      scale[r] = a.weights[static_cast<std::size_t>(slot)];
+      const float w = a.weights[static_cast<std::size_t>(slot)];
+      if (on_input) {
+        in_scale[r] = w;
+        scale[r] = 1.0f;
+      } else {
+        scale[r] = w;
+      }
     }
   }
   const int xs = add_output(p, "expert_x", rows, h);
@@ -214,7 +233,8 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
       const std::int64_t r0 = start[static_cast<std::size_t>(e)], n = a.rows(e);
       if (n == 0) continue;
       p.steps.push_back(GatherRowsStep{"gather_expert" + std::to_string(e), whole(p, x),
-                                       part(xs, r0, n), slice(token, r0, n)});
+                                       part(xs, r0, n), slice(token, r0, n),
+                                       on_input ? slice(in_scale, r0, n) : std::vector<float>{}});
       if (split) {
         for (const auto& [buffer, row0, name] :
              {std::tuple{g, std::int64_t{0}, "gate"}, std::tuple{u, inter, "up"}}) {
@@ -247,7 +267,7 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
       }
     }
     if (padded) up.label = "w13_padded", down.label = "w2_padded";
-    p.steps.push_back(GatherRowsStep{"gather", whole(p, x), whole(p, xs), token});
+    p.steps.push_back(GatherRowsStep{"gather", whole(p, x), whole(p, xs), token, in_scale});
     p.steps.push_back(std::move(up));
     p.steps.push_back(act_step(0, rows));
     p.steps.push_back(std::move(down));
@@ -279,13 +299,27 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
             gu[static_cast<std::size_t>(t * 2 * shared + shared + c)]);
     }
     y = reference_linear(act, in.at("w_shared_expert_down"), m, h, shared);
+    if (gated_shared(p.shard)) {  // qwen2_moe: times sigmoid(x . shared_expert_gate)
+      const auto g = reference_linear(x, in.at(kSharedSigmoidGate), m, 1, h);
+      for (std::int64_t t = 0; t < m; ++t) {
+        const double sig = 1.0 / (1.0 + std::exp(-g[static_cast<std::size_t>(t)]));
+        for (std::int64_t c = 0; c < h; ++c) y[static_cast<std::size_t>(t * h + c)] *= sig;
+      }
+    }
   }
+  const bool on_input = s.moe->rule.weight_on_input;
   std::vector<double> gu(static_cast<std::size_t>(2 * inter)), act(static_cast<std::size_t>(inter));
+  std::vector<double> xt(static_cast<std::size_t>(h));
   for (std::int64_t t = 0; t < m; ++t) {
-    const float* xt = x.data() + t * h;
     for (std::int64_t i = 0; i < k; ++i) {
       const auto slot = static_cast<std::size_t>(t * k + i);
       const std::int64_t e = a.expert_ids[slot];
+      // Llama-4 (apply_router_weight_on_input): the weight scales the expert's input rows and
+      // the output is added unscaled; else the output is scaled.
+      const double w = a.weights[slot], w_in = on_input ? w : 1.0, w_out = on_input ? 1.0 : w;
+      for (std::int64_t c = 0; c < h; ++c)
+        xt[static_cast<std::size_t>(c)] =
+            w_in * static_cast<double>(x[static_cast<std::size_t>(t * h + c)]);
       const std::vector<const float*> w13 = stacked_rows(in, w13_parts_of(s, "w", e), h);
       const std::vector<const float*> b13 =
           s.mlp_bias ? stacked_rows(in, w13_parts_of(s, "b", e), 1) : std::vector<const float*>{};
@@ -294,7 +328,7 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
         const auto row = static_cast<std::size_t>(r);
         double acc = s.mlp_bias ? static_cast<double>(*b13[row]) : 0.0;
         for (std::int64_t c = 0; c < h; ++c)
-          acc += static_cast<double>(w13[row][c]) * static_cast<double>(xt[c]);
+          acc += static_cast<double>(w13[row][c]) * xt[static_cast<std::size_t>(c)];
         gu[static_cast<std::size_t>(r)] = acc;
       }
       for (std::int64_t c = 0; c < inter; ++c) {
@@ -304,14 +338,13 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
             act_and_mul(s.activation, s.activation_limit, gu[static_cast<std::size_t>(gr)],
                         gu[static_cast<std::size_t>(ur)]);
       }
-      const double w = a.weights[slot];
       for (std::int64_t r = 0; r < h; ++r) {
         double acc =
             s.mlp_bias ? in.at(expert_tensor("b", e, "down"))[static_cast<std::size_t>(r)] : 0.0;
         for (std::int64_t c = 0; c < inter; ++c)
           acc += static_cast<double>(w2[static_cast<std::size_t>(r * inter + c)]) *
                  act[static_cast<std::size_t>(c)];
-        y[static_cast<std::size_t>(t * h + r)] += w * acc;
+        y[static_cast<std::size_t>(t * h + r)] += w_out * acc;
       }
     }
   }

@@ -222,6 +222,10 @@ nlohmann::json weights_context(const Sweep& sweep) {
         if (f.checkpoint == layer && f.shard.moe && f.shard.moe->router)
           j["router"] = f.shard.moe->router->name;
       }
+      // qwen2_moe's gated shared expert: the Linear(hidden, 1) whose sigmoid scales it.
+      const auto sources = layer->sources();
+      if (const auto gate = sources.find("w_shared_expert_sigmoid_gate"); gate != sources.end())
+        j["shared_expert_gate"] = gate->second;
     }
     nlohmann::json stored = nlohmann::json::array();
     for (TensorDtype d : layer->stored_dtypes()) stored.push_back(to_string(d));

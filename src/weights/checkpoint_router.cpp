@@ -32,6 +32,10 @@ RouterTensorNames router_tensor_names(std::string_view type) {
   if (type == "granitemoe" || type == "granitemoeshared")
     return {layer + "block_sparse_moe.router.layer.weight", ""};
   if (type == "dbrx") return {"transformer.blocks.{layer}.ffn.router.layer.weight", ""};
+  // Llama-4's Llama4MoE.router (vLLM: a ReplicatedLinear at feed_forward.router; transformers'
+  // Llama4Router, an nn.Linear); the multimodal checkpoint's language_model prefix is found by
+  // with_text_prefix.
+  if (type == "llama4" || type == "llama4_text") return {layer + "feed_forward.router.weight", ""};
   return {};
 }
 
@@ -40,11 +44,12 @@ RouterWeights read_router(const Checkpoint& checkpoint, const ModelShape& model,
   const RouterTensorNames names = router_tensor_names(model.family);
   const std::string where = checkpoint.lookup_description();
   if (names.weight.empty()) {
-    throw CheckpointError(where + ": model_type " + quote_name(model.family) +
-                          ": its router tensor is not mapped (mapped: mixtral, qwen2_moe, "
-                          "qwen3_moe, olmoe, deepseek_v2, deepseek_v3, glm4_moe, dots1, "
-                          "granitemoe, granitemoeshared, dbrx); route the moe op with "
-                          "--routing=uniform, balanced, zipf:S or file:PATH instead");
+    throw CheckpointError(
+        where + ": model_type " + quote_name(model.family) +
+        ": its router tensor is not mapped (mapped: mixtral, qwen2_moe, "
+        "qwen3_moe, olmoe, deepseek_v2, deepseek_v3, glm4_moe, dots1, "
+        "granitemoe, granitemoeshared, dbrx, llama4, llama4_text); route the moe op with "
+        "--routing=uniform, balanced, zipf:S or file:PATH instead");
   }
   if (correction_bias && names.bias.empty()) {
     throw CheckpointError(where + ": model_type " + quote_name(model.family) +

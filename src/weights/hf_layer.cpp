@@ -204,6 +204,8 @@ std::string_view to_string(LayerExtent extent) {
       return "q_lora_rank";
     case E::kv_a:
       return "kv_lora_rank + qk_rope_head_dim";
+    case E::one:
+      return "1";
   }
   return "?";
 }
@@ -226,6 +228,8 @@ std::int64_t extent_of(const ModelShape& model, LayerExtent extent) {
       return model.q_lora_rank;
     case E::kv_a:
       return model.kv_lora_rank + model.qk_rope_head_dim;
+    case E::one:
+      return 1;
   }
   return 0;
 }
@@ -233,8 +237,9 @@ std::int64_t extent_of(const ModelShape& model, LayerExtent extent) {
 const std::vector<LayerFamily>& layer_families() {
   // From vLLM's model files (llama.py, qwen2.py, qwen3.py, phi3.py, mixtral.py, qwen2_moe.py,
   // qwen3_moe.py, deepseek_v2.py, gpt_oss.py). The logical names are the plans' (docs/models.md,
-  // "Logical tensors"); biases are [n, 1]. Norms, embeddings, routers (mlp.gate) and the
-  // shared-expert gate are not projections the suite runs and are not read.
+  // "Logical tensors"); biases are [n, 1]. Norms, embeddings and routers (mlp.gate: the moe op
+  // reads them apart, checkpoint_router.cpp) are not projections the suite runs and are not read
+  // here; qwen2_moe's shared_expert_gate is (the moe op's gated shared expert).
   static const std::vector<LayerFamily> families = {
       // LlamaAttention: bias = attention_bias (q/k/v: qkv_bias); LlamaMLP: bias = mlp_bias.
       {"llama",
@@ -329,12 +334,17 @@ const std::vector<LayerFamily>& layer_families() {
                routed_experts("block_sparse_moe.", {"w1", "w3", "w2"})}),
        {}},
       // Qwen2MoeSparseMoeBlock: experts.E.{gate,up,down}_proj, one shared_expert (a
-      // Qwen2MoeMLP), dense Qwen2MoeMLP layers where the config places them.
+      // Qwen2MoeMLP) and its shared_expert_gate (a Linear(hidden, 1, bias=False) whose sigmoid
+      // scales the shared expert's output), dense Qwen2MoeMLP layers where the config places them.
       {"qwen2_moe",
        {"qwen2_moe"},
        concat({separate_attention(P::always, std::nullopt), dense_mlp(), routed_experts("mlp."),
                separate_mlp(kLayer + "mlp.shared_expert.", kProj, K::shared_expert,
-                            E::shared_intermediate, std::nullopt)}),
+                            E::shared_intermediate, std::nullopt),
+               {{kLayer + "mlp.shared_expert_gate.weight",
+                 {{"w_shared_expert_sigmoid_gate", E::one}},
+                 E::hidden,
+                 K::shared_expert}}}),
        {}},
       // DeepSeek's MoE without MLA: dense layers, mlp.experts.E.*, mlp.shared_experts.*.
       {"glm4_moe",

@@ -177,7 +177,7 @@ def moe_tensors(spec, rng):
             continue
         I = spec["moe_inter"]
         router = "block_sparse_moe.gate.weight" if spec["model_type"] == "mixtral" else "mlp.gate.weight"
-        out.append((p + router, w(spec["experts"], h)))  # the router: not read by the suite
+        out.append((p + router, w(spec["experts"], h)))  # the router: the moe op's
         for e in range(spec["experts"]):
             out.append((p + f"{experts}{e}.{g}.weight", w(I, h)))
             out.append((p + f"{experts}{e}.{u}.weight", w(I, h)))
@@ -208,9 +208,10 @@ def moe_config_json(spec):
                    moe_intermediate_size=spec["moe_inter"], decoder_sparse_step=1,
                    mlp_only_layers=spec["dense_layers"], attention_bias=False)
     elif t == "qwen2_moe":
+        # norm_topk_prob: Qwen2MoeConfig writes it (false in Qwen1.5-MoE); the moe op's rule reads it.
         cfg.update(num_experts=spec["experts"], moe_intermediate_size=spec["moe_inter"],
                    shared_expert_intermediate_size=spec["shared"], decoder_sparse_step=1,
-                   mlp_only_layers=spec["dense_layers"])
+                   mlp_only_layers=spec["dense_layers"], norm_topk_prob=False)
     elif t == "mixtral":
         cfg.update(num_local_experts=spec["experts"])
     else:
@@ -244,6 +245,9 @@ def moe_logical(spec, tensors, layer, expert):
         out["w_expert_" + k] = tensors[p + f"{experts}{expert}.{name}.weight"]
         if shared:
             out["w_shared_expert_" + k] = tensors[p + f"{shared}{k}_proj.weight"]
+    if spec["model_type"] == "qwen2_moe" and shared:
+        # Qwen2MoeSparseMoeBlock.shared_expert_gate, Linear(hidden, 1): the moe op's sigmoid gate.
+        out["w_shared_expert_sigmoid_gate"] = tensors[p + "mlp.shared_expert_gate.weight"]
     return out
 
 
