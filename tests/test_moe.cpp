@@ -347,6 +347,303 @@ TEST(MoeCli, RunsVerifiedWithRoutingFields) {
   std::filesystem::remove(report);
 }
 
+// ---- Quantized (issue 29: fp8, int8 on the CPU backend; docs/moe.md, docs/quant.md) ----------
+
+// Quantize steps are counted launches: each GEMM's input quantized, per expert in the loops
+// (split: per shard, as separate layers), once per stage in grouped and padded.
+TEST(QuantMoe, LaunchesIncludeTheQuantizeSteps) {
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "uniform");
+  for (const char* spec : {"fp8", "int8", "fp8:channel"}) {
+    const QuantSpec q = parse_quant_spec(spec);
+    for (std::int64_t m : {1, 16}) {
+      const Plan loop = build_plan("moe", "per_expert", s, m, DType::bf16, q);
+      const Plan split = build_plan("moe", "per_expert_split", s, m, DType::bf16, q);
+      const std::int64_t n = active(loop);
+      // Gather, quantize, w13, act, quantize, w2, scatter-add per active expert.
+      EXPECT_EQ(cost_of(loop).launches, 7 * n) << spec << " " << m;
+      EXPECT_EQ(cost_of(loop).quantize_launches, 2 * n) << spec << " " << m;
+      EXPECT_EQ(cost_of(loop).gemm_launches, 2 * n) << spec << " " << m;
+      // Gate and up each quantize their input and run their own GEMM.
+      EXPECT_EQ(cost_of(split).launches, 9 * n) << spec << " " << m;
+      EXPECT_EQ(cost_of(split).quantize_launches, 3 * n) << spec << " " << m;
+      for (const char* v : {"grouped", "padded"}) {
+        const Cost c = cost_of(build_plan("moe", v, s, m, DType::bf16, q));
+        EXPECT_EQ(c.launches, 7) << spec << " " << v << " " << m;
+        EXPECT_EQ(c.quantize_launches, 2) << spec << " " << v << " " << m;
+        EXPECT_EQ(c.gemm_launches, 2) << spec << " " << v << " " << m;
+      }
+    }
+  }
+  // A weight byte a code: the quantized grouped block moves fewer bytes than bf16's.
+  EXPECT_LT(
+      cost_of(build_plan("moe", "grouped", s, 16, DType::bf16, parse_quant_spec("fp8"))).bytes,
+      cost_of(build_plan("moe", "grouped", s, 16, DType::bf16)).bytes);
+}
+
+// tiny-qwen3-moe's experts widened to 128 (vLLM's block rule) for fp8:block.
+ShardShape block_moe_shard() {
+  ShardShape s = moe_shard("tiny-qwen3-moe.json", "zipf:1.2");
+  s.intermediate = 128;
+  return s;
+}
+
+// Every variant of every spec against its own exact dequantized reference (float64 replay of the
+// plan's codes and scales), at a decode and a prefill shape, the latter with the reference capped.
+TEST(QuantMoe, EverySpecVerifies) {
+  auto backend = make_cpu_backend();
+  for (const char* spec :
+       {"fp8", "fp8:channel", "fp8:tensor:token", "int8", "int8:channel", "fp8:block"}) {
+    const QuantSpec q = parse_quant_spec(spec);
+    const ShardShape s =
+        q.weights == WeightScales::block ? block_moe_shard() : moe_shard("tiny-qwen3-moe.json");
+    for (const auto& [tokens, cap] : {std::pair<std::int64_t, std::int64_t>{1, 0}, {24, 5}}) {
+      const auto results = verify_quant_op(*backend, "moe", s, tokens, DType::bf16, q, 11, cap);
+      EXPECT_EQ(results.size(), 4u) << spec;
+      for (const auto& r : results) {
+        EXPECT_TRUE(r.checked() && r.ok()) << spec << " tokens=" << tokens << " " << r.summary();
+        EXPECT_EQ(r.reference_rows, cap > 0 ? cap : tokens);
+      }
+    }
+  }
+}
+
+// The replay reads the plan's own routing weights: a reference from the plan with every combine
+// weight doubled fails against the backend's run (the check is not the kernel against itself).
+TEST(QuantMoe, ReplayCatchesAWrongRoutingWeight) {
+  auto backend = make_cpu_backend();
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json");
+  for (const char* variant : {"per_expert", "grouped"}) {
+    const Plan plan = build_plan("moe", variant, s, 8, DType::bf16, parse_quant_spec("fp8"));
+    Plan wrong = plan;
+    for (Step& step : wrong.steps)
+      if (auto* c = std::get_if<ScatterAddStep>(&step))
+        for (float& w : c->scale) w *= 2;
+    Workspace ws(*backend, plan, 11);
+    ws.run();
+    const auto got = ws.read(plan.outputs.at("y"));
+    const auto in = logical_inputs(plan, 11, nullptr, true);
+    const Tolerance tol = tolerance_for(DType::bf16);
+    EXPECT_TRUE(
+        compare_outputs("y", "float64", got, dequantized_reference(plan, in, 8).at("y"), tol).ok)
+        << variant;
+    EXPECT_FALSE(
+        compare_outputs("y", "float64", got, dequantized_reference(wrong, in, 8).at("y"), tol).ok)
+        << variant;
+  }
+}
+
+// vLLM's block rule (Fp8MoEMethod) in its words, at tp 1 and at Qwen3-30B-A3B's tp 8; what the
+// quantized block does not build yet, by name.
+TEST(QuantMoe, RefusalsNameWhy) {
+  const QuantSpec block = parse_quant_spec("fp8:block");
+  // 32-wide experts: vLLM's Fp8MoEMethod refuses 128x128 blocks.
+  try {
+    build_plan("moe", "grouped", moe_shard("tiny-qwen3-moe.json"), 4, DType::bf16, block);
+    ADD_FAILURE() << "fp8:block on 32-wide experts was not refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("The output_size of gate's and up's weight = 32 is not "
+                                         "divisible by weight quantization block_n = 128."),
+              std::string::npos)
+        << e.what();
+  }
+  // Qwen3-30B-A3B's 768-wide experts at tp 8: 96 per rank, refused naming the block rule; at tp
+  // 2 (384) the rule passes and the block's own tp refusal speaks.
+  ShardShape tp8 = moe_shard("qwen3-30b-a3b.json");
+  tp8.intermediate = 768 / 8;
+  tp8.tp = 8;
+  try {
+    build_plan("moe", "per_expert", tp8, 1, DType::bf16, block);
+    ADD_FAILURE() << "fp8:block at tp 8 was not refused";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("weight = 96 is not divisible by weight quantization block_n = 128"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("768/tp 8"), std::string::npos) << what;
+  }
+  ShardShape tp2 = tp8;
+  tp2.intermediate = 768 / 2;
+  tp2.tp = 2;
+  try {
+    build_plan("moe", "per_expert", tp2, 1, DType::bf16, block);
+    ADD_FAILURE() << "moe at tp 2 was not refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("moe: tp=2"), std::string::npos) << e.what();
+  }
+  // Not built yet, said by name.
+  EXPECT_THROW(build_plan("moe", "per_expert", moe_shard("tiny-deepseek-v3.json"), 4, DType::bf16,
+                          parse_quant_spec("fp8")),
+               std::invalid_argument);  // the shared expert
+  EXPECT_THROW(build_plan("moe", "per_expert", moe_shard("tiny-gpt-oss.json"), 4, DType::bf16,
+                          parse_quant_spec("fp8")),
+               std::invalid_argument);  // biases, interleaved w13
+  EXPECT_THROW(build_plan("moe", "per_expert", moe_shard("tiny-qwen3-moe.json"), 4, DType::bf16,
+                          parse_quant_spec("fp8:tensor:static")),
+               std::invalid_argument);
+}
+
+// Random expert weights whose up shard (w3) is `shrink` times smaller than gate (w1), not a power
+// of two apart, as a real checkpoint's shards differ: the max-scale w13 rounds up twice.
+class SkewedExperts : public TensorSource {
+ public:
+  explicit SkewedExperts(double shrink) : random_(11), shrink_(shrink) {}
+  bool has(const std::string&) const override { return true; }
+  std::vector<float> window(const WindowRequest& r) const override {
+    auto v = random_.window(r);
+    if (r.name.size() > 3 && r.name.compare(r.name.size() - 3, 3, "_up") == 0)
+      for (float& x : v) x = static_cast<float>(x * shrink_);
+    return v;
+  }
+  std::string describe() const override { return "skewed experts"; }
+
+ private:
+  RandomTensors random_;
+  double shrink_;
+};
+
+struct MoeRun {
+  std::vector<double> gate, up, y;  // gate/up: [routed rows, I] in expert order
+};
+
+MoeRun run_moe(const ShardShape& s, const std::string& variant, const QuantSpec& q,
+               const TensorSource& w, std::int64_t m) {
+  auto backend = make_cpu_backend();
+  Workspace ws(*backend, build_plan("moe", variant, s, m, DType::f32, q), 3, &w);
+  ws.run();
+  const Plan& p = ws.plan();
+  const auto find = [&](const std::string& name) {
+    for (int i = 0; i < static_cast<int>(p.buffers.size()); ++i)
+      if (const BufferSpec& b = p.buffers[static_cast<std::size_t>(i)]; b.name == name)
+        return View{i, 0, 0, b.rows, b.cols};
+    throw std::logic_error("no buffer " + name);
+  };
+  const auto read = [&](View v) {
+    const auto got = ws.read(v);
+    return std::vector<double>(got.begin(), got.end());
+  };
+  MoeRun out;
+  if (variant == "per_expert_split") {
+    out.gate = read(find("expert_gate"));
+    out.up = read(find("expert_up"));
+  } else {
+    View g = find("expert_gate_up"), u = g;
+    g.cols = u.cols = s.intermediate;
+    u.col0 = s.intermediate;
+    out.gate = read(g);
+    out.up = read(u);
+  }
+  out.y = read(p.outputs.at("y"));
+  return out;
+}
+
+// Per-tensor FP8: per_expert's w13 takes max(w1 scale, w3 scale) per expert, so the smaller up
+// shard is rounded twice and its error grows over per_expert_split's, gate's does not; channel
+// scales stack exactly (per_expert is per_expert_split up to accumulation order).
+TEST(QuantMoe, MaxScaleW13CostsTheSmallerShard) {
+  const ShardShape s = moe_shard("tiny-qwen3-moe.json", "uniform");
+  const std::int64_t m = 32, inter = s.intermediate, h = s.hidden;
+  const SkewedExperts w(0.37);
+  const QuantSpec fp8 = parse_quant_spec("fp8");
+  const Plan plan = build_plan("moe", "per_expert_split", s, m, DType::f32, fp8);
+  const LogicalTensors in = logical_inputs(plan, 3, &w, true);
+  // The unquantized float64 gate and up of every routed row, in the expert buffers' order.
+  const RoutingAssignment& a = plan.moe->assignment;
+  std::vector<double> gate_ref, up_ref;
+  for (std::int64_t e = 0; e < a.experts; ++e) {
+    for (std::int64_t j = 0; j < a.rows(e); ++j) {
+      const std::int64_t t =
+          a.expert_slots[static_cast<std::size_t>(a.expert_offset[e] + j)] / a.top_k;
+      for (const auto& [ref, what] : {std::pair{&gate_ref, "gate"}, std::pair{&up_ref, "up"}}) {
+        const auto& wt = in.at("w_expert" + std::to_string(e) + "_" + what);
+        for (std::int64_t c = 0; c < inter; ++c) {
+          double acc = 0;
+          for (std::int64_t k = 0; k < h; ++k)
+            acc += static_cast<double>(wt[static_cast<std::size_t>(c * h + k)]) *
+                   in.at("x")[static_cast<std::size_t>(t * h + k)];
+          ref->push_back(acc);
+        }
+      }
+    }
+  }
+  const std::int64_t rows = static_cast<std::int64_t>(gate_ref.size()) / inter;
+  const auto err = [&](const std::vector<double>& got, const std::vector<double>& ref) {
+    return quant_error(got, ref, rows, {inter})[0];
+  };
+  const MoeRun split = run_moe(s, "per_expert_split", fp8, w, m),
+               fused = run_moe(s, "per_expert", fp8, w, m),
+               grouped = run_moe(s, "grouped", fp8, w, m);
+  EXPECT_GT(err(split.up, up_ref), 1e-3);  // fp8 does cost something
+  EXPECT_NEAR(err(fused.gate, gate_ref), err(split.gate, gate_ref),
+              1e-5 * err(split.gate, gate_ref));
+  EXPECT_GT(err(fused.up, up_ref), 1.05 * err(split.up, up_ref));
+  EXPECT_GT(err(grouped.up, up_ref), 1.05 * err(split.up, up_ref));
+  // ... and in the block's output, against the split baseline.
+  EXPECT_GT(quant_error_vs_split(fused.y, split.y, m, {h})[0], 1e-3);
+  std::cout << "up shard quant_error: per_expert_split " << err(split.up, up_ref)
+            << ", per_expert (max-scale w13) " << err(fused.up, up_ref)
+            << "; gate: " << err(split.gate, gate_ref) << " vs " << err(fused.gate, gate_ref)
+            << "; y vs split: " << quant_error_vs_split(fused.y, split.y, m, {h})[0] << "\n";
+  // Per-channel weights stack exactly: per_expert is split's arithmetic.
+  const QuantSpec channel = parse_quant_spec("fp8:channel");
+  const MoeRun csplit = run_moe(s, "per_expert_split", channel, w, m),
+               cfused = run_moe(s, "per_expert", channel, w, m);
+  EXPECT_LT(quant_error_vs_split(cfused.up, csplit.up, rows, {inter})[0], 1e-5);
+  EXPECT_LT(quant_error_vs_split(cfused.y, csplit.y, m, {h})[0], 1e-5);
+}
+
+TEST(QuantMoeCli, Fp8AndInt8RunVerifiedWithAccuracy) {
+  const auto report = fusebench::testing::temp_path("quant_moe", "report.json");
+  const auto r = fusebench::testing::run_fusebench(
+      "--backend=cpu --model-config=" + config_path("tiny-qwen3-moe.json") +
+      " --ops=moe --dtypes=fp8,int8 --tokens=1,16 --verify --timing-max-time=0.02 "
+      "--timing-min-time=0.005 --timing-blocks=1 "
+      "--cpu-threads=1 --report=" +
+      report.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("moe/padded: OK (vs float64_dequantized"), std::string::npos) << r.output;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  int entries = 0;
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("moe/", 0) != 0) continue;
+    ++entries;
+    const std::string dtype = e["dtype"];
+    EXPECT_TRUE(dtype == "fp8:tensor" || dtype == "int8:tensor") << name;
+    EXPECT_EQ(e["quant"]["spec"], dtype) << name;
+    ASSERT_TRUE(e.contains("quant_error")) << name;
+    EXPECT_GT(e["quant_error"]["y"].get<double>(), 0) << name;
+    EXPECT_LT(e["quant_error"]["y"].get<double>(), 0.1) << name;
+    EXPECT_EQ(e.contains("quant_error_vs_split"), e["variant"] != "per_expert_split") << name;
+    EXPECT_TRUE(e.contains("moe")) << name;
+    EXPECT_EQ(e["launches"], e["model_launches"]) << name;  // the quantize steps are calls
+  }
+  EXPECT_EQ(entries, 2 * 2 * 4);  // two specs, two token counts, four variants
+  std::filesystem::remove(report);
+}
+
+// vLLM's block rule in the sweep at tp 8 (Qwen3-30B-A3B: 768/8 = 96), and the quantized block
+// left out of a cuda sweep naming why.
+TEST(QuantMoeCli, RefusalsInTheSweepNameWhy) {
+  const auto tp8 = fusebench::testing::run_fusebench(
+      "--backend=cpu --models=qwen3-30b-a3b --ops=moe --dtypes=fp8:block --tp=8 --tokens=1 "
+      "--list");
+  EXPECT_NE(tp8.exit_code, 0);
+  EXPECT_NE(tp8.output.find("moe dtype:fp8:block left out for qwen3-30b-a3b: moe/per_expert at "
+                            "fp8:block is refused as vLLM refuses it"),
+            std::string::npos)
+      << tp8.output;
+  EXPECT_NE(tp8.output.find("The output_size of gate's and up's weight = 96 is not divisible by "
+                            "weight quantization block_n = 128."),
+            std::string::npos)
+      << tp8.output;
+  const auto cuda = fusebench::testing::run_fusebench(
+      "--list --list-for=cuda --ops=moe --dtypes=fp8 --tokens=1 --timing=eager --model-config=" +
+      config_path("tiny-qwen3-moe.json"));
+  EXPECT_NE(cuda.output.find("the quantized moe block runs on the CPU backend only so far"),
+            std::string::npos)
+      << cuda.output;
+}
+
 }  // namespace
 
 // qwen2_moe's gated shared expert and Llama-4's weight on the input through the binary: every

@@ -134,6 +134,9 @@ class Backend {
   // One launch each (a library call on the CPU). Defaults throw quant_unsupported_reason.
   virtual void quantize(const QuantizeArgs& args);
   virtual void scaled_gemm(const ScaledGemmArgs& args);
+  // One launch for all members (the quantized moe's grouped and padded stages). The default
+  // throws: a backend offers it where it runs them.
+  virtual void scaled_gemm_grouped(std::span<const ScaledGemmArgs> gemms);
   // Every member's y += bias in one launch (one library call on the CPU).
   virtual void bias_add(std::span<const BiasAddArgs> members) = 0;
   // MoE routing (GatherRowsStep, ScatterAddStep, plan.hpp): one launch each. The default throws

@@ -28,12 +28,15 @@ struct OpInfo {
   // Whether `variant` exists for this shard (fused_bias_kernel only where there is a bias);
   // null: every variant does.
   std::function<bool(const ShardShape&, const std::string& variant)> has_variant = nullptr;
-  // Quantized variants (fp8, int8: docs/quant.md) for a spec, split first; both null where the
-  // op has none yet. The plan's dtype is that of the activations and outputs.
+  // Quantized variants (fp8, int8: docs/quant.md) for a spec, the baseline first; both null where
+  // the op has none yet. The plan's dtype is that of the activations and outputs.
   std::function<std::vector<std::string>(const QuantSpec&)> quant_variants = nullptr;
   std::function<Plan(const ShardShape&, std::int64_t tokens, DType, const QuantSpec&,
                      const std::string& variant)>
       build_quant = nullptr;
+  // The quantized variant whose shards keep their own weight scales: the reference of the other
+  // variants' quant_error_vs_split (moe: per_expert_split).
+  std::string quant_split = "split";
 };
 
 const std::vector<OpInfo>& op_registry();

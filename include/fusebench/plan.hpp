@@ -159,6 +159,14 @@ struct ScaledGemmStep {
   View y;
   QuantDType dtype = QuantDType::fp8_e4m3fn;
 };
+// Several independent scaled GEMMs issued as one launch (the quantized moe's grouped and padded
+// stages: vLLM's fused_moe kernel on FP8/INT8 codes). A member's x codes may be a row window of
+// a codes buffer (its scales the window's rows: per tensor, per token or per 1x128 group).
+struct GroupedScaledGemmStep {
+  std::string label;
+  std::vector<ScaledGemmStep> gemms;
+  bool batched = false;  // all members the same shape (padded's blocks)
+};
 // MoE routing as steps (the moe op): the indices are host data the plan carries, fixed when the
 // plan is built from its routing.
 // dst row i = src row rows[i] (rows[i] < 0: a zero row, the padding of a block), one launch;
@@ -187,10 +195,10 @@ struct SigmoidGateRowsStep {
   View x, gate;
 };
 
-using Step =
-    std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
-                 AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep, QuantizeStep,
-                 ScaledGemmStep, GatherRowsStep, ScatterAddStep, SigmoidGateRowsStep>;
+using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
+                          AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep,
+                          QuantizeStep, ScaledGemmStep, GroupedScaledGemmStep, GatherRowsStep,
+                          ScatterAddStep, SigmoidGateRowsStep>;
 
 // True for the steps a Communicator executes.
 bool is_collective(const Step& step);

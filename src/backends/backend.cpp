@@ -34,6 +34,13 @@ void Backend::scaled_gemm(const ScaledGemmArgs& args) {
   throw std::runtime_error(quant_unsupported_reason(QuantSpec{args.w.dtype}));
 }
 
+void Backend::scaled_gemm_grouped(std::span<const ScaledGemmArgs> gemms) {
+  throw std::runtime_error("the " + name() + " backend has no grouped scaled GEMM" +
+                           (gemms.empty()
+                                ? std::string{}
+                                : " (" + std::to_string(gemms.size()) + " members asked for)"));
+}
+
 std::string cuda_quant_refusal(const QuantSpec& spec) {
   if (spec.dtype == QuantDType::int8)
     return "the cuda backend runs no int8 GEMM yet (cuBLASLt's int8 matmul takes no per-token or "

@@ -234,6 +234,13 @@ class CpuBackend final : public Backend {
     std::lock_guard lock(gemm_mutex_);
     cpu::scaled_gemm(gemm_, a);
   }
+  // The quantized moe's grouped and padded stages: one region, each member's scaled GEMM on one
+  // thread (as gemm_grouped).
+  void scaled_gemm_grouped(std::span<const ScaledGemmArgs> gemms) override {
+    ++calls_;
+    std::lock_guard lock(gemm_mutex_);
+    region(gemms.size(), [&](cpu::CpuGemm& g, std::size_t i) { cpu::scaled_gemm(g, gemms[i]); });
+  }
 
   // One library call for all members, as the GPU's one launch.
   void bias_add(std::span<const BiasAddArgs> members) override {
@@ -266,28 +273,24 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // The parallel region of gemm_grouped/gemm_batched: threads take members in order.
-  void gemm_region(std::span<const GemmArgs> gemms) {
-    ++calls_;
-    std::lock_guard lock(gemm_mutex_);
+  // The parallel region of a grouped step: threads take members in order, member i run by
+  // run(gemm, i) on the thread's single-threaded CpuGemm. Returns the threads used.
+  template <class Run>
+  std::size_t region(std::size_t members, Run&& run) {
     const int budget = gemm_.threads() > 0 ? gemm_.threads()
                                            : static_cast<int>(std::thread::hardware_concurrency());
     const auto threads = static_cast<std::size_t>(
-        std::clamp<std::size_t>(static_cast<std::size_t>(std::max(budget, 1)), 1, gemms.size()));
+        std::clamp<std::size_t>(static_cast<std::size_t>(std::max(budget, 1)), 1, members));
     while (region_gemms_.size() < threads) {
       region_gemms_.push_back(std::make_unique<cpu::CpuGemm>());
       region_gemms_.back()->set_threads(1);
     }
     std::atomic<std::size_t> next{0};
-    cpu::GemmPath first_path = cpu::GemmPath::blas_gemm;  // member 0's, for the log
     std::exception_ptr error;
     std::mutex error_mutex;
     const auto work = [&](std::size_t t) {
       try {
-        for (std::size_t i = next++; i < gemms.size(); i = next++) {
-          const cpu::GemmPath path = region_gemms_[t]->run(gemms[i]);
-          if (i == 0) first_path = path;
-        }
+        for (std::size_t i = next++; i < members; i = next++) run(*region_gemms_[t], i);
       } catch (...) {
         std::lock_guard l(error_mutex);
         if (!error) error = std::current_exception();
@@ -298,6 +301,18 @@ class CpuBackend final : public Backend {
     work(0);
     for (auto& w : workers) w.join();
     if (error) std::rethrow_exception(error);
+    return threads;
+  }
+
+  // gemm_grouped/gemm_batched: one region of single-threaded GEMMs.
+  void gemm_region(std::span<const GemmArgs> gemms) {
+    ++calls_;
+    std::lock_guard lock(gemm_mutex_);
+    cpu::GemmPath first_path = cpu::GemmPath::blas_gemm;  // member 0's, for the log
+    const std::size_t threads = region(gemms.size(), [&](cpu::CpuGemm& g, std::size_t i) {
+      const cpu::GemmPath path = g.run(gemms[i]);
+      if (i == 0) first_path = path;
+    });
     if (algorithm_log_.size() < kMaxLoggedAlgorithms && !gemms.empty())
       algorithm_log_.push_back(
           std::to_string(gemms.size()) + " GEMMs on " + std::to_string(threads) +

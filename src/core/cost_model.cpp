@@ -90,6 +90,23 @@ void for_each_step_cost(const Plan& plan, F&& f) {
             f(quantize_cost(s, elem), 0, 1, 0);  // an elementwise launch, counted apart too
           } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
             f(scaled_gemm_cost(s, elem), 1, 0, 0);
+          } else if constexpr (std::is_same_v<T, GroupedScaledGemmStep>) {
+            StepCost total;
+            for (std::size_t i = 0; i < s.gemms.size(); ++i) {
+              const ScaledGemmStep& g = s.gemms[i];
+              StepCost c = scaled_gemm_cost(g, elem);
+              // A weight several members read (the blocks of one expert) is read once.
+              const bool seen =
+                  std::any_of(s.gemms.begin(), s.gemms.begin() + i, [&](const auto& o) {
+                    return o.w.scales == g.w.scales && same_view(o.w.codes, g.w.codes);
+                  });
+              if (seen)
+                c.bytes -= static_cast<double>(g.w.codes.rows * g.w.codes.cols) +
+                           4 * scale_count(g.w.kind, g.w.codes.rows, g.w.codes.cols);
+              total.flops += c.flops;
+              total.bytes += c.bytes;
+            }
+            f(total, 1, 0, 0);
           } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
             // Reads each gathered row, writes every dst row (padding rows: written only); a
             // scaled gather (Llama-4's weight on the input) reads its weights from the host

@@ -383,15 +383,23 @@ QuantRef Workspace::qref(std::span<void* const> buffers, const QuantView& q,
                          QuantDType dtype) const {
   const BufferSpec& b = plan_.buffers.at(static_cast<std::size_t>(q.codes.buffer));
   const BufferSpec& sb = plan_.buffers.at(static_cast<std::size_t>(q.scales));
+  // A window of whole rows (a member of a grouped scaled GEMM): its scales are the grid's rows of
+  // those rows, contiguous for every kind (block windows start on a 128-row block).
+  const QuantMat grid{dtype, q.kind, b.rows, b.cols, {}, {}};
   if (b.store != BufferSpec::Store::codes || sb.store != BufferSpec::Store::scales ||
-      q.codes.row0 != 0 || q.codes.col0 != 0 || q.codes.rows != b.rows || q.codes.cols != b.cols)
+      q.codes.col0 != 0 || q.codes.cols != b.cols || q.codes.row0 < 0 ||
+      q.codes.row0 + q.codes.rows > b.rows ||
+      (q.kind != ScaleKind::tensor && q.codes.row0 % grid.tile_rows() != 0))
     throw std::logic_error("plan " + plan_.op + "/" + plan_.variant + ": " + b.name +
-                           " is not a whole codes buffer with a scales buffer");
-  return QuantRef{static_cast<std::uint8_t*>(buffers[static_cast<std::size_t>(q.codes.buffer)]),
-                  b.rows,
+                           " is not a codes buffer (whole rows of it) with a scales buffer");
+  const std::int64_t scale_row0 = q.kind == ScaleKind::tensor ? 0 : q.codes.row0 / grid.tile_rows();
+  return QuantRef{static_cast<std::uint8_t*>(buffers[static_cast<std::size_t>(q.codes.buffer)]) +
+                      q.codes.row0 * b.cols,
+                  q.codes.rows,
                   b.cols,
                   b.cols,
-                  static_cast<float*>(buffers[static_cast<std::size_t>(q.scales)]),
+                  static_cast<float*>(buffers[static_cast<std::size_t>(q.scales)]) +
+                      scale_row0 * grid.scale_cols(),
                   q.kind,
                   dtype};
 }
@@ -464,6 +472,11 @@ void Workspace::execute(const Step& step, std::span<void* const> buffers, Commun
         } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
           backend_.scaled_gemm(
               {qref(buffers, s.x, s.dtype), qref(buffers, s.w, s.dtype), ref(s.y)});
+        } else if constexpr (std::is_same_v<T, GroupedScaledGemmStep>) {
+          std::vector<ScaledGemmArgs> args;
+          for (const auto& g : s.gemms)
+            args.push_back({qref(buffers, g.x, g.dtype), qref(buffers, g.w, g.dtype), ref(g.y)});
+          backend_.scaled_gemm_grouped(args);
         } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
           backend_.gather_rows(ref(s.src), ref(s.dst), s.rows, s.scale);
         } else if constexpr (std::is_same_v<T, ScatterAddStep>) {

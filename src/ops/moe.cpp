@@ -24,6 +24,7 @@
 #include <memory>
 
 #include "fusebench/routing.hpp"
+#include "quant_projection.hpp"
 #include "tp_common.hpp"
 
 namespace fusebench::ops {
@@ -95,18 +96,78 @@ void check_block(const ShardShape& s, const std::string& variant) {
         "and up are no row windows of it");
 }
 
+// The routed rows of one plan: its routing (Plan::moe) and, per row of the expert buffers, the
+// token it holds and its routing weight. Row r holds slot expert_slots[r] in expert order (the
+// permutation moe_align_block_size sorts into); padded: each expert's rows rounded up to the block
+// with padding rows (-1).
+struct RoutedRows {
+  std::shared_ptr<MoeRouting> moe;
+  std::vector<std::int64_t> start;  // first row of each expert, and the end
+  std::vector<std::int64_t> token;
+  std::vector<float> scale;
+  // Llama-4 (apply_router_weight_on_input): the routing weight scales the gathered input row
+  // (in_scale) and the combine adds the rows unscaled (scale 1); empty otherwise.
+  std::vector<float> in_scale;
+  std::int64_t block = 0;  // padded's BLOCK_SIZE_M
+  std::int64_t rows() const { return start.back(); }
+};
+
+RoutedRows route(const ShardShape& s, std::int64_t m, bool padded) {
+  const MoeBlock& b = *s.moe;
+  RoutedRows out;
+  out.moe = std::make_shared<MoeRouting>();
+  out.moe->assignment = b.router ? make_routing(b.source, b.rule, m, s.hidden, b.seed, *b.router)
+                                 : make_routing(b.source, b.rule, m, s.hidden, b.seed);
+  const RoutingAssignment& a = out.moe->assignment;
+  const std::int64_t e_count = a.experts, k = a.top_k, h = s.hidden, inter = s.intermediate;
+  const std::vector<std::int64_t> per_expert = a.rows_per_expert();
+  out.start.assign(static_cast<std::size_t>(e_count) + 1, 0);
+  if (padded) {
+    out.block = vllm_block_size_m(m);
+    out.moe->padded = align_block_rows(per_expert, out.block);
+    out.moe->padding_flops =
+        rows_flops(out.moe->padded.wasted_rows(), {{2 * inter, h}, {h, inter}});
+  }
+  for (std::int64_t e = 0; e < e_count; ++e) {
+    const std::int64_t n = per_expert[static_cast<std::size_t>(e)];
+    out.start[static_cast<std::size_t>(e) + 1] =
+        out.start[static_cast<std::size_t>(e)] +
+        (padded ? (n + out.block - 1) / out.block * out.block : n);
+  }
+  out.token.assign(static_cast<std::size_t>(out.rows()), -1);
+  out.scale.assign(static_cast<std::size_t>(out.rows()), 0.0f);
+  if (b.rule.weight_on_input) out.in_scale.assign(static_cast<std::size_t>(out.rows()), 0.0f);
+  for (std::int64_t e = 0; e < e_count; ++e) {
+    for (std::int64_t j = 0; j < a.rows(e); ++j) {
+      const std::int64_t slot = a.expert_slots[static_cast<std::size_t>(a.expert_offset[e] + j)];
+      const auto r = static_cast<std::size_t>(out.start[static_cast<std::size_t>(e)] + j);
+      out.token[r] = slot / k;
+      const float w = a.weights[static_cast<std::size_t>(slot)];
+      if (b.rule.weight_on_input) {
+        out.in_scale[r] = w;
+        out.scale[r] = 1.0f;
+      } else {
+        out.scale[r] = w;
+      }
+    }
+  }
+  return out;
+}
+
+template <class V>
+V slice(const V& v, std::int64_t r0, std::int64_t n) {
+  return V(v.begin() + r0, v.begin() + r0 + n);
+}
+
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   check_block(s, variant);
-  const MoeBlock& b = *s.moe;
-  auto moe = std::make_shared<MoeRouting>();
-  moe->assignment = b.router ? make_routing(b.source, b.rule, m, s.hidden, b.seed, *b.router)
-                             : make_routing(b.source, b.rule, m, s.hidden, b.seed);
-  const RoutingAssignment& a = moe->assignment;
-  const std::int64_t e_count = a.experts, k = a.top_k, h = s.hidden, inter = s.intermediate,
-                     shared = b.shared_intermediate;
+  const std::int64_t h = s.hidden, inter = s.intermediate, shared = s.moe->shared_intermediate;
   const bool split = variant == "per_expert_split", padded = variant == "padded";
   if (variant != "per_expert" && !split && variant != "grouped" && !padded)
     unknown_variant(moe_op(), variant);
+  RoutedRows routed = route(s, m, padded);
+  const RoutingAssignment& a = routed.moe->assignment;
+  const std::int64_t e_count = a.experts;
 
   Plan p = start_plan("moe", s, m, dtype, variant);
   const int x = add_input(p, "x", m, h);
@@ -141,43 +202,12 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     }
   }
 
-  // Row r of the expert buffers holds one routed row: slot expert_slots[r] in expert order (the
-  // permutation moe_align_block_size sorts into), padded: each expert's rows rounded up to the
-  // block with padding rows (-1).
-  const std::vector<std::int64_t> per_expert = a.rows_per_expert();
-  std::vector<std::int64_t> start(static_cast<std::size_t>(e_count) + 1, 0);  // first row
-  std::int64_t block = 0;
-  if (padded) {
-    block = vllm_block_size_m(m);
-    moe->padded = align_block_rows(per_expert, block);
-    moe->padding_flops = rows_flops(moe->padded.wasted_rows(), {{2 * inter, h}, {h, inter}});
-  }
-  for (std::int64_t e = 0; e < e_count; ++e) {
-    const std::int64_t n = per_expert[static_cast<std::size_t>(e)];
-    start[static_cast<std::size_t>(e) + 1] =
-        start[static_cast<std::size_t>(e)] + (padded ? (n + block - 1) / block * block : n);
-  }
-  const std::int64_t rows = start.back();
-  // The routing weight of each row: the combine's scale, or (Llama-4's
-  // apply_router_weight_on_input) the gather's, the combine then adding the rows unscaled.
-  const bool on_input = b.rule.weight_on_input;
-  std::vector<std::int64_t> token(static_cast<std::size_t>(rows), -1);
-  std::vector<float> scale(static_cast<std::size_t>(rows), 0.0f),
-      in_scale(on_input ? static_cast<std::size_t>(rows) : 0, 0.0f);
-  for (std::int64_t e = 0; e < e_count; ++e) {
-    for (std::int64_t j = 0; j < a.rows(e); ++j) {
-      const std::int64_t slot = a.expert_slots[static_cast<std::size_t>(a.expert_offset[e] + j)];
-      const auto r = static_cast<std::size_t>(start[static_cast<std::size_t>(e)] + j);
-      token[r] = slot / k;
-      const float w = a.weights[static_cast<std::size_t>(slot)];
-      if (on_input) {
-        in_scale[r] = w;
-        scale[r] = 1.0f;
-      } else {
-        scale[r] = w;
-      }
-    }
-  }
+  const std::vector<std::int64_t>& start = routed.start;
+  const std::vector<std::int64_t>& token = routed.token;
+  const std::vector<float>& scale = routed.scale;
+  const std::int64_t rows = routed.rows(), block = routed.block;
+  const std::vector<float>& in_scale = routed.in_scale;
+  const bool on_input = !in_scale.empty();
   const int xs = add_output(p, "expert_x", rows, h);
   const int gu = split ? -1 : add_output(p, "expert_gate_up", rows, 2 * inter);
   const int g = split ? add_output(p, "expert_gate", rows, inter) : -1;
@@ -222,11 +252,6 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
     if (b2 >= 0) step.bias = part(b2, e * h, h);
     return step;
   };
-  const auto slice = [](const auto& v, std::int64_t r0, std::int64_t n) {
-    using V = std::decay_t<decltype(v)>;
-    return V(v.begin() + r0, v.begin() + r0 + n);
-  };
-
   if (variant == "per_expert" || split) {
     bool first = true;
     for (std::int64_t e = 0; e < e_count; ++e) {
@@ -275,7 +300,209 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
         ScatterAddStep{"combine", whole(p, out), whole(p, y), token, scale, shared == 0});
   }
   p.outputs = {{"y", whole(p, y)}};
-  p.moe = std::move(moe);
+  p.moe = std::move(routed.moe);
+  return p;
+}
+
+// ---- Quantized (fp8, int8: docs/quant.md, docs/moe.md) ----------------------------------------
+// As vLLM's Fp8MoEMethod / CompressedTensorsW8A8{Fp8,Int8}MoEMethod build the block: expert e's
+// w13 (w1 gate, w3 up) and w2 quantized at load, the activations of each GEMM (the gathered rows
+// for w13, the act-and-mul output for w2) quantized in the region, one counted launch each:
+//   per_expert        per active expert: quantize its rows, w13, act, quantize, w2 (each expert its
+//                     own layer: its own dynamic activation scales);
+//   per_expert_split  gate and up apart, each shard its own weight scale (the exact split: each
+//                     shard a layer of its own quantizes its input, as qkv's split);
+//   grouped, padded   one quantize per stage (vLLM's fused_moe quantizes a1 and a2 once), each
+//                     stage one grouped scaled GEMM over the active experts.
+// Per-tensor weights: w13 requantized to max(w1 scale, w3 scale) per expert (vLLM's MoE kernel
+// takes one w13 scale per expert: lossy on the smaller shard), except per_expert_split; per-channel
+// and block scales stack exactly.
+
+std::vector<std::string> quant_variants(const QuantSpec&) {
+  return {"per_expert", "per_expert_split", "grouped", "padded"};
+}
+
+// The quantized block's refusals, naming why; vLLM's block rule first (at tp > 1 it is what a
+// 768-wide expert at tp 8 hits), then the block's own (check_block: tp > 1, ...).
+void check_quant_block(const ShardShape& s, const QuantSpec& spec, const std::string& variant) {
+  if (spec.weights == WeightScales::block && s.moe && s.intermediate > 0) {
+    // Fp8MoEMethod.create_weights (block_quant): gate's and up's output (merged into w13) must be
+    // whole block_n blocks at any tp; with tp > 1 down's input must be whole block_k blocks.
+    // (With tp > 1 down's input_size_per_partition is the same I/tp, against block_k = 128.)
+    std::string why;
+    if (s.intermediate % kQuantBlock != 0)
+      why = "The output_size of gate's and up's weight = " + std::to_string(s.intermediate) +
+            " is not divisible by weight quantization block_n = " + std::to_string(kQuantBlock) +
+            ".";
+    if (!why.empty())
+      throw std::invalid_argument(
+          "moe/" + variant + " at " + spec.name() +
+          " is refused as vLLM refuses it (Fp8MoEMethod, 128x128 weight blocks: the expert "
+          "intermediate size per rank must be a multiple of 128" +
+          (s.tp > 1
+               ? ", here " + std::to_string(s.intermediate * s.tp) + "/tp " + std::to_string(s.tp)
+               : std::string{}) +
+          "): " + why);
+  }
+  check_block(s, variant);
+  if (s.mlp_bias || s.interleaved_gate_up)
+    throw std::invalid_argument(
+        "moe at " + spec.name() +
+        ": the quantized block adds no expert biases and does not interleave gate/up rows "
+        "(gpt-oss) yet");
+  if (s.moe->shared_intermediate > 0)
+    throw std::invalid_argument("moe at " + spec.name() +
+                                ": the quantized block does not quantize the shared expert yet");
+  if (s.moe->rule.weight_on_input)
+    throw std::invalid_argument(
+        "moe at " + spec.name() +
+        ": the quantized block does not scale the gathered rows by the routing weight "
+        "(apply_router_weight_on_input, Llama-4) yet");
+  if (spec.scheme == ActScheme::static_scale)
+    throw std::invalid_argument(
+        "moe at " + spec.name() +
+        ": a static input scale for w2 needs a calibration of the act-and-mul output, which the "
+        "suite does not run yet (vLLM takes w13's and w2's input_scale, max over the experts, "
+        "from the checkpoint); the dynamic fp8 runs");
+}
+
+Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
+                 const std::string& variant) {
+  check_quant_block(s, spec, variant);
+  const auto variants = quant_variants(spec);
+  if (std::find(variants.begin(), variants.end(), variant) == variants.end())
+    unknown_variant(moe_op(), variant);
+  const bool split = variant == "per_expert_split", padded = variant == "padded";
+  const bool loop = split || variant == "per_expert";
+  const std::int64_t h = s.hidden, inter = s.intermediate;
+  const QuantDType dt = spec.dtype;
+  const ScaleKind wk = scale_kind(spec.weights), xk = scale_kind(spec.activations);
+  RoutedRows routed = route(s, m, padded);
+  const RoutingAssignment& a = routed.moe->assignment;
+  const std::int64_t rows = routed.rows(), block = routed.block;
+
+  Plan p = start_plan("moe", s, m, dtype, variant);
+  p.quant = spec;
+  const int x = add_input(p, "x", m, h);
+  const int y = add_output(p, "y", m, h);
+  // The active experts' weights, quantized at load: w13 (gate then up, as FusedMoE's
+  // weight_loader stacks w1 and w3; split: w1 and w3 apart) and w2.
+  struct ExpertWeights {
+    QuantView w13, w1, w3, w2;
+  };
+  std::vector<ExpertWeights> w(static_cast<std::size_t>(a.experts));
+  const ShardFusion w13_fusion =
+      spec.weights == WeightScales::tensor ? ShardFusion::max_scale : ShardFusion::stack;
+  for (std::int64_t e = 0; e < a.experts; ++e) {
+    if (a.rows(e) == 0) continue;
+    const std::string n = std::to_string(e);
+    const tp::WindowPart gate{expert_tensor("w", e, "gate"), inter, {inter, h, 0, 0}},
+        up{expert_tensor("w", e, "up"), inter, {inter, h, 0, 0}},
+        down{expert_tensor("w", e, "down"), h, {h, inter, 0, 0}};
+    ExpertWeights& ew = w[static_cast<std::size_t>(e)];
+    if (split) {
+      ew.w1 = add_quant_weight(p, "w1_expert" + n, {gate}, h, dt, wk, ShardFusion::stack);
+      ew.w3 = add_quant_weight(p, "w3_expert" + n, {up}, h, dt, wk, ShardFusion::stack);
+    } else {
+      ew.w13 = add_quant_weight(p, "w13_expert" + n, {gate, up}, h, dt, wk, w13_fusion);
+    }
+    ew.w2 = add_quant_weight(p, "w2_expert" + n, {down}, inter, dt, wk, ShardFusion::stack);
+  }
+  const int xs = add_output(p, "expert_x", rows, h);
+  const int gu = split ? -1 : add_output(p, "expert_gate_up", rows, 2 * inter);
+  const int g = split ? add_output(p, "expert_gate", rows, inter) : -1;
+  const int u = split ? add_output(p, "expert_up", rows, inter) : -1;
+  const int act = add_output(p, "expert_act", rows, inter);
+  const int out = add_output(p, "expert_out", rows, h);
+  const auto part = [&](int buffer, std::int64_t r0, std::int64_t n) {
+    View v = whole(p, buffer);
+    v.row0 = r0;
+    v.rows = n;
+    return v;
+  };
+  const auto window = [](QuantView q, std::int64_t r0, std::int64_t n) {
+    q.codes.row0 = r0;
+    q.codes.rows = n;
+    return q;
+  };
+  const auto act_step = [&](std::int64_t r0, std::int64_t n) {
+    View gate = split ? part(g, r0, n) : part(gu, r0, n), up = split ? part(u, r0, n) : gate;
+    if (!split) {
+      gate.cols = up.cols = inter;
+      up.col0 = inter;
+    }
+    return ActAndMulStep{tp::act_label(s.activation), gate, up, part(act, r0, n), s.activation,
+                         s.activation_limit,          1};
+  };
+  const std::vector<std::int64_t>& start = routed.start;
+  if (loop) {
+    bool first = true;
+    for (std::int64_t e = 0; e < a.experts; ++e) {
+      const std::int64_t r0 = start[static_cast<std::size_t>(e)], n = a.rows(e);
+      if (n == 0) continue;
+      const std::string en = "expert" + std::to_string(e);
+      const ExpertWeights& ew = w[static_cast<std::size_t>(e)];
+      p.steps.push_back(
+          GatherRowsStep{"gather_" + en, whole(p, x), part(xs, r0, n), slice(routed.token, r0, n)});
+      if (split) {
+        for (const auto& [wq, buffer, name] :
+             {std::tuple{ew.w1, g, "gate"}, std::tuple{ew.w3, u, "up"}}) {
+          const QuantView xq = add_quantize(p, en + "_x_" + name, part(xs, r0, n), dt, xk,
+                                            "quantize_" + std::string(name) + "_" + en);
+          p.steps.push_back(
+              ScaledGemmStep{std::string(name) + "_" + en, xq, wq, part(buffer, r0, n), dt});
+        }
+      } else {
+        const QuantView xq = add_quantize(p, en + "_x", part(xs, r0, n), dt, xk, "quantize_" + en);
+        p.steps.push_back(ScaledGemmStep{"w13_" + en, xq, ew.w13, part(gu, r0, n), dt});
+      }
+      p.steps.push_back(act_step(r0, n));
+      const QuantView aq =
+          add_quantize(p, en + "_act", part(act, r0, n), dt, xk, "quantize_act_" + en);
+      p.steps.push_back(ScaledGemmStep{"w2_" + en, aq, ew.w2, part(out, r0, n), dt});
+      p.steps.push_back(ScatterAddStep{"combine_" + en, part(out, r0, n), whole(p, y),
+                                       slice(routed.token, r0, n), slice(routed.scale, r0, n),
+                                       first});
+      first = false;
+    }
+  } else {  // grouped, padded: one quantize and one grouped scaled GEMM per stage
+    p.steps.push_back(GatherRowsStep{"gather", whole(p, x), whole(p, xs), routed.token});
+    const QuantView xq = add_quantize(p, "expert_x", whole(p, xs), dt, xk, "quantize_x");
+    const std::string kind = padded ? "padded" : "grouped";
+    GroupedScaledGemmStep up{"w13_" + kind, {}, padded}, down{"w2_" + kind, {}, padded};
+    for (std::int64_t e = 0; e < a.experts; ++e) {
+      const std::int64_t r0 = start[static_cast<std::size_t>(e)],
+                         n = start[static_cast<std::size_t>(e) + 1] - r0;
+      if (n == 0) continue;
+      const ExpertWeights& ew = w[static_cast<std::size_t>(e)];
+      for (std::int64_t b0 = 0; b0 < n; b0 += padded ? block : n) {
+        const std::int64_t bn = padded ? block : n;
+        up.gemms.push_back(ScaledGemmStep{"w13_expert" + std::to_string(e), window(xq, r0 + b0, bn),
+                                          ew.w13, part(gu, r0 + b0, bn), dt});
+      }
+    }
+    p.steps.push_back(std::move(up));
+    p.steps.push_back(act_step(0, rows));
+    const QuantView aq = add_quantize(p, "expert_act", whole(p, act), dt, xk, "quantize_act");
+    for (std::int64_t e = 0; e < a.experts; ++e) {
+      const std::int64_t r0 = start[static_cast<std::size_t>(e)],
+                         n = start[static_cast<std::size_t>(e) + 1] - r0;
+      if (n == 0) continue;
+      const ExpertWeights& ew = w[static_cast<std::size_t>(e)];
+      for (std::int64_t b0 = 0; b0 < n; b0 += padded ? block : n) {
+        const std::int64_t bn = padded ? block : n;
+        down.gemms.push_back(ScaledGemmStep{"w2_expert" + std::to_string(e),
+                                            window(aq, r0 + b0, bn), ew.w2, part(out, r0 + b0, bn),
+                                            dt});
+      }
+    }
+    p.steps.push_back(std::move(down));
+    p.steps.push_back(
+        ScatterAddStep{"combine", whole(p, out), whole(p, y), routed.token, routed.scale, true});
+  }
+  p.outputs = {{"y", whole(p, y)}};
+  p.quant_outputs = {"y"};
+  p.moe = std::move(routed.moe);
   return p;
 }
 
@@ -366,7 +593,10 @@ OpInfo moe_op() {
           {"per_expert", "per_expert_split", "grouped", "padded"},
           build,
           reference,
-          has_variant};
+          has_variant,
+          quant_variants,
+          build_quant,
+          "per_expert_split"};
 }
 
 }  // namespace fusebench::ops

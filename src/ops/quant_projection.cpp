@@ -1,9 +1,7 @@
 #include "quant_projection.hpp"
 
 namespace fusebench::ops {
-namespace {
 
-// A scales buffer for the grid of `kind` over [rows, cols].
 int add_scales(Plan& p, const std::string& name, ScaleKind kind, std::int64_t rows,
                std::int64_t cols, BufferRole role) {
   const QuantMat grid{QuantDType::fp8_e4m3fn, kind, rows, cols, {}, {}};
@@ -27,7 +25,16 @@ QuantView add_quant_weight(Plan& p, const std::string& name,
   return {View{codes, 0, 0, b.rows, b.cols}, scales, stored};
 }
 
-}  // namespace
+QuantView add_quantize(Plan& p, const std::string& name, const View& x, QuantDType dtype,
+                       ScaleKind kind, const std::string& label) {
+  BufferSpec codes{name + "_q", x.rows, x.cols, BufferRole::output, {}, {}, {}};
+  codes.store = BufferSpec::Store::codes;
+  const int c = p.add_buffer(std::move(codes));
+  const int s = add_scales(p, name + "_scale", kind, x.rows, x.cols, BufferRole::output);
+  const QuantView q{View{c, 0, 0, x.rows, x.cols}, s, kind};
+  p.steps.push_back(QuantizeStep{label, x, q, dtype, false});
+  return q;
+}
 
 std::vector<std::string> quant_projection_variants(const QuantSpec& spec) {
   if (spec.weights == WeightScales::tensor) return {"split", "fused", "fused_channelwise"};

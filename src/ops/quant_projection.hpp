@@ -31,6 +31,18 @@ std::vector<View> add_quantized_projection(Plan& p, int x,
                                            const std::string& fused_label, const QuantSpec& spec,
                                            std::int64_t full_output, const OpInfo& op);
 
+// A scales buffer for the grid of `kind` over [rows, cols].
+int add_scales(Plan& p, const std::string& name, ScaleKind kind, std::int64_t rows,
+               std::int64_t cols, BufferRole role);
+// A weight's codes (quantized at load from `parts`, merged by `fusion`) and its scales buffer.
+QuantView add_quant_weight(Plan& p, const std::string& name,
+                           const std::vector<tp::WindowPart>& parts, std::int64_t k,
+                           QuantDType dtype, ScaleKind kind, ShardFusion fusion);
+// A dynamic quantize step of `x` (any view) into new codes and scales buffers `name`_q and
+// `name`_scale; returns them.
+QuantView add_quantize(Plan& p, const std::string& name, const View& x, QuantDType dtype,
+                       ScaleKind kind, const std::string& label);
+
 // Refuses a shard the quantized projections do not build yet (a bias, MLA, interleaved
 // gate/up), naming what.
 void check_quant_shard(const std::string& op, bool bias, const std::string& what_else);

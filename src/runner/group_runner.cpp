@@ -639,7 +639,7 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     const ShardOutputs got = read_quant_outputs(*m.ws, rows);
     std::optional<ShardOutputs> split;
     for (Member& other : a.members) {
-      if (&other != &m && other.ws && fixtures_[other.fixture].variant == "split")
+      if (&other != &m && other.ws && fixtures_[other.fixture].variant == find_op(f.op).quant_split)
         split = read_quant_outputs(*other.ws, rows);
     }
     add_quant_accuracy(f, got, split ? &*split : nullptr, seed_, r.fields);

@@ -9,7 +9,8 @@ namespace fusebench::bench {
 void add_quant_description(const Fixture& f, const Backend& backend, nlohmann::json& fields) {
   const QuantSpec& q = *f.quant;
   const bool tensor = q.weights == WeightScales::tensor;
-  const std::string fusion = f.variant == "split"               ? "none: one weight per shard"
+  const bool split = f.variant == find_op(f.op).quant_split;
+  const std::string fusion = split                              ? "none: one weight per shard"
                              : f.variant == "fused_channelwise" ? "channelwise (exact)"
                              : tensor ? "max-scale requantization (vLLM's fused FP8; lossy)"
                                       : "stacked (exact)";
@@ -38,7 +39,8 @@ ShardOutputs read_quant_outputs(Workspace& ws, std::int64_t rows) {
 }
 
 std::int64_t quant_reference_rows(const Fixture& f) {
-  const double macs = cost_of(build_plan(f.op, "split", f.shard, 1, f.dtype, f.quant)).flops / 2;
+  const double macs =
+      cost_of(build_plan(f.op, find_op(f.op).quant_split, f.shard, 1, f.dtype, f.quant)).flops / 2;
   return reference_rows(macs, f.tokens);
 }
 
@@ -52,14 +54,18 @@ void add_quant_accuracy(const Fixture& f, const ShardOutputs& got, const ShardOu
                         std::uint64_t seed, nlohmann::json& fields) {
   const std::int64_t rows = quant_reference_rows(f);
   // The unquantized product: the op's float64 reference on the same (bf16-rounded) inputs.
-  const Plan head = build_plan(f.op, f.variant, f.shard, rows, f.dtype, f.quant);
+  Plan head = build_plan(f.op, f.variant, f.shard, rows, f.dtype, f.quant);
+  if (head.moe) {  // the moe op's first rows, routed as in the whole shape (not as `rows` tokens)
+    head = f.plan();
+    head.tokens = rows;
+  }
   const ReferenceOutputs exact =
       find_op(f.op).reference(head, logical_inputs(head, seed, f.weight_source(), true));
   nlohmann::json error = nlohmann::json::object(), vs_split = nlohmann::json::object();
   for (const auto& [name, y] : got) {
     const auto cols = static_cast<std::int64_t>(y.size()) / rows;
     error[name] = quant_error(widened(y), exact.at(name), rows, {cols})[0];
-    if (split != nullptr && f.variant != "split" && split->count(name))
+    if (split != nullptr && f.variant != find_op(f.op).quant_split && split->count(name))
       vs_split[name] = quant_error_vs_split(widened(y), widened(split->at(name)), rows, {cols})[0];
   }
   fields["quant_error"] = error;

@@ -25,8 +25,9 @@ ShardOutputs read_quant_outputs(Workspace& ws, std::int64_t rows);
 // The token rows the accuracy fields cover (the verifier's float64 budget).
 std::int64_t quant_reference_rows(const Fixture& f);
 
-// quant_error (and quant_error_vs_split where `split` is given and this is not split), over the
-// first quant_reference_rows rows, with `quant_error_rows` saying how many.
+// quant_error (and quant_error_vs_split where `split`, the outputs of the op's quant_split
+// variant, is given and this is another variant), over the first quant_reference_rows rows, with
+// `quant_error_rows` saying how many.
 void add_quant_accuracy(const Fixture& f, const ShardOutputs& got, const ShardOutputs* split,
                         std::uint64_t seed, nlohmann::json& fields);
 
