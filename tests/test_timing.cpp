@@ -135,6 +135,30 @@ TEST(TimingCeilings, CpuCeilingsAreMeasuredQuickly) {
   EXPECT_LT(s, 10.0);  // ~2 s budget on two busy cores, with margin
 }
 
+// Issue 29: every quantized spec of the sweep gets its scaled GEMM's ceiling, labelled with how
+// the backend runs it; a spec not measured has no peak (its entries get no roofline_fraction).
+TEST(TimingCeilings, QuantizedSpecsGetTheirScaledGemmCeilingLabelled) {
+  auto backend = make_cpu_backend();
+  const std::vector<QuantSpec> specs = {parse_quant_spec("fp8"), parse_quant_spec("int8:channel"),
+                                        parse_quant_spec("fp8")};
+  const auto m = measure_ceilings(*backend, {DType::f32}, nullptr, specs);
+  const auto& by = m.json.at("peak_flops_by_quant");
+  ASSERT_EQ(by.size(), 2u) << by.dump();  // one per distinct spec
+  for (const QuantSpec& q : specs) {
+    const auto& e = by.at(q.name());
+    ASSERT_TRUE(e.contains("flops")) << e.dump();
+    EXPECT_GT(e["flops"].get<double>(), 1e8) << q.name();
+    EXPECT_EQ(e["execution"], backend->quant_execution(q.dtype)) << q.name();
+    EXPECT_DOUBLE_EQ(m.for_quant(q).peak_flops, e["flops"].get<double>());
+    EXPECT_DOUBLE_EQ(m.for_quant(q).bandwidth, m.bandwidth);
+  }
+  EXPECT_EQ(m.json["peak_flops_by_quant"]["fp8:tensor"]["execution"].get<std::string>().rfind(
+                "emulated", 0),
+            0u);  // no fp8 instruction on any CPU this runs on
+  EXPECT_EQ(m.for_quant(parse_quant_spec("fp8:block")).peak_flops, 0);  // not measured
+  EXPECT_TRUE(m.json.contains("quant_gemm_method"));
+}
+
 // Issue 19: published ceilings are never below what the sweep observed, so no entry's
 // roofline_fraction can exceed 1, whatever the measured ceilings were (here: far too low).
 TEST(TimingCeilings, NeverBelowWhatTheSweepObserved) {

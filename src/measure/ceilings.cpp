@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -71,74 +72,105 @@ std::optional<std::string> cpuinfo_value(const std::string& text, const std::str
   return std::nullopt;
 }
 
-// Best FLOP/s of an n x n x n product y = x w^T on random data. With `device`, the GEMMs run
-// for at least `min_load_s` (sustained load, so the clock settles where the power cap puts it)
-// and the SM clock is probed right behind each one into `clocks`.
-double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps, DeviceTiming* device,
-                 double min_load_s, std::vector<double>* clocks, int* reps_taken) {
+// Best FLOP/s of `run` (one n x n x n product). With `device`, the products run for at least
+// `min_load_s` (sustained load, so the clock settles where the power cap puts it) and the SM clock
+// is probed right behind each one into `clocks`.
+double time_peak(Backend& backend, std::int64_t n, int reps, DeviceTiming* device,
+                 double min_load_s, std::vector<double>* clocks, int* reps_taken,
+                 const std::function<void()>& run) {
+  run();  // warm-up (algorithm selection)
+  backend.synchronize();
+  auto timer = backend.make_timer();
+  constexpr int kMaxReps = 400;
+  double loaded = 0, best = 0;
+  // CPU: until the best settles (Settle); GPU: `reps` or more, for at least min_load_s.
+  Settle settle{reps, 0, 0, 0, kCpuGemmCapS};
+  for (int i = 0;
+       i < kMaxReps && (device == nullptr ? settle.more() : (i < reps || loaded < min_load_s));
+       ++i) {
+    timer->start();
+    run();
+    timer->stop();
+    // Enqueued behind the GEMM, after its stop event: it reads the clock the load left.
+    if (device != nullptr) device->probe_clock();
+    const double s = timer->seconds();
+    loaded += s;
+    if (s > 0) {
+      const double flops = 2.0 * static_cast<double>(n) * n * n / s;
+      best = std::max(best, flops);
+      settle.add(flops);
+    }
+    *reps_taken = i + 1;
+    if (device != nullptr) {
+      backend.synchronize();
+      if (const double mhz = device->probed_clock_mhz(); mhz > 0 && clocks) clocks->push_back(mhz);
+    }
+  }
+  backend.take_algorithm_log();
+  return best;
+}
+
+// Random, never-zero values of magnitude ~1/n (power draw, hence clocks, depend on the data); a
+// 1 Mi-element pattern repeated keeps host generation cheap for the 8192^2 GPU operands.
+std::vector<float> random_square(std::int64_t n) {
   const std::size_t elems = static_cast<std::size_t>(n * n);
-  const std::size_t bytes = elems * dtype_size(dtype);
-  // Random, never-zero values (power draw, hence clocks, depend on the data); a 1 Mi-element
-  // pattern repeated keeps host generation cheap for the 8192^2 GPU operands.
   std::mt19937 rng(12345);
   std::uniform_real_distribution<float> dist(0.1f, 1.0f);
   std::vector<float> pattern(std::min<std::size_t>(elems, 1u << 20));
   for (auto& v : pattern) v = (rng() & 1 ? 1.0f : -1.0f) * dist(rng) / static_cast<float>(n);
   std::vector<float> values(elems);
   for (std::size_t i = 0; i < elems; ++i) values[i] = pattern[i % pattern.size()];
-  const auto encoded = encode(values, dtype);
-  void* x = backend.allocate(bytes);
-  void* w = nullptr;
-  void* y = nullptr;
-  double best = 0;
-  try {
-    w = backend.allocate(bytes);
-    y = backend.allocate(bytes);
-    backend.upload(x, encoded.data(), bytes);
-    backend.upload(w, encoded.data(), bytes);
-    const GemmArgs args{{x, dtype, n, n, n}, {w, dtype, n, n, n}, {y, dtype, n, n, n}};
-    backend.gemm(args);  // warm-up (algorithm selection)
-    backend.synchronize();
-    auto timer = backend.make_timer();
-    constexpr int kMaxReps = 400;
-    double loaded = 0;
-    // CPU: until the best settles (Settle); GPU: `reps` or more, for at least min_load_s.
-    Settle settle{reps, 0, 0, 0, kCpuGemmCapS};
-    for (int i = 0;
-         i < kMaxReps && (device == nullptr ? settle.more() : (i < reps || loaded < min_load_s));
-         ++i) {
-      timer->start();
-      backend.gemm(args);
-      timer->stop();
-      // Enqueued behind the GEMM, after its stop event: it reads the clock the load left.
-      if (device != nullptr) device->probe_clock();
-      const double s = timer->seconds();
-      loaded += s;
-      if (s > 0) {
-        const double flops = 2.0 * static_cast<double>(n) * n * n / s;
-        best = std::max(best, flops);
-        settle.add(flops);
-      }
-      *reps_taken = i + 1;
-      if (device != nullptr) {
-        backend.synchronize();
-        if (const double mhz = device->probed_clock_mhz(); mhz > 0 && clocks)
-          clocks->push_back(mhz);
-      }
-    }
-    backend.take_algorithm_log();
-  } catch (...) {
-    backend.release(x);
-    if (w) backend.release(w);
-    if (y) backend.release(y);
-    throw;
-  }
-  backend.release(x);
-  backend.release(w);
-  backend.release(y);
-  return best;
+  return values;
 }
 
+// Buffers of one measurement, released however it ends.
+struct Buffers {
+  Backend& backend;
+  std::vector<void*> held;
+  void* get(std::size_t bytes) { return held.emplace_back(backend.allocate(bytes)); }
+  ~Buffers() {
+    for (void* p : held) backend.release(p);
+  }
+};
+
+// Best FLOP/s of an n x n x n product y = x w^T on random data.
+double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps, DeviceTiming* device,
+                 double min_load_s, std::vector<double>* clocks, int* reps_taken) {
+  const std::size_t bytes = static_cast<std::size_t>(n * n) * dtype_size(dtype);
+  const auto encoded = encode(random_square(n), dtype);
+  Buffers buf{backend, {}};
+  void* x = buf.get(bytes);
+  void* w = buf.get(bytes);
+  void* y = buf.get(bytes);
+  backend.upload(x, encoded.data(), bytes);
+  backend.upload(w, encoded.data(), bytes);
+  const GemmArgs args{{x, dtype, n, n, n}, {w, dtype, n, n, n}, {y, dtype, n, n, n}};
+  return time_peak(backend, n, reps, device, min_load_s, clocks, reps_taken,
+                   [&] { backend.gemm(args); });
+}
+
+// Best FLOP/s of the backend's scaled GEMM of `spec` on an n x n x n product of quantized random
+// data (bf16 output), the activations' quantize not included: the GEMM's own ceiling.
+double quant_gemm_peak(Backend& backend, const QuantSpec& spec, std::int64_t n, int reps,
+                       DeviceTiming* device, double min_load_s, int* reps_taken) {
+  const std::vector<float> values = random_square(n);
+  Buffers buf{backend, {}};
+  const auto upload = [&](const QuantMat& m) {
+    QuantRef r{nullptr, m.rows, m.cols, m.cols, nullptr, m.kind, m.dtype};
+    r.codes = static_cast<std::uint8_t*>(buf.get(m.codes.size()));
+    r.scales = static_cast<float*>(buf.get(m.scales.size() * sizeof(float)));
+    backend.upload(r.codes, m.codes.data(), m.codes.size());
+    backend.upload(r.scales, m.scales.data(), m.scales.size() * sizeof(float));
+    return r;
+  };
+  const QuantRef x =
+      upload(quantize(values.data(), n, n, spec.dtype, scale_kind(spec.activations)));
+  const QuantRef w = upload(quantize(values.data(), n, n, spec.dtype, scale_kind(spec.weights)));
+  void* y = buf.get(static_cast<std::size_t>(n * n) * dtype_size(DType::bf16));
+  const ScaledGemmArgs args{x, w, {y, DType::bf16, n, n, n}};
+  return time_peak(backend, n, reps, device, min_load_s, nullptr, reps_taken,
+                   [&] { backend.scaled_gemm(args); });
+}
 }  // namespace
 
 Ceilings MeasuredCeilings::for_dtype(DType dtype) const {
@@ -149,8 +181,17 @@ Ceilings MeasuredCeilings::for_dtype(DType dtype) const {
   return c;
 }
 
+Ceilings MeasuredCeilings::for_quant(const QuantSpec& spec) const {
+  Ceilings c;
+  c.bandwidth = bandwidth;
+  if (auto it = quant_peak_flops.find(spec.name()); it != quant_peak_flops.end())
+    c.peak_flops = it->second;
+  c.source = "measured";
+  return c;
+}
+
 MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dtypes,
-                                  DeviceTiming* device) {
+                                  DeviceTiming* device, const std::vector<QuantSpec>& quant) {
   MeasuredCeilings out;
   const bool gpu = device != nullptr;
   // GPU: 1 GiB per buffer is far beyond L2; CPU: 64 MiB beyond any LLC here, and cheap.
@@ -173,6 +214,24 @@ MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dt
     gemm_reps_max = std::max(gemm_reps_max, taken);
     by_dtype[std::string(to_string(d))] = out.peak_flops[d];
   }
+  nlohmann::json by_quant = nlohmann::json::object();
+  for (const QuantSpec& spec : quant) {
+    const std::string name = spec.name();
+    if (by_quant.contains(name)) continue;
+    if (const std::string why = backend.quant_unsupported_reason(spec); !why.empty()) {
+      by_quant[name] = {{"unavailable", why}};
+      continue;
+    }
+    int taken = 0;
+    try {
+      const double flops = quant_gemm_peak(backend, spec, n, reps, device, min_load_s, &taken);
+      out.quant_peak_flops[name] = flops;
+      by_quant[name] = {{"flops", flops}, {"execution", backend.quant_execution(spec.dtype)}};
+      gemm_reps_max = std::max(gemm_reps_max, taken);
+    } catch (const std::exception& e) {
+      by_quant[name] = {{"unavailable", std::string("the scaled GEMM failed: ") + e.what()}};
+    }
+  }
   const std::string settle = gpu ? std::string()
                                  : " (repeated until the best had not improved by 1% over " +
                                        std::to_string(kCpuSettleReps) +
@@ -193,6 +252,15 @@ MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dt
            (gpu ? std::to_string(reps) + " or more (at least 0.25 s of GEMMs per dtype)"
                 : "the repeats") +
            settle}};
+  if (!by_quant.empty()) {
+    out.json["peak_flops_by_quant"] = by_quant;
+    out.json["quant_gemm_method"] =
+        "the backend's scaled GEMM (as the quantized entries run it) on the same " +
+        std::to_string(n) +
+        "^3 product, operands quantized with the spec's scale granularity, bf16 output, the "
+        "quantize itself not timed; best of the repeats as above; an emulated execution is the "
+        "emulation's own ceiling, not the format's";
+  }
   if (!gpu) out.json["physical_peak"] = cpu_physical_peak();
   if (!clocks.empty()) {
     // The first probes may still see the idle-to-load transition: the second half settled.

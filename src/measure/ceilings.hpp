@@ -11,6 +11,7 @@
 
 #include "fusebench/backend.hpp"
 #include "fusebench/cost_model.hpp"
+#include "fusebench/quant.hpp"
 #include "measure/timing_device.hpp"
 
 namespace fusebench::measure {
@@ -18,6 +19,9 @@ namespace fusebench::measure {
 struct MeasuredCeilings {
   double bandwidth = 0;                // B/s, best of the copy repetitions
   std::map<DType, double> peak_flops;  // FLOP/s per dtype, best of the GEMM repetitions
+  // FLOP/s of the backend's scaled GEMM per quantized spec (QuantSpec::name()), best of the
+  // repetitions: the roofline of that spec's entries (their GEMMs are scaled GEMMs).
+  std::map<std::string, double> quant_peak_flops;
   // GPU: the SM clock probed just after each GEMM of the peak measurement (the clock a
   // sustained GEMM load runs at, e.g. at the power cap): the median of the second half of the
   // probes, once the clock settled. The throttle rule compares samples with it. Absent on the
@@ -26,14 +30,20 @@ struct MeasuredCeilings {
   nlohmann::json json;  // for context["ceilings"]
 
   Ceilings for_dtype(DType dtype) const;  // source "measured"
+  // The scaled GEMM's peak of `spec` with the copy bandwidth; no peak when it was not measured.
+  Ceilings for_quant(const QuantSpec& spec) const;
 };
 
 // `device` null: the backend's memory is host memory (CPU backend): each measurement repeats
 // until its best has not improved by 1% over kCpuSettleReps repeats (within a time cap), so a
 // slow first repeat or a busy moment does not become the ceiling; context gets the CPU's
 // physical peak (cpu_physical_peak) beside it.
+// `quant`: the quantized specs the sweep runs; each gets its scaled GEMM's peak (the same square
+// product on quantized random data, the quantize left out), or the reason it has none, in
+// context["ceilings"]["peak_flops_by_quant"], labelled with how the backend runs it (native or
+// emulated).
 MeasuredCeilings measure_ceilings(Backend& backend, const std::vector<DType>& dtypes,
-                                  DeviceTiming* device);
+                                  DeviceTiming* device, const std::vector<QuantSpec>& quant = {});
 
 // The CPU's physical peak from its own figures (/proc/cpuinfo: cores, flags, clock): FLOP/s per
 // FMA unit = cores x fp32 lanes x 2 x clock, bf16 twice that with avx512_bf16 dot products; the

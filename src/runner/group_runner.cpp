@@ -668,7 +668,20 @@ void GroupRunner::add_roofline(const Fixture& f, const Member& m, measure::Regim
   auto& c = r.counters;
   auto& fields = r.fields;
   const Plan& plan = m.ws->plan();
-  // Quantized entries: no fp8 or int8 ceiling is measured yet, and the bf16 one does not apply.
+  // Quantized entries: the roofline of their spec's scaled GEMM (measured with the ceilings),
+  // not the bf16 one; the published ceilings are not raised by them (one log per dtype).
+  if (settings_.ceilings != nullptr && f.quant) {
+    const Ceilings q = settings_.ceilings->for_quant(*f.quant);
+    if (q.peak_flops > 0) {
+      if (const double frac = measure::roofline_fraction(plan, median, q); frac >= 0) {
+        c["roofline_fraction"] = frac;
+        if (frac > 1)
+          fields["roofline_note"] =
+              "above 1: this entry ran faster than its spec's scaled GEMM did in the ceiling's "
+              "square product (context.ceilings.peak_flops_by_quant)";
+      }
+    }
+  }
   if (settings_.ceilings != nullptr && !f.quant) {
     double frac = -1;
     if (settings_.ceilings_log != nullptr) {

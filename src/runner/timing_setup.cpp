@@ -69,8 +69,13 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
     t.settings.rotation_budget_bytes = std::size_t{256} << 20;
   }
   const auto t0 = std::chrono::steady_clock::now();
+  std::vector<QuantSpec> quant;  // every quantized spec of the sweep, in order
+  for (const Fixture& f : sweep.fixtures) {
+    if (f.quant && std::find(quant.begin(), quant.end(), *f.quant) == quant.end())
+      quant.push_back(*f.quant);
+  }
   t.ceilings = std::make_unique<measure::MeasuredCeilings>(
-      measure::measure_ceilings(backend, sweep.dtypes, t.device.get()));
+      measure::measure_ceilings(backend, sweep.dtypes, t.device.get(), quant));
   t.ceilings->json["measure_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   t.settings.ceilings = t.ceilings.get();
