@@ -131,7 +131,9 @@ class Backend {
   // of such entries are labelled emulated).
   virtual std::string quant_unsupported_reason(const QuantSpec& spec) const;
   virtual std::string quant_execution(QuantDType) const { return "native"; }
-  // One launch each (a library call on the CPU). Defaults throw quant_unsupported_reason.
+  // One launch each (a library call on the CPU), but an int8 scaled_gemm: two, the GEMM and its
+  // dequantize pass (cost_model.hpp, scaled_gemm_launches). Defaults throw
+  // quant_unsupported_reason.
   virtual void quantize(const QuantizeArgs& args);
   virtual void scaled_gemm(const ScaledGemmArgs& args);
   // Every member's y += bias in one launch (one library call on the CPU).
