@@ -183,6 +183,16 @@ TEST(QuantCudaCalls, GroupScalesAreGroupMajor) {
   EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 37 * 8);
 }
 
+// What --list-for=cuda and the cuda backend refuse: int8 with block scales only.
+TEST(QuantCudaCalls, TheCudaBackendRefusesOnlyInt8Blocks) {
+  for (const char* spec :
+       {"fp8", "fp8:channel", "fp8:block", "fp8:tensor:static", "fp8:tensor:token", "int8",
+        "int8:channel", "int8:tensor:static", "int8:tensor:token", "int8:channel:tensor"})
+    EXPECT_EQ(cuda_quant_refusal(parse_quant_spec(spec)), "") << spec;
+  EXPECT_NE(cuda_quant_refusal(parse_quant_spec("int8:block")).find("K-blocked int8 GEMM"),
+            std::string::npos);
+}
+
 TEST(QuantPlans, VariantsPerGranularityAndRefusals) {
   const OpInfo& qkv = find_op("qkv");
   EXPECT_EQ(qkv.quant_variants(parse_quant_spec("fp8")),
