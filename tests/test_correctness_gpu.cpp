@@ -55,73 +55,6 @@ TEST(GpuCorrectness, LargeShapeFusedEqualsSplit) {
 namespace fusebench {
 namespace {
 
-// The cuda backend's fp8 (written and compiled, first run on a GPU here): our quantize kernels
-// and cuBLASLt's e4m3 matmul, every variant against its exact dequantized reference, at decode
-// and at a prefill over the real qwen3-0.6b shapes; what it refuses, refused naming why.
-TEST(GpuQuant, Fp8VariantsMatchTheirDequantizedReference) {
-  std::string why;
-  auto backend = make_cuda_backend(&why);
-  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
-  const ShardShape real = shard(find_model("qwen3-0.6b"), 1);
-  for (const char* spec : {"fp8", "fp8:channel", "fp8:tensor:static", "fp8:tensor:token"}) {
-    for (const char* op : {"qkv", "gate_up"}) {
-      for (std::int64_t tokens : {1, 37, 512}) {
-        const auto results =
-            verify_quant_op(*backend, op, real, tokens, DType::bf16, parse_quant_spec(spec), 7, 64);
-        ASSERT_FALSE(results.empty()) << spec << " " << op;
-        for (const auto& r : results)
-          EXPECT_TRUE(r.checked() && r.ok())
-              << spec << " " << op << " tokens=" << tokens << " " << r.summary();
-      }
-    }
-  }
-  // fp8:block and int8 run too (the tests below); int8 with 128x128 blocks is refused.
-  EXPECT_EQ(backend->quant_unsupported_reason(parse_quant_spec("fp8:block")), "");
-  EXPECT_EQ(backend->quant_unsupported_reason(parse_quant_spec("int8")), "");
-  EXPECT_NE(backend->quant_unsupported_reason(parse_quant_spec("int8:block")), "");
-}
-
-// Every variant of `spec` on one op and token count against its exact dequantized reference; a
-// throw (a cuBLASLt call refused: its message names the call, M, N, K and the scale modes) is
-// recorded as a failure of this case and the next case still runs, so one GPU run reports them
-// all. `variants`: how many variants the spec has (each must be checked, none left out).
-void expect_quant_variants(Backend& backend, const char* spec, const char* op, std::int64_t tokens,
-                           std::size_t variants, std::int64_t rows) {
-  const ShardShape real = shard(find_model("qwen3-0.6b"), 1);
-  const std::string where =
-      std::string(spec) + " " + op + " tokens=" + std::to_string(tokens) + ": ";
-  try {
-    const auto results =
-        verify_quant_op(backend, op, real, tokens, DType::bf16, parse_quant_spec(spec), 11, rows);
-    EXPECT_EQ(results.size(), variants) << where << "variants verified";
-    for (const auto& r : results) EXPECT_TRUE(r.checked() && r.ok()) << where << r.summary();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << where << e.what();
-  }
-}
-
-// fp8 with 128x128 weight blocks (cuBLASLt BLK128x128_32F x VEC128_32F, the 1x128 activation
-// scales group-major) and int8 (cuBLASLt's s8 GEMM into int32, then our dequantize kernel): every
-// variant against its exact dequantized reference at qwen3-0.6b's shapes (K 1024: 8 blocks, a
-// multiple of 4), at decode, an odd M and a prefill. 16 reference rows keep the host's float64
-// product short.
-TEST(GpuQuant, BlockFp8AndInt8VariantsMatchTheirDequantizedReference) {
-  std::string why;
-  auto backend = make_cuda_backend(&why);
-  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
-  for (const char* op : {"qkv", "gate_up"}) {
-    for (std::int64_t tokens : {1, 37, 512}) {
-      expect_quant_variants(*backend, "fp8:block", op, tokens, 2, 16);
-      expect_quant_variants(*backend, "int8", op, tokens, 3, 16);
-      expect_quant_variants(*backend, "int8:channel", op, tokens, 2, 16);
-    }
-  }
-  // The other int8 pairs: the static per-tensor quantize kernel, per-tensor weights with
-  // per-token activations.
-  expect_quant_variants(*backend, "int8:tensor:static", "qkv", 37, 3, 16);
-  expect_quant_variants(*backend, "int8:tensor:token", "qkv", 37, 3, 16);
-}
-
 // The quantize kernels against the host's quantize(), code for code and scale for scale: fp8 and
 // int8, per tensor (dynamic and static), per token and per 1x128 group (the cuda backend's
 // group-major layout), on 37 rows of 1000 columns (a partial last group) of bf16 values spanning
@@ -199,6 +132,74 @@ TEST(GpuQuant, QuantizeKernelsMatchTheHostBitForBit) {
   backend->release(dx);
   backend->release(codes);
   backend->release(scales);
+}
+
+// The cuda backend's fp8 (written and compiled, first run on a GPU here): our quantize kernels
+// and cuBLASLt's e4m3 matmul, every variant against its exact dequantized reference, at decode
+// and at a prefill over the real qwen3-0.6b shapes; what it refuses, refused naming why.
+TEST(GpuQuant, Fp8VariantsMatchTheirDequantizedReference) {
+  std::string why;
+  auto backend = make_cuda_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  const ShardShape real = shard(find_model("qwen3-0.6b"), 1);
+  for (const char* spec : {"fp8", "fp8:channel", "fp8:tensor:static", "fp8:tensor:token"}) {
+    for (const char* op : {"qkv", "gate_up"}) {
+      for (std::int64_t tokens : {1, 37, 512}) {
+        const auto results =
+            verify_quant_op(*backend, op, real, tokens, DType::bf16, parse_quant_spec(spec), 7, 64);
+        ASSERT_FALSE(results.empty()) << spec << " " << op;
+        for (const auto& r : results)
+          EXPECT_TRUE(r.checked() && r.ok())
+              << spec << " " << op << " tokens=" << tokens << " " << r.summary();
+      }
+    }
+  }
+  // fp8:block and int8 run too (the tests below); int8 with 128x128 blocks is refused.
+  EXPECT_EQ(backend->quant_unsupported_reason(parse_quant_spec("fp8:block")), "");
+  EXPECT_EQ(backend->quant_unsupported_reason(parse_quant_spec("int8")), "");
+  EXPECT_NE(backend->quant_unsupported_reason(parse_quant_spec("int8:block")), "");
+}
+
+// Every variant of `spec` on one op and token count against its exact dequantized reference; a
+// throw (a cuBLASLt call refused: its message names the call, M, N, K and the scale modes) is
+// recorded as a failure of this case and the next case still runs, so one GPU run reports them
+// all. `variants`: how many variants the spec has (each must be checked, none left out).
+void expect_quant_variants(Backend& backend, const char* spec, const char* op, std::int64_t tokens,
+                           std::size_t variants, std::int64_t rows) {
+  const ShardShape real = shard(find_model("qwen3-0.6b"), 1);
+  const std::string where =
+      std::string(spec) + " " + op + " tokens=" + std::to_string(tokens) + ": ";
+  try {
+    const auto results =
+        verify_quant_op(backend, op, real, tokens, DType::bf16, parse_quant_spec(spec), 11, rows);
+    EXPECT_EQ(results.size(), variants) << where << "variants verified";
+    for (const auto& r : results) EXPECT_TRUE(r.checked() && r.ok()) << where << r.summary();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << where << e.what();
+  }
+}
+
+// fp8 with 128x128 weight blocks (cuBLASLt BLK128x128_32F x VEC128_32F, the 1x128 activation
+// scales group-major) and int8 (cuBLASLt's s8 GEMM into int32, then our dequantize kernel): every
+// variant against its exact dequantized reference at qwen3-0.6b's shapes (K 1024: 8 blocks, a
+// multiple of 4), at decode, an odd M and a prefill. 16 reference rows keep the host's float64
+// product short.
+TEST(GpuQuant, BlockFp8AndInt8VariantsMatchTheirDequantizedReference) {
+  std::string why;
+  auto backend = make_cuda_backend(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  for (const char* op : {"qkv", "gate_up"}) {
+    for (std::int64_t tokens : {1, 37, 512}) {
+      expect_quant_variants(*backend, "fp8:block", op, tokens, 2, 16);
+      expect_quant_variants(*backend, "int8", op, tokens, 3, 16);
+    }
+    // The other int8 scale pairs run the same s8 GEMM (only the dequantize kernel's scales and
+    // the quantize kernel differ, which QuantizeKernelsMatchTheHostBitForBit checks alone): at
+    // the odd M only, to keep the host's share of this test short.
+    expect_quant_variants(*backend, "int8:channel", op, 37, 2, 16);
+  }
+  expect_quant_variants(*backend, "int8:tensor:static", "qkv", 37, 3, 16);
+  expect_quant_variants(*backend, "int8:tensor:token", "qkv", 37, 3, 16);
 }
 
 }  // namespace
