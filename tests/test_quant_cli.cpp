@@ -46,31 +46,29 @@ TEST(QuantCli, OtherOpsAreRefusedByName) {
   EXPECT_NE(r.output.find("op tp_mlp has no quantized"), std::string::npos) << r.output;
 }
 
-// A GPU's quantized sweep listed from here: fp8 per-tensor and per-channel run on cuda (every
-// variant listed); int8 and fp8 block scales are refused naming why.
-TEST(QuantCli, TheCudaListingRunsFp8AndRefusesInt8AndBlocksNamingWhy) {
-  const CliResult fp8 = run_fusebench(
-      "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8,fp8:channel "
-      "--tokens=1 --timing=eager --list --list-for=cuda");
-  ASSERT_EQ(fp8.exit_code, 0) << fp8.output;
-  for (const char* entry :
-       {"qkv/split/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp8:tensor/",
-        "qkv/fused_channelwise/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/"
-        "dtype:fp8:tensor/",
-        "qkv/fused/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:fp8:channel/"})
-    EXPECT_NE(fp8.output.find(entry), std::string::npos) << entry << "\n" << fp8.output;
-  const CliResult int8 = run_fusebench(
-      "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=int8 --tokens=1 --list "
-      "--list-for=cuda");
-  EXPECT_EQ(int8.exit_code, 2) << int8.output;
-  EXPECT_NE(int8.output.find("int8 is not supported here: the cuda backend runs no int8 GEMM"),
-            std::string::npos)
-      << int8.output;
+// A GPU's quantized sweep listed from here: fp8 at every granularity (128x128 blocks included)
+// and int8 per tensor and per channel run on cuda, every variant listed; int8 with 128x128
+// blocks is refused naming why.
+TEST(QuantCli, TheCudaListingRunsFp8BlocksAndInt8AndRefusesInt8BlocksNamingWhy) {
+  const CliResult runs = run_fusebench(
+      "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8,fp8:channel,fp8:block,int8,"
+      "int8:channel --tokens=1 --timing=eager --list --list-for=cuda");
+  ASSERT_EQ(runs.exit_code, 0) << runs.output;
+  const std::string head = "/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:";
+  for (const std::string& entry :
+       {"qkv/split" + head + "fp8:tensor/", "qkv/fused_channelwise" + head + "fp8:tensor/",
+        "qkv/fused" + head + "fp8:channel/", "qkv/split" + head + "fp8:block/",
+        "qkv/fused" + head + "fp8:block/", "qkv/split" + head + "int8:tensor/",
+        "qkv/fused" + head + "int8:tensor/", "qkv/fused_channelwise" + head + "int8:tensor/",
+        "qkv/split" + head + "int8:channel/", "qkv/fused" + head + "int8:channel/"})
+    EXPECT_NE(runs.output.find(entry), std::string::npos) << entry << "\n" << runs.output;
   const CliResult block = run_fusebench(
-      "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8:block --tokens=1 --list "
+      "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=int8:block --tokens=1 --list "
       "--list-for=cuda");
   EXPECT_EQ(block.exit_code, 2) << block.output;
-  EXPECT_NE(block.output.find("fp8 with 128x128 weight blocks on cuda"), std::string::npos)
+  EXPECT_NE(block.output.find("int8:block is not supported here: int8 with 128x128 weight blocks "
+                              "on cuda"),
+            std::string::npos)
       << block.output;
 }
 

@@ -47,7 +47,10 @@ struct ActAndMulArgs {
 };
 
 // A quantized matrix: one-byte codes (fp8 e4m3fn or int8), row stride ld, and the fp32 scales of
-// its whole scale grid (kind over [rows, cols], row-major; QuantMat's layout).
+// its whole scale grid (kind over [rows, cols], row-major; QuantMat's layout). One exception: the
+// 1x128 group scales a backend's quantize writes are read only by its own scaled_gemm, and may
+// lie as that GEMM reads them (the cuda backend's: group-major, cuBLASLt's VEC128_32F layout;
+// src/backends/cuda_scale_layout.hpp).
 struct QuantRef {
   std::uint8_t* codes = nullptr;
   std::int64_t rows = 0, cols = 0, ld = 0;
@@ -61,7 +64,8 @@ struct QuantizeArgs {
   QuantRef out;
   bool static_scale = false;
 };
-// y = dequant(x) dequant(w)^T, fp32 accumulation, y in its dtype.
+// y = dequant(x) dequant(w)^T, fp32 accumulation (int8: exact int32, then scaled in fp32), y in
+// its dtype.
 struct ScaledGemmArgs {
   QuantRef x, w;
   MatRef y;
@@ -131,7 +135,9 @@ class Backend {
   // of such entries are labelled emulated).
   virtual std::string quant_unsupported_reason(const QuantSpec& spec) const;
   virtual std::string quant_execution(QuantDType) const { return "native"; }
-  // One launch each (a library call on the CPU). Defaults throw quant_unsupported_reason.
+  // One launch each (a library call on the CPU), but an int8 scaled_gemm: two, the GEMM and its
+  // dequantize pass (cost_model.hpp, scaled_gemm_launches). Defaults throw
+  // quant_unsupported_reason.
   virtual void quantize(const QuantizeArgs& args);
   virtual void scaled_gemm(const ScaledGemmArgs& args);
   // One launch for all members (the quantized moe's grouped and padded stages). The default

@@ -13,7 +13,8 @@ namespace fusebench {
 // step reads each input once and writes each output once (a GEMM moves (MK + NK + MN) elements,
 // plus N with a bias epilogue; act-and-mul 3*M*N; a separate bias add 2*M*N + N; RMSNorm
 // 2*M*N + N; a quantize M*K in + M*K bytes out + its scales; a scaled GEMM one byte per
-// operand element, both scale grids and M*N out; the moe op's row gather reads each routed row
+// operand element, both scale grids and M*N out, and for int8 its int32 accumulator written and
+// read back (8*M*N); the moe op's row gather reads each routed row
 // and writes every row, its scatter-add reads the row and the destination row and writes it; a
 // weight several members of one grouped step read, padded's blocks of one expert, counts once).
 // Collective bytes are kept apart in comm_bytes.
@@ -32,6 +33,14 @@ struct Cost {
 };
 
 Cost cost_of(const Plan& plan);
+
+// Launches of one scaled GEMM (ScaledGemmStep), on every backend: 1 for fp8 (the scales applied
+// inside the GEMM: cuBLASLt's scale modes); 2 for int8, the s8 x s8 -> s32 GEMM and then a
+// dequantize pass (int32 x row scale x column scale -> the output dtype): cuBLASLt's int8 matmul
+// takes no per-row or per-column scales, so the cuda backend launches its own dequantize kernel,
+// and the CPU backend counts its host scaling loop as that second call. The first is counted in
+// gemm_launches, the second in elementwise_launches.
+int scaled_gemm_launches(QuantDType dtype);
 
 // A collective step as nccl-tests names it: kind and size in bytes (all-reduce: the buffer;
 // all-gather, along columns or rows: the gathered total; reduce-scatter: the input total, tp

@@ -42,12 +42,13 @@ void Backend::scaled_gemm_grouped(std::span<const ScaledGemmArgs> gemms) {
 }
 
 std::string cuda_quant_refusal(const QuantSpec& spec) {
-  if (spec.dtype == QuantDType::int8)
-    return "the cuda backend runs no int8 GEMM yet (cuBLASLt's int8 matmul takes no per-token or "
-           "per-channel scales; a dequantizing epilogue of our own is still to come)";
-  if (spec.weights == WeightScales::block)
-    return "fp8 with 128x128 weight blocks on cuda: cuBLASLt's VEC128_32F / BLK128x128_32F scale "
-           "layouts are not wired yet (per-tensor and per-channel fp8 run)";
+  // What the cuda backend's scaled GEMM takes (backends/cuda_scaled_gemm.hpp): fp8 at every
+  // granularity, int8 per tensor and per channel/token. Shape rules (int8's multiples of 4, the
+  // block scales' row stride) are the call's, named when it is made.
+  if (spec.dtype == QuantDType::int8 && spec.weights == WeightScales::block)
+    return "int8 with 128x128 weight blocks on cuda: cuBLASLt's int8 matmul applies no scales "
+           "along K, and a K-blocked int8 GEMM is not written (int8 per tensor and per channel "
+           "run, and fp8 with 128x128 blocks)";
   return {};
 }
 

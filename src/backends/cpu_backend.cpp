@@ -23,6 +23,7 @@
 #include "backends/cpu_quant.hpp"
 #include "core/host_mat.hpp"
 #include "fusebench/backend.hpp"
+#include "fusebench/cost_model.hpp"
 
 namespace fusebench {
 namespace {
@@ -220,7 +221,9 @@ class CpuBackend final : public Backend {
   }
 
   // int8 through oneDNN where it can, fp8 (and int8 without it) as exact emulations
-  // (cpu_quant.hpp): one counted call each.
+  // (cpu_quant.hpp): one counted call each, but int8's scaled GEMM two, its int32 GEMM and the
+  // host loop applying the scales after it (the cuda backend's GEMM and dequantize kernel; the
+  // cost model's scaled_gemm_launches).
   std::string quant_unsupported_reason(const QuantSpec&) const override { return {}; }
   std::string quant_execution(QuantDType dtype) const override {
     return cpu::execution(gemm_, dtype);
@@ -230,14 +233,15 @@ class CpuBackend final : public Backend {
     cpu::quantize(a);
   }
   void scaled_gemm(const ScaledGemmArgs& a) override {
-    ++calls_;
+    calls_ += scaled_gemm_launches(a.x.dtype);
     std::lock_guard lock(gemm_mutex_);
     cpu::scaled_gemm(gemm_, a);
   }
   // The quantized moe's grouped and padded stages: one region, each member's scaled GEMM on one
-  // thread (as gemm_grouped).
+  // thread (as gemm_grouped); int8 counts its dequantize over every member once, as one
+  // elementwise launch would (scaled_gemm_launches).
   void scaled_gemm_grouped(std::span<const ScaledGemmArgs> gemms) override {
-    ++calls_;
+    calls_ += gemms.empty() ? 1 : scaled_gemm_launches(gemms.front().x.dtype);
     std::lock_guard lock(gemm_mutex_);
     region(gemms.size(), [&](cpu::CpuGemm& g, std::size_t i) { cpu::scaled_gemm(g, gemms[i]); });
   }

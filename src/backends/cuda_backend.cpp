@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
 #include "cuda_quant.hpp"
+#include "cuda_scaled_gemm.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/local_device.hpp"
 
@@ -24,6 +26,16 @@ namespace {
 constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLASLt workspace, as PyTorch uses on sm90
 constexpr int kTimedCandidates = 8;  // top heuristic candidates timed per shape ("timed" policy)
 constexpr std::size_t kMaxLoggedAlgorithms = 64;  // algorithm log entries kept between takes
+
+// cuda_scaled_gemm.hpp names cuBLASLt's scale modes by value (it is host code without cuBLASLt).
+static_assert(static_cast<int>(cuda::LtScaleMode::scalar_32f) ==
+              CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F);
+static_assert(static_cast<int>(cuda::LtScaleMode::outer_vec_32f) ==
+              CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F);
+static_assert(static_cast<int>(cuda::LtScaleMode::vec128_32f) ==
+              CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F);
+static_assert(static_cast<int>(cuda::LtScaleMode::blk128x128_32f) ==
+              CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F);
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
@@ -161,13 +173,14 @@ class CudaBackend final : public Backend {
     }
     for (auto& [key, arrays] : pointer_arrays_) cudaFree(arrays);
     for (auto& [key, copy] : device_copies_) cudaFree(copy);
-    for (auto& [key, p] : fp8_plans_) {
+    for (auto& [key, p] : quant_plans_) {
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
       cublasLtMatrixLayoutDestroy(p.c);
       cublasLtMatmulDescDestroy(p.desc);
     }
     cudaFree(amax_scratch_);
+    for (const Accumulator& acc : accumulators_) cudaFree(acc.data);
     for (cudaEvent_t e : lane_events_) {
       if (e != nullptr) cudaEventDestroy(e);
     }
@@ -320,33 +333,37 @@ class CudaBackend final : public Backend {
       log_algorithm(p.algo_text + " batch=" + std::to_string(gemms.size()));
   }
 
-  // FP8 (docs/quant.md): our quantize kernels, cuBLASLt's e4m3 matmul with the scales applied
-  // inside it (SCALAR_32F per tensor, OUTER_VEC_32F per channel / per token).
+  // Quantized projections (docs/quant.md, "On the GPU"; the calls as data in
+  // cuda_scaled_gemm.hpp): our quantize kernels; fp8 as cuBLASLt's e4m3 matmul with the scales
+  // applied inside it (SCALAR_32F per tensor, OUTER_VEC_32F per channel / per token,
+  // BLK128x128_32F x VEC128_32F for 128x128 weight blocks with 1x128 activation groups); int8 as
+  // cuBLASLt's s8 x s8 -> s32 matmul, then our dequantize kernel.
   std::string quant_unsupported_reason(const QuantSpec& spec) const override {
     return cuda_quant_refusal(spec);
   }
-  std::string quant_execution(QuantDType) const override {
+  std::string quant_execution(QuantDType dtype) const override {
+    if (dtype == QuantDType::int8)
+      return "native: cuBLASLt's int8 matmul (s8 x s8 -> s32, exact), then a dequantize kernel "
+             "(int32 x row scale x column scale, fp32) and quantize kernels of fusebench's own";
     return "native: cuBLASLt's fp8 e4m3 matmul (fp32 accumulation, the scales applied in the "
            "GEMM), quantize kernels of fusebench's own";
   }
 
   void quantize(const QuantizeArgs& a) override {
     const QuantRef& o = a.out;
-    if (const std::string why = cuda_quant_refusal(QuantSpec{o.dtype}); !why.empty())
-      throw std::runtime_error(why);
     if (a.x.rows != o.rows || a.x.cols != o.cols)
       throw std::invalid_argument("quantize: x and its codes differ in shape");
-    cuda::Fp8Quantize mode{};
+    cuda::Quantize mode{};
     if (a.static_scale) {
       if (o.kind != ScaleKind::tensor)
         throw std::invalid_argument("quantize: a static scale is one per-tensor scale");
-      mode = cuda::Fp8Quantize::static_tensor;
+      mode = cuda::Quantize::static_tensor;
     } else if (o.kind == ScaleKind::tensor) {
-      mode = cuda::Fp8Quantize::dynamic_tensor;
+      mode = cuda::Quantize::dynamic_tensor;
     } else if (o.kind == ScaleKind::row) {
-      mode = cuda::Fp8Quantize::dynamic_row;
+      mode = cuda::Quantize::dynamic_row;
     } else if (o.kind == ScaleKind::group) {
-      mode = cuda::Fp8Quantize::dynamic_group128;
+      mode = cuda::Quantize::dynamic_group128;
     } else {
       throw std::invalid_argument(
           "quantize on cuda: 128x128 blocks are weights' scales, made when the weights are "
@@ -356,40 +373,68 @@ class CudaBackend final : public Backend {
       refuse_inside_capture(lane(), "allocating the quantize kernel's amax word");
       FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&amax_scratch_), sizeof(unsigned)));
     }
-    FUSEBENCH_CUDA(cuda::launch_quantize_fp8(mode, a.x.data, a.x.ld, a.x.dtype, o.codes, o.ld,
-                                             o.rows, o.cols, o.scales, amax_scratch_, lane()));
+    const cuda::Codes codes_of =
+        o.dtype == QuantDType::int8 ? cuda::Codes::int8 : cuda::Codes::fp8_e4m3;
+    FUSEBENCH_CUDA(cuda::launch_quantize(codes_of, mode, a.x.data, a.x.ld, a.x.dtype, o.codes, o.ld,
+                                         o.rows, o.cols, o.scales, amax_scratch_, lane()));
   }
 
   void scaled_gemm(const ScaledGemmArgs& a) override {
-    if (const std::string why = cuda_quant_refusal(QuantSpec{a.w.dtype}); !why.empty())
-      throw std::runtime_error(why);
     if (a.x.dtype != a.w.dtype || a.x.cols != a.w.cols || a.y.rows != a.x.rows ||
         a.y.cols != a.w.rows)
       throw std::invalid_argument("scaled_gemm: x [M, K], w [N, K] and y [M, N] do not agree");
-    const auto mode = [](const QuantRef& q, const char* which) -> std::int32_t {
-      if (q.kind == ScaleKind::tensor) return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-      if (q.kind == ScaleKind::row) return CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-      throw std::invalid_argument(std::string("scaled_gemm on cuda: ") + which +
-                                  " has block or group scales, which are not wired yet");
-    };
-    const std::int32_t a_mode = mode(a.w, "w"), b_mode = mode(a.x, "x");
-    const auto key = std::make_tuple(a.y.rows, a.y.cols, a.x.cols, a.x.ld, a.w.ld, a.y.ld,
-                                     static_cast<int>(a.y.dtype), a_mode, b_mode,
-                                     alignment(a.w.codes, 0, 1) | alignment(a.x.codes, 0, 1) << 9 |
-                                         alignment(a.y.data, 0, dtype_size(a.y.dtype)) << 18);
-    auto it = fp8_plans_.find(key);
-    if (it == fp8_plans_.end())
-      it = fp8_plans_.emplace(key, make_fp8_plan(a, a_mode, b_mode)).first;
+    const std::int64_t m = a.y.rows, n = a.y.cols, k = a.x.cols;
+    const cuda::ScaledGemmCall call =
+        cuda::scaled_gemm_call(a.x.dtype, a.x.kind, a.w.kind, m, n, k, a.x.ld, a.w.ld, a.y.ld);
+    if (!call.refusal.empty()) throw std::runtime_error(call.refusal);
+    if (m == 0 || n == 0) return;
+    const bool int8 = a.x.dtype == QuantDType::int8;
+    const auto key =
+        std::make_tuple(m, n, k, a.x.ld, a.w.ld, a.y.ld, static_cast<int>(a.y.dtype),
+                        static_cast<std::int32_t>(call.a), static_cast<std::int32_t>(call.b),
+                        alignment(a.w.codes, 0, 1) | alignment(a.x.codes, 0, 1) << 9 |
+                            alignment(a.y.data, 0, dtype_size(a.y.dtype)) << 18,
+                        static_cast<int>(a.x.dtype));
+    auto it = quant_plans_.find(key);
+    if (it == quant_plans_.end()) it = quant_plans_.emplace(key, make_quant_plan(a, call)).first;
     const LtPlan& p = it->second;
-    // This call's scales (a rotation copy's): host-side attributes, safe inside a capture.
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                                    &a.w.scales, sizeof(a.w.scales)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                                    &a.x.scales, sizeof(a.x.scales)));
-    const float alpha = 1.0f, beta = 0.0f;
-    FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, a.w.codes, p.a, a.x.codes, p.b, &beta,
-                                    a.y.data, p.c, a.y.data, p.c, &p.algo, workspace_,
-                                    kWorkspaceBytes, lane()));
+    // What a failure names: the cuBLASLt call, the shape and the scale modes.
+    const auto what = [&](const char* call_name) {
+      return std::string(call_name) + " (" + (int8 ? "int8" : "fp8 e4m3") +
+             " scaled GEMM, M=" + std::to_string(m) + " N=" + std::to_string(n) +
+             " K=" + std::to_string(k) + ", scale modes A (w) " +
+             std::string(cuda::to_string(call.a)) + " B (x) " +
+             std::string(cuda::to_string(call.b)) + ")";
+    };
+    // The message is made only on failure: this path is timed (the eager regime).
+    const auto check = [&](cublasStatus_t st, const char* call_name) {
+      if (st != CUBLAS_STATUS_SUCCESS) detail::check_cublas(st, what(call_name).c_str());
+    };
+    if (!int8) {
+      // This call's scales (a rotation copy's): host-side attributes, safe inside a capture.
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                           &a.w.scales, sizeof(a.w.scales)),
+            "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                           &a.x.scales, sizeof(a.x.scales)),
+            "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+      const float alpha = 1.0f, beta = 0.0f;
+      check(cublasLtMatmul(lt_, p.desc, &alpha, a.w.codes, p.a, a.x.codes, p.b, &beta, a.y.data,
+                           p.c, a.y.data, p.c, &p.algo, workspace_, kWorkspaceBytes, lane()),
+            "cublasLtMatmul");
+      return;
+    }
+    // int8: the exact int32 product into this lane's accumulator, then our dequantize kernel.
+    std::int32_t* acc = accumulator(static_cast<std::size_t>(m * n) * sizeof(std::int32_t));
+    const std::int32_t alpha = 1, beta = 0;
+    check(cublasLtMatmul(lt_, p.desc, &alpha, a.w.codes, p.a, a.x.codes, p.b, &beta, acc, p.c, acc,
+                         p.c, &p.algo, workspace_, kWorkspaceBytes, lane()),
+          "cublasLtMatmul");
+    if (const cudaError_t e = cuda::launch_dequantize_int32(
+            acc, n, a.x.scales, a.x.kind == ScaleKind::row, a.w.scales, a.w.kind == ScaleKind::row,
+            a.y.data, a.y.ld, m, n, a.y.dtype, lane());
+        e != cudaSuccess)
+      detail::check_cuda(e, what("the dequantize kernel after cublasLtMatmul").c_str());
   }
 
   // dst[i] = src[rows[i]] (zero where rows[i] < 0): one kernel; the indices are uploaded once per
@@ -652,33 +697,68 @@ class CudaBackend final : public Backend {
                                     kWorkspaceBytes, lane()));
   }
 
-  // The FP8 matmul's descriptor: y^T = w x^T column-major (A = w transposed, B = x: the TN
-  // layout cuBLASLt's fp8 kernels require), e4m3 operands, y in its dtype, the heuristic's first
-  // algorithm (logged). No algorithm for the pair of scale modes is an error naming them.
-  LtPlan make_fp8_plan(const ScaledGemmArgs& g, std::int32_t a_mode, std::int32_t b_mode) {
+  // A quantized matmul's descriptor: y^T = w x^T column-major (A = w transposed, B = x: the TN
+  // layout cuBLASLt's fp8 and int8 kernels require). fp8: e4m3 operands, fp32 accumulation, the
+  // scale modes of `call`, y in its dtype. int8: s8 operands, CUBLAS_COMPUTE_32I with int32
+  // alpha/beta, D an int32 [M, N] accumulator (ld N) for the dequantize kernel. The heuristic's
+  // first algorithm (logged); none is an error naming M, N, K and the scale modes.
+  LtPlan make_quant_plan(const ScaledGemmArgs& g, const cuda::ScaledGemmCall& call) {
     const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows),
                         n = static_cast<std::uint64_t>(g.y.cols),
                         k = static_cast<std::uint64_t>(g.x.cols);
+    const bool int8 = g.x.dtype == QuantDType::int8;
+    const std::string what =
+        std::string(int8 ? "int8 (s8 x s8 -> s32, CUBLAS_COMPUTE_32I)" : "fp8 e4m3") +
+        " scaled GEMM M=" + std::to_string(m) + " N=" + std::to_string(n) +
+        " K=" + std::to_string(k) + " (ld x=" + std::to_string(g.x.ld) +
+        " w=" + std::to_string(g.w.ld) + " y=" + std::to_string(g.y.ld) + "), scale modes A (w) " +
+        std::string(cuda::to_string(call.a)) + " B (x) " + std::string(cuda::to_string(call.b));
     LtPlan p;
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const auto destroy = [&p] {
+      if (p.a != nullptr) cublasLtMatrixLayoutDestroy(p.a);
+      if (p.b != nullptr) cublasLtMatrixLayoutDestroy(p.b);
+      if (p.c != nullptr) cublasLtMatrixLayoutDestroy(p.c);
+      if (p.desc != nullptr) cublasLtMatmulDescDestroy(p.desc);
+    };
+    const auto check = [&](cublasStatus_t st, const char* call_name) {
+      if (st == CUBLAS_STATUS_SUCCESS) return;
+      destroy();
+      detail::check_cublas(st, (std::string(call_name) + " for the " + what).c_str());
+    };
+    check(cublasLtMatmulDescCreate(&p.desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                                   int8 ? CUDA_R_32I : CUDA_R_32F),
+          "cublasLtMatmulDescCreate");
     const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    FUSEBENCH_CUBLAS(
-        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
-                                                    sizeof(no_trans)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
-                                                    &a_mode, sizeof(a_mode)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
-                                                    &b_mode, sizeof(b_mode)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                                    &g.w.scales, sizeof(g.w.scales)));
-    FUSEBENCH_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                                    &g.x.scales, sizeof(g.x.scales)));
-    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, k, n, g.w.ld));
-    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, k, m, g.x.ld));
-    FUSEBENCH_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.y.dtype), n, m, g.y.ld));
+    check(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
+                                         sizeof(no_trans)),
+          "cublasLtMatmulDescSetAttribute(TRANSB)");
+    if (!int8) {
+      const auto a_mode = static_cast<std::int32_t>(call.a),
+                 b_mode = static_cast<std::int32_t>(call.b);
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
+                                           sizeof(a_mode)),
+            "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)");
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
+                                           sizeof(b_mode)),
+            "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)");
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                           &g.w.scales, sizeof(g.w.scales)),
+            "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                           &g.x.scales, sizeof(g.x.scales)),
+            "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+    }
+    const cudaDataType_t operand = int8 ? CUDA_R_8I : CUDA_R_8F_E4M3;
+    check(cublasLtMatrixLayoutCreate(&p.a, operand, k, n, g.w.ld), "cublasLtMatrixLayoutCreate(A)");
+    check(cublasLtMatrixLayoutCreate(&p.b, operand, k, m, g.x.ld), "cublasLtMatrixLayoutCreate(B)");
+    check(int8 ? cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32I, n, m, static_cast<std::int64_t>(n))
+               : cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.y.dtype), n, m, g.y.ld),
+          "cublasLtMatrixLayoutCreate(C/D)");
     cublasLtMatmulPreference_t pref{};
-    FUSEBENCH_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     const std::size_t ws = kWorkspaceBytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                          sizeof(ws));
@@ -687,21 +767,33 @@ class CudaBackend final : public Backend {
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
                                                              1, &result, &returned);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
-      cublasLtMatrixLayoutDestroy(p.a);
-      cublasLtMatrixLayoutDestroy(p.b);
-      cublasLtMatrixLayoutDestroy(p.c);
-      cublasLtMatmulDescDestroy(p.desc);
-      throw std::runtime_error(
-          "cuBLASLt has no fp8 e4m3 algorithm for M=" + std::to_string(m) +
-          " N=" + std::to_string(n) + " K=" + std::to_string(k) +
-          " with scale modes A=" + std::to_string(a_mode) + " B=" + std::to_string(b_mode) +
-          " (status " + std::to_string(static_cast<int>(st)) + "; 0 SCALAR_32F, 3 OUTER_VEC_32F)");
+    if (st != CUBLAS_STATUS_SUCCESS || returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
+      destroy();
+      throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for the " + what +
+                               " (status " + cublasLtGetStatusName(st) + ", " +
+                               std::to_string(returned) + " returned)");
     }
     p.algo = result.algo;
-    p.algo_text = "fp8 " + describe_algo(p.algo);
+    p.algo_text = std::string(int8 ? "int8 " : "fp8 ") + describe_algo(p.algo);
+    if (!int8)
+      p.algo_text += " scales A=" + std::string(cuda::to_string(call.a)) +
+                     " B=" + std::string(cuda::to_string(call.b));
     if (algorithm_log_.size() < kMaxLoggedAlgorithms) log_algorithm(p.algo_text);
     return p;
+  }
+
+  // This lane's int8 accumulator, grown (outside a capture) to `bytes`: a region's first run
+  // allocates it, a graph captures the later ones.
+  std::int32_t* accumulator(std::size_t bytes) {
+    Accumulator& acc = accumulators_[static_cast<std::size_t>(lane_)];
+    if (acc.bytes >= bytes) return acc.data;
+    refuse_inside_capture(lane(), "growing the int8 GEMM's int32 accumulator");
+    FUSEBENCH_CUDA(cudaStreamSynchronize(lane()));  // the old one may still be read
+    cudaFree(acc.data);
+    acc = {};
+    void* p = allocate(bytes);  // OutOfMemory names the size and what is free
+    acc = {static_cast<std::int32_t*>(p), bytes};
+    return acc.data;
   }
 
   // Batched GEMM of one shape over pointer arrays (cublasGemmBatchedEx), for members at no
@@ -967,12 +1059,19 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_{};
   void* blas_workspace_ = nullptr;
   std::map<std::vector<const void*>, void**> pointer_arrays_;
-  // The FP8 matmuls' descriptors, per shape, output dtype, scale modes and alignments.
+  // The quantized matmuls' descriptors, per shape, output dtype, scale modes, alignments and
+  // code dtype.
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      std::int64_t, int, std::int32_t, std::int32_t, std::uint32_t>,
+                      std::int64_t, int, std::int32_t, std::int32_t, std::uint32_t, int>,
            LtPlan>
-      fp8_plans_;
+      quant_plans_;
   unsigned* amax_scratch_ = nullptr;  // the dynamic per-tensor quantize's reduction word
+  // int8's int32 accumulators, one per lane (two lanes' GEMMs may overlap).
+  struct Accumulator {
+    std::int32_t* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  std::array<Accumulator, 2> accumulators_{};
   // device_copy's uploads by content (a routing's row indices, its combine's map).
   std::map<std::string, void*> device_copies_;
   // gemm_grouped's host arguments, reused from call to call (see there).

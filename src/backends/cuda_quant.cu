@@ -12,6 +12,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr float kFp8Max = 448.0f;
+constexpr float kInt8Max = 127.0f;
 constexpr std::int64_t kGroup = 128;
 
 template <class T>
@@ -27,15 +28,37 @@ __device__ float load(const __half* p) {
   return __half2float(*p);
 }
 
-// fusebench::dynamic_scale: amax / 448 in fp32, never below the smallest denormal, 1 for amax 0.
+// The code type: fp8 e4m3 or int8 (a template parameter, so each kernel has one rounding).
+struct Fp8 {
+  static constexpr float kMax = kFp8Max;
+  // cvt.rn.satfinite: round to nearest even, beyond +-448 (infinities too) to +-448, NaN to NaN.
+  __device__ static std::uint8_t code(float q) {
+    return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(q, __NV_SATFINITE, __NV_E4M3));
+  }
+};
+struct Int8 {
+  static constexpr float kMax = kInt8Max;
+  // fusebench::int8_from_double on an fp32 quotient: NaN to 0, clamped to [-127, 127], then round
+  // half to even (__float2int_rn); the clamp is exact and commutes with the rounding (127 is an
+  // integer), so this is the host's code bit for bit. The byte is the two's complement.
+  __device__ static std::uint8_t code(float q) {
+    if (isnan(q)) return 0;
+    const int v = __float2int_rn(fminf(fmaxf(q, -kInt8Max), kInt8Max));
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(v));
+  }
+};
+
+// fusebench::dynamic_scale: amax / qmax in fp32, never below the smallest denormal, 1 for amax 0.
+template <class Q>
 __device__ float dynamic_scale(float amax) {
   if (!(amax > 0.0f)) return 1.0f;
-  return fmaxf(amax / kFp8Max, 1.40129846e-45f);
+  return fmaxf(amax / Q::kMax, 1.40129846e-45f);
 }
 
+// x / scale correctly rounded in fp32 (as the host's float division), then the code.
+template <class Q>
 __device__ std::uint8_t code_of(float x, float scale) {
-  return static_cast<std::uint8_t>(
-      __nv_cvt_float_to_fp8(__fdiv_rn(x, scale), __NV_SATFINITE, __NV_E4M3));
+  return Q::code(__fdiv_rn(x, scale));
 }
 
 // The block's max of v (every thread gets it); blockDim.x a multiple of 32, at most 1024.
@@ -51,7 +74,7 @@ __device__ float block_max(float v) {
   return v;
 }
 
-template <class T>
+template <class Q, class T>
 __global__ void quantize_static_kernel(const T* x, std::int64_t ld_x, std::uint8_t* codes,
                                        std::int64_t ld_codes, std::int64_t rows, std::int64_t cols,
                                        const float* scales) {
@@ -59,12 +82,13 @@ __global__ void quantize_static_kernel(const T* x, std::int64_t ld_x, std::uint8
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y)
     for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
          c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-      codes[r * ld_codes + c] = code_of(load(x + r * ld_x + c), scale);
+      codes[r * ld_codes + c] = code_of<Q>(load(x + r * ld_x + c), scale);
 }
 
 // One block per row (grid-stride): for each tile of `group` columns, its amax, its scale, its
-// codes. group = cols for per-token scales.
-template <class T>
+// codes. group = cols for per-token scales. Group g of row r's scale goes to g * rows + r
+// (group_scale_index: group-major, as cuBLASLt's VEC128_32F reads it; one group: scales[r]).
+template <class Q, class T>
 __global__ void quantize_rows_kernel(const T* x, std::int64_t ld_x, std::uint8_t* codes,
                                      std::int64_t ld_codes, std::int64_t rows, std::int64_t cols,
                                      std::int64_t group, float* scales) {
@@ -76,17 +100,17 @@ __global__ void quantize_rows_kernel(const T* x, std::int64_t ld_x, std::uint8_t
       float amax = 0.0f;
       for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
         amax = fmaxf(amax, fabsf(load(row + c)));
-      const float scale = dynamic_scale(block_max(amax));
-      if (threadIdx.x == 0) scales[r * groups + g] = scale;
+      const float scale = dynamic_scale<Q>(block_max(amax));
+      if (threadIdx.x == 0) scales[group_scale_index(r, g, rows)] = scale;
       for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
-        codes[r * ld_codes + c] = code_of(load(row + c), scale);
+        codes[r * ld_codes + c] = code_of<Q>(load(row + c), scale);
     }
   }
 }
 
 // One cooperative launch: reset the amax, reduce into it (non-negative floats order as their
 // bits), wait for the whole grid, then every thread quantizes with the one scale.
-template <class T>
+template <class Q, class T>
 __global__ void quantize_tensor_kernel(const T* x, std::int64_t ld_x, std::uint8_t* codes,
                                        std::int64_t ld_codes, std::int64_t rows, std::int64_t cols,
                                        float* scales, unsigned* amax_bits) {
@@ -101,38 +125,67 @@ __global__ void quantize_tensor_kernel(const T* x, std::int64_t ld_x, std::uint8
   amax = block_max(amax);
   if (threadIdx.x == 0) atomicMax(amax_bits, __float_as_uint(amax));
   grid.sync();
-  const float scale = dynamic_scale(__uint_as_float(*amax_bits));
+  const float scale = dynamic_scale<Q>(__uint_as_float(*amax_bits));
   if (grid.thread_rank() == 0) scales[0] = scale;
   for (std::int64_t i = grid.thread_rank(); i < total; i += stride) {
     const std::int64_t r = i / cols, c = i % cols;
-    codes[r * ld_codes + c] = code_of(load(x + r * ld_x + c), scale);
+    codes[r * ld_codes + c] = code_of<Q>(load(x + r * ld_x + c), scale);
   }
 }
 
 template <class T>
-cudaError_t launch(Fp8Quantize mode, const void* xv, std::int64_t ld_x, std::uint8_t* codes,
+__device__ void store(T* p, float v) {
+  *p = static_cast<T>(v);
+}
+template <>
+__device__ void store(__nv_bfloat16* p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+template <>
+__device__ void store(__half* p, float v) {
+  *p = __float2half_rn(v);
+}
+
+// y = float(acc) * (x scale * w scale), rounded once into y's dtype; a 2D grid-stride loop.
+template <class T>
+__global__ void dequantize_int32_kernel(const std::int32_t* acc, std::int64_t ld_acc,
+                                        const float* x_scales, bool x_per_row,
+                                        const float* w_scales, bool w_per_row, T* y,
+                                        std::int64_t ld_y, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float sx = x_scales[x_per_row ? r : 0];
+    for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+         c < cols; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const float sw = w_scales[w_per_row ? c : 0];
+      store(y + r * ld_y + c, static_cast<float>(acc[r * ld_acc + c]) * (sx * sw));
+    }
+  }
+}
+
+template <class Q, class T>
+cudaError_t launch(Quantize mode, const void* xv, std::int64_t ld_x, std::uint8_t* codes,
                    std::int64_t ld_codes, std::int64_t rows, std::int64_t cols, float* scales,
                    unsigned* amax_scratch, cudaStream_t stream) {
   const T* x = static_cast<const T*>(xv);
   (void)cudaGetLastError();  // an earlier, handled error must not be blamed on this launch
   switch (mode) {
-    case Fp8Quantize::static_tensor: {
+    case Quantize::static_tensor: {
       const dim3 grid(static_cast<unsigned>(std::clamp<std::int64_t>(cols / kThreads + 1, 1, 1024)),
                       static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, 65535)));
-      quantize_static_kernel<T>
+      quantize_static_kernel<Q, T>
           <<<grid, kThreads, 0, stream>>>(x, ld_x, codes, ld_codes, rows, cols, scales);
       break;
     }
-    case Fp8Quantize::dynamic_row:
-    case Fp8Quantize::dynamic_group128: {
-      const std::int64_t group = mode == Fp8Quantize::dynamic_row ? cols : kGroup;
+    case Quantize::dynamic_row:
+    case Quantize::dynamic_group128: {
+      const std::int64_t group = mode == Quantize::dynamic_row ? cols : kGroup;
       const unsigned blocks = static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, 65535));
-      quantize_rows_kernel<T>
-          <<<blocks, mode == Fp8Quantize::dynamic_row ? kThreads : 128, 0, stream>>>(
+      quantize_rows_kernel<Q, T>
+          <<<blocks, mode == Quantize::dynamic_row ? kThreads : 128, 0, stream>>>(
               x, ld_x, codes, ld_codes, rows, cols, group, scales);
       break;
     }
-    case Fp8Quantize::dynamic_tensor: {
+    case Quantize::dynamic_tensor: {
       // As many blocks as can be resident at once (a cooperative launch's limit), at most one
       // per kThreads elements.
       int device = 0, sms = 0, per_sm = 0;
@@ -142,37 +195,81 @@ cudaError_t launch(Fp8Quantize mode, const void* xv, std::int64_t ld_x, std::uin
           e != cudaSuccess)
         return e;
       if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &per_sm, quantize_tensor_kernel<T>, kThreads, 0);
+              &per_sm, quantize_tensor_kernel<Q, T>, kThreads, 0);
           e != cudaSuccess)
         return e;
       const std::int64_t wanted = (rows * cols + kThreads - 1) / kThreads;
       const dim3 grid(static_cast<unsigned>(
           std::clamp<std::int64_t>(wanted, 1, static_cast<std::int64_t>(sms) * per_sm)));
       void* args[] = {&x, &ld_x, &codes, &ld_codes, &rows, &cols, &scales, &amax_scratch};
-      return cudaLaunchCooperativeKernel(reinterpret_cast<void*>(quantize_tensor_kernel<T>), grid,
-                                         dim3(kThreads), args, 0, stream);
+      return cudaLaunchCooperativeKernel(reinterpret_cast<void*>(quantize_tensor_kernel<Q, T>),
+                                         grid, dim3(kThreads), args, 0, stream);
     }
   }
   return cudaGetLastError();
 }
 
+template <class Q>
+cudaError_t launch_for(Quantize mode, const void* x, std::int64_t ld_x, DType dtype,
+                       std::uint8_t* codes, std::int64_t ld_codes, std::int64_t rows,
+                       std::int64_t cols, float* scales, unsigned* amax_scratch,
+                       cudaStream_t stream) {
+  switch (dtype) {
+    case DType::bf16:
+      return launch<Q, __nv_bfloat16>(mode, x, ld_x, codes, ld_codes, rows, cols, scales,
+                                      amax_scratch, stream);
+    case DType::f16:
+      return launch<Q, __half>(mode, x, ld_x, codes, ld_codes, rows, cols, scales, amax_scratch,
+                               stream);
+    case DType::f32:
+      return launch<Q, float>(mode, x, ld_x, codes, ld_codes, rows, cols, scales, amax_scratch,
+                              stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <class T>
+cudaError_t launch_dequantize(const std::int32_t* acc, std::int64_t ld_acc, const float* x_scales,
+                              bool x_per_row, const float* w_scales, bool w_per_row, void* y,
+                              std::int64_t ld_y, std::int64_t rows, std::int64_t cols,
+                              cudaStream_t stream) {
+  (void)cudaGetLastError();
+  const dim3 grid(static_cast<unsigned>(std::clamp<std::int64_t>(cols / kThreads + 1, 1, 1024)),
+                  static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, 65535)));
+  dequantize_int32_kernel<T><<<grid, kThreads, 0, stream>>>(
+      acc, ld_acc, x_scales, x_per_row, w_scales, w_per_row, static_cast<T*>(y), ld_y, rows, cols);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
-cudaError_t launch_quantize_fp8(Fp8Quantize mode, const void* x, std::int64_t ld_x, DType dtype,
-                                std::uint8_t* codes, std::int64_t ld_codes, std::int64_t rows,
-                                std::int64_t cols, float* scales, unsigned* amax_scratch,
-                                cudaStream_t stream) {
+cudaError_t launch_quantize(Codes codes_of, Quantize mode, const void* x, std::int64_t ld_x,
+                            DType dtype, std::uint8_t* codes, std::int64_t ld_codes,
+                            std::int64_t rows, std::int64_t cols, float* scales,
+                            unsigned* amax_scratch, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  if (codes_of == Codes::int8)
+    return launch_for<Int8>(mode, x, ld_x, dtype, codes, ld_codes, rows, cols, scales, amax_scratch,
+                            stream);
+  return launch_for<Fp8>(mode, x, ld_x, dtype, codes, ld_codes, rows, cols, scales, amax_scratch,
+                         stream);
+}
+
+cudaError_t launch_dequantize_int32(const std::int32_t* acc, std::int64_t ld_acc,
+                                    const float* x_scales, bool x_per_row, const float* w_scales,
+                                    bool w_per_row, void* y, std::int64_t ld_y, std::int64_t rows,
+                                    std::int64_t cols, DType dtype, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   switch (dtype) {
     case DType::bf16:
-      return launch<__nv_bfloat16>(mode, x, ld_x, codes, ld_codes, rows, cols, scales, amax_scratch,
-                                   stream);
+      return launch_dequantize<__nv_bfloat16>(acc, ld_acc, x_scales, x_per_row, w_scales, w_per_row,
+                                              y, ld_y, rows, cols, stream);
     case DType::f16:
-      return launch<__half>(mode, x, ld_x, codes, ld_codes, rows, cols, scales, amax_scratch,
-                            stream);
+      return launch_dequantize<__half>(acc, ld_acc, x_scales, x_per_row, w_scales, w_per_row, y,
+                                       ld_y, rows, cols, stream);
     case DType::f32:
-      return launch<float>(mode, x, ld_x, codes, ld_codes, rows, cols, scales, amax_scratch,
-                           stream);
+      return launch_dequantize<float>(acc, ld_acc, x_scales, x_per_row, w_scales, w_per_row, y,
+                                      ld_y, rows, cols, stream);
   }
   return cudaErrorInvalidValue;
 }

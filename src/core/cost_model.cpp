@@ -40,14 +40,16 @@ StepCost quantize_cost(const QuantizeStep& q, double elem) {
   return {0, mk * elem + mk + 4 * scale_count(q.out.kind, q.x.rows, q.x.cols), 0};
 }
 
-// A scaled GEMM moves one byte per operand element, both scale grids and y in the plan's dtype.
+// A scaled GEMM moves one byte per operand element, both scale grids and y in the plan's dtype;
+// int8's dequantize pass also writes and reads its int32 accumulator.
 StepCost scaled_gemm_cost(const ScaledGemmStep& g, double elem) {
   const std::int64_t m = g.y.rows, n = g.y.cols, k = g.x.codes.cols;
   const double dm = static_cast<double>(m), dn = static_cast<double>(n),
                dk = static_cast<double>(k);
+  const double accumulator = scaled_gemm_launches(g.dtype) > 1 ? 8 * dm * dn : 0;
   return {2 * dm * dn * dk,
           dm * dk + dn * dk + 4 * (scale_count(g.x.kind, m, k) + scale_count(g.w.kind, n, k)) +
-              dm * dn * elem,
+              dm * dn * elem + accumulator,
           0};
 }
 
@@ -89,7 +91,8 @@ void for_each_step_cost(const Plan& plan, F&& f) {
           } else if constexpr (std::is_same_v<T, QuantizeStep>) {
             f(quantize_cost(s, elem), 0, 1, 0);  // an elementwise launch, counted apart too
           } else if constexpr (std::is_same_v<T, ScaledGemmStep>) {
-            f(scaled_gemm_cost(s, elem), 1, 0, 0);
+            // The GEMM, and int8's dequantize kernel as an elementwise launch.
+            f(scaled_gemm_cost(s, elem), 1, scaled_gemm_launches(s.dtype) - 1, 0);
           } else if constexpr (std::is_same_v<T, GroupedScaledGemmStep>) {
             StepCost total;
             for (std::size_t i = 0; i < s.gemms.size(); ++i) {
@@ -106,7 +109,9 @@ void for_each_step_cost(const Plan& plan, F&& f) {
               total.flops += c.flops;
               total.bytes += c.bytes;
             }
-            f(total, 1, 0, 0);
+            // One grouped launch, and for int8 one dequantize over every member's accumulator.
+            const QuantDType dt = s.gemms.empty() ? QuantDType::fp8_e4m3fn : s.gemms.front().dtype;
+            f(total, 1, scaled_gemm_launches(dt) - 1, 0);
           } else if constexpr (std::is_same_v<T, GatherRowsStep>) {
             // Reads each gathered row, writes every dst row (padding rows: written only); a
             // scaled gather (Llama-4's weight on the input) reads its weights from the host
@@ -157,6 +162,8 @@ std::optional<CollectiveCall> collective_call(const Step& step, DType dtype) {
 double wire_bytes(const CollectiveCall& call, int ranks) {
   return call.bytes * bus_factor(call.kind, ranks);
 }
+
+int scaled_gemm_launches(QuantDType dtype) { return dtype == QuantDType::int8 ? 2 : 1; }
 
 Cost cost_of(const Plan& plan) {
   Cost cost;

@@ -150,7 +150,10 @@ double gemm_peak(Backend& backend, DType dtype, std::int64_t n, int reps, Device
 }
 
 // Best FLOP/s of the backend's scaled GEMM of `spec` on an n x n x n product of quantized random
-// data (bf16 output), the activations' quantize not included: the GEMM's own ceiling.
+// data (bf16 output), the activations' quantize not included: the GEMM's own ceiling. The 1x128
+// group scales go up in the host's row-major order, not the layout a backend's own quantize may
+// write (backend.hpp, QuantRef): the same values permuted, which changes the products' values,
+// never the GEMM's work, and nothing reads them back.
 double quant_gemm_peak(Backend& backend, const QuantSpec& spec, std::int64_t n, int reps,
                        DeviceTiming* device, double min_load_s, int* reps_taken) {
   const std::vector<float> values = random_square(n);
