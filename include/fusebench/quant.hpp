@@ -84,6 +84,8 @@ enum class ScaleKind {
 };
 ScaleKind scale_kind(WeightScales weights);
 ScaleKind scale_kind(ActScales activations);
+// "per-tensor", "per-row", "128x128 block", "1x128 group": the words errors name a kind by.
+std::string_view to_string(ScaleKind kind);
 
 // A quantized row-major matrix: codes and their fp32 scales, row-major over the scale grid.
 // value(r, c) = decode(code) * scale of the tile holding (r, c), exact in double.

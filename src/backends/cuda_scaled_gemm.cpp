@@ -3,20 +3,6 @@
 namespace fusebench::cuda {
 namespace {
 
-std::string kind_word(ScaleKind kind) {
-  switch (kind) {
-    case ScaleKind::tensor:
-      return "per-tensor";
-    case ScaleKind::row:
-      return "per-row";
-    case ScaleKind::block:
-      return "128x128 block";
-    case ScaleKind::group:
-      return "1x128 group";
-  }
-  return "?";
-}
-
 std::string shape_text(std::int64_t m, std::int64_t n, std::int64_t k) {
   return "M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k);
 }
@@ -43,7 +29,9 @@ ScaledGemmCall scaled_gemm_call(QuantDType dtype, ScaleKind x, ScaleKind w, std:
                                 std::int64_t n, std::int64_t k, std::int64_t ld_x,
                                 std::int64_t ld_w, std::int64_t ld_y) {
   ScaledGemmCall call;  // strings only when refusing: the cuda backend asks on every call
-  const auto pair = [&] { return "x " + kind_word(x) + ", w " + kind_word(w); };
+  const auto pair = [&] {
+    return "x " + std::string(to_string(x)) + ", w " + std::string(to_string(w));
+  };
   const bool outer_x = x == ScaleKind::tensor || x == ScaleKind::row;
   const bool outer_w = w == ScaleKind::tensor || w == ScaleKind::row;
   if (dtype == QuantDType::int8) {

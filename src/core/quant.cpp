@@ -316,7 +316,9 @@ Tile tile_of(ScaleKind kind, std::int64_t rows, std::int64_t cols) {
   return {1, 1};
 }
 
-std::string kind_name(ScaleKind kind) {
+}  // namespace
+
+std::string_view to_string(ScaleKind kind) {
   switch (kind) {
     case ScaleKind::tensor:
       return "per-tensor";
@@ -329,8 +331,6 @@ std::string kind_name(ScaleKind kind) {
   }
   return "?";
 }
-
-}  // namespace
 
 std::int64_t QuantMat::tile_rows() const { return tile_of(kind, rows, cols).rows; }
 std::int64_t QuantMat::tile_cols() const { return tile_of(kind, rows, cols).cols; }
@@ -382,9 +382,9 @@ QuantMat quantize_with_scales(const float* data, std::int64_t rows, std::int64_t
   const auto want = static_cast<std::size_t>(m.scale_rows() * m.scale_cols());
   if (m.scales.size() != want)
     throw std::invalid_argument("quantize: " + std::to_string(m.scales.size()) + " " +
-                                kind_name(kind) + " scales for a " + std::to_string(rows) + "x" +
-                                std::to_string(cols) + " matrix, which needs " +
-                                std::to_string(want));
+                                std::string(to_string(kind)) + " scales for a " +
+                                std::to_string(rows) + "x" + std::to_string(cols) +
+                                " matrix, which needs " + std::to_string(want));
   for (float s : m.scales)
     if (!(s > 0) || !std::isfinite(s))
       throw std::invalid_argument("quantize: scale " + std::to_string(s) +
@@ -432,9 +432,10 @@ void check_shards(const std::vector<QuantMat>& shards, std::string_view what,
                                   std::to_string(s.cols) + " vs " + std::to_string(shards[0].cols) +
                                   ")");
     if (std::find(kinds.begin(), kinds.end(), s.kind) == kinds.end() || s.kind != shards[0].kind)
-      throw std::invalid_argument(std::string(what) + ": takes " + kind_name(*kinds.begin()) +
-                                  (kinds.size() > 1 ? " or " + kind_name(*(kinds.end() - 1)) : "") +
-                                  " shards of one kind, not " + kind_name(s.kind));
+      throw std::invalid_argument(
+          std::string(what) + ": takes " + std::string(to_string(*kinds.begin())) +
+          (kinds.size() > 1 ? " or " + std::string(to_string(*(kinds.end() - 1))) : "") +
+          " shards of one kind, not " + std::string(to_string(s.kind)));
   }
 }
 
