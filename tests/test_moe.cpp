@@ -347,6 +347,33 @@ TEST(MoeCli, RunsVerifiedWithRoutingFields) {
   std::filesystem::remove(report);
 }
 
+// A grouped step's region threads run beside the GEMM libraries' workers, which spin after a
+// multi-threaded call: their waits for a CPU are the process's own, so the moe group's samples
+// are not dropped as preempted (a quiet machine dropped every grouped sample before).
+TEST(MoeCli, GroupedRegionWaitsAreTheProcessesOwn) {
+  const auto report = fusebench::testing::temp_path("moe-region", "report.json");
+  const auto r = fusebench::testing::run_fusebench(
+      "--backend=cpu --model-config=" + config_path("tiny-qwen3-moe.json") +
+      " --ops=moe --tokens=16 --dtypes=fp32 --timing-max-time=0.05 --cpu-threads=2 --report=" +
+      report.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  int grouped = 0;
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("moe/", 0) != 0) continue;
+    ASSERT_TRUE(e.contains("preemption_unchecked")) << name;
+    const std::string why = e["preemption_unchecked"];
+    EXPECT_TRUE(why.find("grouped step's region") != std::string::npos ||
+                why.find("unreadable") != std::string::npos)
+        << name << ": " << why;
+    EXPECT_FALSE(e.contains("samples_dropped_preempted")) << name;
+    grouped += name.rfind("moe/grouped/", 0) == 0;
+  }
+  EXPECT_EQ(grouped, 1);
+  std::filesystem::remove(report);
+}
+
 // ---- Quantized (issue 29: fp8, int8 on the CPU backend; docs/moe.md, docs/quant.md) ----------
 
 // Quantize steps are counted launches: each GEMM's input quantized, per expert in the loops

@@ -52,7 +52,8 @@ void add_contention(const measure::GroupMeasurement& g, const measure::Summary& 
     c["samples_dropped_preempted"] = static_cast<double>(s.dropped_preempted);
   } else {
     fields["preemption_unchecked"] =
-        s.waited_known ? "this group's own threads (TP ranks and lanes) outnumber the cores, so "
+        s.waited_known ? "this group's own threads (TP ranks and lanes, or a grouped step's region "
+                         "beside the GEMM libraries' spinning workers) outnumber the cores, so "
                          "their waits for a CPU are their own: samples are not dropped; the "
                          "group is contended when other processes took CPU time meanwhile"
                        : "the run delay of this process's threads is unreadable here "

@@ -279,6 +279,13 @@ measure::EngineSettings GroupRunner::engine_for_active() const {
       if (inner) inner(m, round);
     };
   }
+  if (active_ && !active_->tp && backend_.name() == "cpu" && comm_.world == nullptr &&
+      region_beside_library_threads()) {
+    // A grouped step's region threads run beside the GEMM libraries' workers, which spin for a
+    // while after every multi-threaded call (the router's): their waits are this process's own,
+    // as in-process TP ranks' are (measured: docs/timing.md).
+    e.drop_preempted = false;
+  }
   if (active_ && active_->tp && backend_.name() == "cpu") {
     bool lane = false;
     for (const Member& m : active_->members) lane = lane || (m.ws && m.ws->uses_second_lane());
@@ -296,6 +303,23 @@ measure::EngineSettings GroupRunner::engine_for_active() const {
     }
   }
   return e;
+}
+
+bool GroupRunner::region_beside_library_threads() const {
+  const int budget = Backend::host_thread_budget();
+  const unsigned threads = budget > 0 ? static_cast<unsigned>(budget)
+                                      : std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 2) return false;  // one thread: no region workers, no library workers
+  for (const Member& m : active_->members) {
+    if (!m.ws) continue;
+    for (const Step& step : m.ws->plan().steps) {
+      if (const auto* g = std::get_if<GroupedGemmStep>(&step); g && g->gemms.size() > 1)
+        return true;
+      if (const auto* g = std::get_if<GroupedScaledGemmStep>(&step); g && g->gemms.size() > 1)
+        return true;
+    }
+  }
+  return false;
 }
 
 std::size_t GroupRunner::blocks() const {

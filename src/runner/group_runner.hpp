@@ -129,7 +129,11 @@ class GroupRunner {
   // group-level load decides instead (measure/interleave.hpp, contention_stop).
   // A multi-process run whose ranks fill the cores gets no run-delay probe at all: neither the
   // other ranks' waits nor their CPU time tell a neighbour (contention not judged).
+  // A CPU region comes too: a grouped step's threads beside the libraries' spinning workers.
   measure::EngineSettings engine_for_active() const;
+  // True when a member of the active group runs a grouped step of several GEMMs as a parallel
+  // region on the CPU with more than one thread.
+  bool region_beside_library_threads() const;
   void fail_member(Member& m, const std::string& why);
   // A safe point: throws the runner's own Interrupted when RunnerSettings::stop says stop.
   void stop_here_if_asked();
