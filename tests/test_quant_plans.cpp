@@ -266,19 +266,45 @@ TEST(QuantVerify, CatchesAWrongScale) {
 TEST(QuantCpu, NativeInt8IsExactWhereOffered) {
   cpu::CpuGemm gemm;
   if (gemm.int8_kernel().empty()) GTEST_SKIP() << gemm.int8_unavailable();
-  // Full-range codes, where int16 pair sums (AVX2 without VNNI) would saturate.
-  const std::int64_t m = 3, n = 5, k = 700;
-  std::vector<std::int8_t> x(m * k), w(n * k);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int8_t>(i % 2 ? 127 : -127);
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int8_t>((i * 37) % 255 - 127);
-  std::vector<std::int32_t> y(m * n);
-  ASSERT_TRUE(gemm.int8_gemm(x.data(), k, w.data(), k, y.data(), m, n, k));
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) {
-      std::int64_t want = 0;
-      for (std::int64_t p = 0; p < k; ++p) want += x[i * k + p] * w[j * k + p];
-      EXPECT_EQ(y[i * n + j], want) << i << "," << j;
+  // Full-range codes (-128 too), where int16 pair sums (vpmaddubsw) would saturate; strided
+  // operands (a 128-wide K block of a wider row, as block scales run it); odd K; M and N that
+  // are not multiples of the kernel's 6 rows and 16 columns; more than one packed K block; one
+  // thread and two.
+  struct Case {
+    std::int64_t m, n, k, ld;
+    int threads;
+  };
+  for (const Case c : {Case{3, 5, 700, 700, 1}, Case{13, 37, 129, 300, 2}, Case{1, 16, 1, 1, 1},
+                       Case{7, 33, 1031, 1031, 2}}) {
+    std::vector<std::int8_t> x(c.m * c.ld), w(c.n * c.ld);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<std::int8_t>(i % 3 == 0 ? -128 : (i % 2 ? 127 : -127));
+    for (std::size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<std::int8_t>(static_cast<int>((i * 37) % 256) - 128);
+    std::vector<std::int32_t> y(c.m * c.n, 12345);
+    gemm.set_threads(c.threads);
+    ASSERT_TRUE(gemm.int8_gemm(x.data(), c.ld, w.data(), c.ld, y.data(), c.m, c.n, c.k));
+    for (std::int64_t i = 0; i < c.m; ++i)
+      for (std::int64_t j = 0; j < c.n; ++j) {
+        std::int64_t want = 0;
+        for (std::int64_t p = 0; p < c.k; ++p) want += x[i * c.ld + p] * w[j * c.ld + p];
+        ASSERT_EQ(y[i * c.n + j], want)
+            << c.m << "x" << c.n << "x" << c.k << " at " << i << "," << j;
+      }
+    // The scales applied by the kernel's epilogue: out (+)= y * row scale * column scale.
+    std::vector<float> rs(c.m), cs(c.n), out(c.m * c.n, 0.5f);
+    for (std::int64_t i = 0; i < c.m; ++i) rs[i] = 0.25f + static_cast<float>(i);
+    for (std::int64_t j = 0; j < c.n; ++j) cs[j] = 1.0f / static_cast<float>(j + 3);
+    for (const bool accumulate : {false, true}) {
+      const std::vector<float> before = out;
+      const cpu::Int8Epilogue e{rs.data(), cs.data(), out.data(), accumulate};
+      ASSERT_TRUE(gemm.int8_gemm(x.data(), c.ld, w.data(), c.ld, y.data(), c.m, c.n, c.k, &e));
+      for (std::int64_t i = 0; i < c.m * c.n; ++i) {
+        const float v = static_cast<float>(y[i]) * (rs[i / c.n] * cs[i % c.n]);
+        ASSERT_EQ(out[i], accumulate ? before[i] + v : v) << i;
+      }
     }
+  }
 }
 
 // Random weights whose k and v are `shrink` times smaller than q (not a power of two, so the

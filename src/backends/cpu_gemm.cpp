@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "backends/cpu_int8_gemm.hpp"
 #include "core/host_mat.hpp"
 
 #ifdef FUSEBENCH_HAVE_DNNL
@@ -334,32 +335,45 @@ CpuGemm::~CpuGemm() = default;
 
 bool CpuGemm::int8_gemm(const std::int8_t* x, std::int64_t ldx, const std::int8_t* w,
                         std::int64_t ldw, std::int32_t* y, std::int64_t m, std::int64_t n,
-                        std::int64_t k) {
+                        std::int64_t k, const Int8Epilogue* epilogue) {
 #ifdef FUSEBENCH_HAVE_DNNL
-  if (dnnl_ == nullptr || dnnl_->int8_kernel.empty()) return false;
-  apply_threads();
-  dnnl_->int8_run(x, ldx, w, ldw, y, m, n, k);
-  return true;
-#else
-  (void)x, (void)ldx, (void)w, (void)ldw, (void)y, (void)m, (void)n, (void)k;
-  return false;
+  if (dnnl_ != nullptr && !dnnl_->int8_kernel.empty()) {
+    apply_threads();
+    dnnl_->int8_run(x, ldx, w, ldw, y, m, n, k);
+    if (epilogue != nullptr) {
+      const Int8Epilogue& e = *epilogue;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const float v = static_cast<float>(y[i * n + j]) * (e.row_scale[i] * e.col_scale[j]);
+          e.out[i * n + j] = e.accumulate ? e.out[i * n + j] + v : v;
+        }
+    }
+    return true;
+  }
 #endif
+  // No exact oneDNN kernel here (no VNNI): our own, exact on AVX2 (cpu_int8_gemm.hpp).
+  if (!int8_avx2_available() || k > kInt8AvxMaxK) return false;
+  int8_gemm_avx2(x, ldx, w, ldw, y, m, n, k, threads(), epilogue);
+  return true;
 }
 
 std::string CpuGemm::int8_kernel() const {
 #ifdef FUSEBENCH_HAVE_DNNL
-  return dnnl_ ? dnnl_->int8_kernel : "";
-#else
-  return "";
+  if (dnnl_ && !dnnl_->int8_kernel.empty())
+    return "oneDNN's int8 matmul (s8 x s8 -> s32, exact; " + dnnl_->int8_kernel +
+           " on a small probe)";
 #endif
+  return int8_avx2_available() ? int8_avx2_description() : "";
 }
 
 std::string CpuGemm::int8_unavailable() const {
+  std::string why;
 #ifdef FUSEBENCH_HAVE_DNNL
-  return dnnl_ ? dnnl_->int8_why : "oneDNN is not loaded";
+  why = dnnl_ ? dnnl_->int8_why : "oneDNN is not loaded";
 #else
-  return "this build has no oneDNN (libdnnl-dev was not found)";
+  why = "this build has no oneDNN (libdnnl-dev was not found)";
 #endif
+  return why + "; and this CPU has no AVX2 for fusebench's own int8 kernel";
 }
 
 bool CpuGemm::dnnl_takes(DType dtype) const {

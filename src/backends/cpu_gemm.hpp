@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu_int8_gemm.hpp"
 #include "fusebench/backend.hpp"
 
 namespace fusebench::cpu {
@@ -54,12 +55,15 @@ class CpuGemm {
   nlohmann::json context() const;
   // True when oneDNN runs this dtype here (built with it; bf16 also needs a CPU it supports).
   bool dnnl_takes(DType dtype) const;
-  // y[M,N] (int32) = x[M,K] w[N,K]^T on int8 operands with row strides ldx, ldw, y dense:
-  // oneDNN's int8 matmul, exact integer accumulation. False, nothing run, where this build or
-  // CPU has none (int8_kernel() then says why).
+  // y[M,N] (int32) = x[M,K] w[N,K]^T on int8 operands with row strides ldx, ldw, y dense,
+  // exact integer accumulation: oneDNN's int8 matmul where the CPU has VNNI, else our AVX2
+  // kernel (cpu_int8_gemm.hpp). With `epilogue`, the scales are applied into its fp32 output
+  // too (by the kernel's threads as tiles finish, or after oneDNN's call). False, nothing run,
+  // where neither runs here (int8_kernel() is then empty and int8_unavailable() says why).
   bool int8_gemm(const std::int8_t* x, std::int64_t ldx, const std::int8_t* w, std::int64_t ldw,
-                 std::int32_t* y, std::int64_t m, std::int64_t n, std::int64_t k);
-  // oneDNN's kernel for a small int8 probe ("" where there is none), and why not.
+                 std::int32_t* y, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const Int8Epilogue* epilogue = nullptr);
+  // The int8 kernel int8_gemm runs ("" where there is none), and why there is none.
   std::string int8_kernel() const;
   std::string int8_unavailable() const;
   // Threads of the libraries' calls made by this object from now on (0: the defaults they had
@@ -75,8 +79,8 @@ class CpuGemm {
   int default_blas_threads_ = 1;
   int default_omp_threads_ = -1;  // -1: no OpenMP runtime loaded
   struct Dnnl;
-  std::unique_ptr<Dnnl> dnnl_;  // null without oneDNN
-  std::vector<float> scratch_;  // fp32 result of the bf16 fallbacks
+  std::unique_ptr<Dnnl> dnnl_;                // null without oneDNN
+  std::vector<float> scratch_;                // fp32 result of the bf16 fallbacks
   std::vector<float> widened_x_, widened_w_;  // the widened bf16 operands, kept across calls
 };
 
