@@ -298,11 +298,15 @@ int main(int argc, char** argv) {
                           {"worst_group", groups.worst_load_json()}};
       if (timing.ceilings_log == nullptr) return;
       ctx["ceilings"] = timing.ceilings_log->json();
+      const bool over_run = timing.ceilings_log->measurements() > 1;
       for (auto& e : entries) {
         if (!e.contains("roofline_fraction") || !e.contains("time_median")) continue;
-        const double frac = timing.ceilings_log->fraction(
-            bench::fixture_name(e.value("run_name", "")), e["time_median"].get<double>());
+        const std::string name = bench::fixture_name(e.value("run_name", ""));
+        const double frac = timing.ceilings_log->fraction(name, e["time_median"].get<double>());
         if (frac >= 0) e["roofline_fraction"] = frac;
+        // Which measurement judged it, once there are several (context.ceilings.over_run).
+        if (const double at = timing.ceilings_log->judged_against_s(name); over_run && at >= 0)
+          e["ceilings_at_s"] = at;
       }
     });
     benchmark::RunSpecifiedBenchmarks(&writer);

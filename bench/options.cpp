@@ -132,6 +132,11 @@ void validate(const CLI::App& app, const Options& o) {
                                 " is longer than --timing-max-time=" + number(o.timing_max_time) +
                                 ": no entry could ever converge (the timeout comes first)");
   }
+  if (app.count("--ceilings-every") > 0 &&
+      (!std::isfinite(o.ceilings_every) || o.ceilings_every < 0)) {
+    throw std::invalid_argument("--ceilings-every: " + number(o.ceilings_every) +
+                                " is invalid (seconds >= 0, e.g. 30; 0 measures once)");
+  }
   if (o.timing_blocks != "auto") {
     const auto n = parse_timing_blocks(o.timing_blocks);
     if (!n) {
@@ -317,6 +322,11 @@ int parse_options(int argc, char** argv, Options& o) {
                  "wall-clock timeout per entry in seconds; a group of k variants gets k times "
                  "this (GPU 1, CPU 0.5)")
       ->check(real_number("seconds > 0, e.g. 0.5"));
+  app.add_option("--ceilings-every", o.ceilings_every,
+                 "measure the roofline ceilings again every SECONDS between groups, and once after "
+                 "the last, each entry judged against the nearest (0: once, at the start; CPU 30, "
+                 "GPU 0)")
+      ->check(real_number("seconds >= 0, e.g. 30"));
   app.add_option("--timing-blocks", o.timing_blocks,
                  "measure each group in N blocks in a row and widen its intervals by their "
                  "spread (docs/timing.md): auto (5 on the CPU backend, 1 on a GPU) or 1..100");

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "cli_run.hpp"
 #include "fusebench/backend.hpp"
@@ -202,6 +203,42 @@ TEST(TimingCeilings, NeverBelowWhatTheSweepObserved) {
   EXPECT_EQ(slow.json()["source"], "measured");
   EXPECT_NEAR(slow.fraction("slow", 10 * roofline_seconds(plan, slow.for_dtype(DType::f32))), 0.1,
               1e-12);
+}
+
+// Issue 29: a shared host's bandwidth moves over a run; measured again, each entry is judged
+// against the measurement nearest it, raised only by the entries nearest that measurement, and
+// the report shows the spread.
+TEST(TimingCeilings, EachEntryIsJudgedByTheMeasurementNearestIt) {
+  MeasuredCeilings first, later;
+  first.bandwidth = 1e9;
+  first.peak_flops[DType::f32] = 1e12;
+  first.json = {{"source", "measured"}};
+  later = first;
+  later.bandwidth = 2e9;  // the neighbour stopped streaming
+  CeilingsLog log(first);
+  const ShardShape s = shard(find_model("qwen3-0.6b"), 1);
+  const Plan plan = build_plan("qkv", "fused", s, 1, DType::f32);  // bandwidth-bound at 1 token
+  const double t = 10 * roofline_seconds(plan, log.for_dtype(DType::f32));  // 0.1 of the roofline
+  log.observe("early", DType::f32, plan, t, 10);
+  log.observe("late", DType::f32, plan, t, 90);
+  EXPECT_NEAR(log.fraction("late", t), 0.1, 1e-12);  // only the first measurement so far
+  log.add_measurement(100, later);
+  EXPECT_EQ(log.judged_against_s("early"), 0);
+  EXPECT_EQ(log.judged_against_s("late"), 100);
+  EXPECT_NEAR(log.fraction("early", t), 0.1, 1e-12);
+  EXPECT_NEAR(log.fraction("late", t), 0.05, 1e-12);  // twice the bandwidth: half the fraction
+  // An entry faster than the later roofline raises the later measurement only.
+  const double fast = roofline_seconds(plan, log.for_dtype(DType::f32, 100)) / 4;
+  log.observe("fast", DType::f32, plan, fast, 99);
+  EXPECT_LE(log.fraction("fast", fast), 1 + 1e-9);
+  const nlohmann::json j = log.json();
+  EXPECT_EQ(j["source"], "measured");  // the first measurement: not raised
+  const auto& over = j["over_run"];
+  ASSERT_EQ(over["measurements"].size(), 2u);
+  EXPECT_EQ(over["measurements"][1]["at_s"], 100);
+  EXPECT_EQ(over["measurements"][1]["raised_count"], 1);
+  EXPECT_NEAR(over["spread"]["bandwidth"]["max_over_min"].get<double>(), 2, 1e-12);
+  EXPECT_EQ(over["spread"]["peak_flops_by_dtype"]["fp32"]["max_over_min"], 1);
 }
 
 TEST(TimingCeilings, CpuPhysicalPeakFromTheCpusOwnFigures) {
@@ -459,6 +496,37 @@ nlohmann::json run_report(const std::string& args, const std::string& tag, std::
 
 // One group measurement serves both entries: the baseline's speedup over fused and fused's over
 // split come from the same rounds (reciprocal ratios, reciprocal interval ends).
+TEST(TimingReport, CeilingsMeasuredAgainDuringTheRunJudgeTheEntriesNearest) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("fusebench_ceilings_every_" + std::to_string(::getpid()) + ".json");
+  std::string out;
+  const int rc = run_binary(
+      "--backend=cpu --ops=qkv --tokens=1,4 --dtypes=fp32 --timing-max-time=0.05 "
+      "--cpu-threads=1 --ceilings-every=0.001 --report=" +
+          path.string(),
+      &out);
+  ASSERT_EQ(rc, 0) << out;
+  std::ifstream in(path);
+  const auto report = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  const auto& over = report["context"]["ceilings"]["over_run"];
+  // At the start, between groups (the CPU's two groups share one window of blocks) and after
+  // the last.
+  ASSERT_GE(over["measurements"].size(), 2u) << over.dump();
+  std::set<double> at;
+  for (const auto& m : over["measurements"]) {
+    EXPECT_GT(m["bandwidth"].get<double>(), 0);
+    at.insert(m["at_s"].get<double>());
+  }
+  EXPECT_GT(over["spread"]["bandwidth"]["max"].get<double>(), 0);
+  for (const auto& e : report["benchmarks"]) {
+    ASSERT_TRUE(e.contains("ceilings_at_s")) << e["name"];
+    EXPECT_EQ(at.count(e["ceilings_at_s"].get<double>()), 1u) << e["name"];
+  }
+  EXPECT_NE(run_binary("--backend=cpu --ceilings-every=-1 --list", &out), 0);
+  EXPECT_NE(out.find("--ceilings-every"), std::string::npos) << out;
+}
+
 TEST(TimingReport, BothEntriesOfAGroupComeFromOneInterleavedMeasurement) {
   std::string out;
   const auto report = run_report(

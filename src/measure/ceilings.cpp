@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -337,68 +338,177 @@ nlohmann::json cpu_physical_peak() {
   return j;
 }
 
-CeilingsLog::CeilingsLog(const MeasuredCeilings& measured)
-    : measured_(measured), bandwidth_(measured.bandwidth), peak_(measured.peak_flops) {}
+namespace {
 
-Ceilings CeilingsLog::for_dtype(DType dtype) const {
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+nlohmann::json spread_of(const std::vector<double>& values) {
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  nlohmann::json j = {{"min", *lo}, {"max", *hi}};
+  if (*lo > 0) j["max_over_min"] = *hi / *lo;
+  return j;
+}
+
+}  // namespace
+
+CeilingsLog::CeilingsLog(const MeasuredCeilings& measured) : t0_(steady_seconds()) {
+  add_measurement(0, measured);
+}
+
+double CeilingsLog::now_s() const { return steady_seconds() - t0_; }
+
+void CeilingsLog::add_measurement(double at_s, const MeasuredCeilings& measured) {
+  Measurement m;
+  m.at_s = at_s;
+  m.measured = measured;
+  m.bandwidth = measured.bandwidth;
+  m.peak = measured.peak_flops;
+  measurements_.push_back(std::move(m));
+  if (measurements_.size() > 1) replay();
+}
+
+std::size_t CeilingsLog::nearest(double at_s) const {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < measurements_.size(); ++i)
+    if (std::abs(measurements_[i].at_s - at_s) < std::abs(measurements_[best].at_s - at_s))
+      best = i;
+  return best;
+}
+
+Ceilings CeilingsLog::for_dtype(DType dtype, double at_s) const {
+  const Measurement& m = measurements_[at_s < 0 ? 0 : nearest(at_s)];
   Ceilings c;
-  c.bandwidth = bandwidth_;
-  if (auto it = peak_.find(dtype); it != peak_.end()) c.peak_flops = it->second;
-  c.source = raised_.empty() ? "measured" : "measured, raised to what the sweep observed";
+  c.bandwidth = m.bandwidth;
+  if (auto it = m.peak.find(dtype); it != m.peak.end()) c.peak_flops = it->second;
+  c.source = m.raised.empty() ? "measured" : "measured, raised to what the sweep observed";
   return c;
 }
 
-void CeilingsLog::observe(const std::string& name, DType dtype, const Plan& plan, double seconds) {
-  seen_.insert_or_assign(name, Seen{plan, dtype});
-  if (!(seconds > 0) || !peak_.count(dtype) || !(bandwidth_ > 0) || !(peak_[dtype] > 0)) return;
-  const double before_peak = peak_[dtype], before_bw = bandwidth_;
-  if (roofline_seconds(plan, for_dtype(dtype)) <= seconds) return;
-  const Cost cost = cost_of(plan);
-  peak_[dtype] = std::max(peak_[dtype], cost.flops / seconds);
-  bandwidth_ = std::max(bandwidth_, cost.bytes / seconds);
+Ceilings CeilingsLog::for_quant(const QuantSpec& spec, double at_s) const {
+  return measurements_[nearest(at_s)].measured.for_quant(spec);
+}
+
+void CeilingsLog::raise(Measurement& m, const std::string& name, const Seen& seen) const {
+  const DType dtype = seen.dtype;
+  const double seconds = seen.seconds;
+  if (!(seconds > 0) || !m.peak.count(dtype) || !(m.bandwidth > 0) || !(m.peak[dtype] > 0)) return;
+  const auto published = [&] {
+    Ceilings c;
+    c.bandwidth = m.bandwidth;
+    c.peak_flops = m.peak[dtype];
+    return c;
+  };
+  const double before_peak = m.peak[dtype], before_bw = m.bandwidth;
+  if (roofline_seconds(seen.plan, published()) <= seconds) return;
+  const Cost cost = cost_of(seen.plan);
+  m.peak[dtype] = std::max(m.peak[dtype], cost.flops / seconds);
+  m.bandwidth = std::max(m.bandwidth, cost.bytes / seconds);
   // Steps bound differently each may still sum above the time: scale both (the ridge stays).
-  const double over = roofline_seconds(plan, for_dtype(dtype)) / seconds;
+  const double over = roofline_seconds(seen.plan, published()) / seconds;
   if (over > 1) {
-    peak_[dtype] *= over;
-    bandwidth_ *= over;
+    m.peak[dtype] *= over;
+    m.bandwidth *= over;
   }
-  ++raised_count_;
-  if (raised_.size() >= 32) return;  // the first ones say why; the count says how many
-  raised_.push_back({{"entry", name},
-                     {"dtype", to_string(dtype)},
-                     {"seconds", seconds},
-                     {"peak_flops_from", before_peak},
-                     {"peak_flops_to", peak_[dtype]},
-                     {"bandwidth_from", before_bw},
-                     {"bandwidth_to", bandwidth_}});
+  ++m.raised_count;
+  if (m.raised.size() >= 32) return;  // the first ones say why; the count says how many
+  m.raised.push_back({{"entry", name},
+                      {"dtype", to_string(dtype)},
+                      {"seconds", seconds},
+                      {"peak_flops_from", before_peak},
+                      {"peak_flops_to", m.peak[dtype]},
+                      {"bandwidth_from", before_bw},
+                      {"bandwidth_to", m.bandwidth}});
+}
+
+void CeilingsLog::replay() {
+  for (Measurement& m : measurements_) {
+    m.bandwidth = m.measured.bandwidth;
+    m.peak = m.measured.peak_flops;
+    m.raised = nlohmann::json::array();
+    m.raised_count = 0;
+  }
+  for (const auto& [name, seen] : observed_) raise(measurements_[nearest(seen.at_s)], name, seen);
+}
+
+void CeilingsLog::observe(const std::string& name, DType dtype, const Plan& plan, double seconds,
+                          double at_s) {
+  Seen seen{plan, dtype, seconds, at_s < 0 ? now_s() : at_s};
+  raise(measurements_[nearest(seen.at_s)], name, seen);
+  last_[name] = observed_.size();
+  observed_.emplace_back(name, std::move(seen));
 }
 
 double CeilingsLog::fraction(const std::string& name, double seconds) const {
-  const auto it = seen_.find(name);
-  if (it == seen_.end()) return -1;
-  return roofline_fraction(it->second.plan, seconds, for_dtype(it->second.dtype));
+  const auto it = last_.find(name);
+  if (it == last_.end()) return -1;
+  const Seen& seen = observed_[it->second].second;
+  return roofline_fraction(seen.plan, seconds, for_dtype(seen.dtype, seen.at_s));
+}
+
+double CeilingsLog::judged_against_s(const std::string& name) const {
+  const auto it = last_.find(name);
+  if (it == last_.end()) return -1;
+  return measurements_[nearest(observed_[it->second].second.at_s)].at_s;
 }
 
 nlohmann::json CeilingsLog::json() const {
-  nlohmann::json j = measured_.json;
-  if (raised_.empty()) return j;
-  j["source"] = "measured, raised to what the sweep observed";
-  j["measured_bandwidth"] = measured_.bandwidth;
-  j["measured_peak_flops_by_dtype"] = j["peak_flops_by_dtype"];
-  j["bandwidth"] = bandwidth_;
-  nlohmann::json by = nlohmann::json::object();
-  for (const auto& [d, v] : peak_) by[std::string(to_string(d))] = v;
-  j["peak_flops_by_dtype"] = by;
-  if (j.contains("peak_flops_dtype")) {
-    for (const auto& [d, v] : peak_)
-      if (to_string(d) == j["peak_flops_dtype"].get<std::string>()) j["peak_flops"] = v;
+  const Measurement& first = measurements_.front();
+  nlohmann::json j = first.measured.json;
+  if (!first.raised.empty()) {
+    j["source"] = "measured, raised to what the sweep observed";
+    j["measured_bandwidth"] = first.measured.bandwidth;
+    j["measured_peak_flops_by_dtype"] = j["peak_flops_by_dtype"];
+    j["bandwidth"] = first.bandwidth;
+    nlohmann::json by = nlohmann::json::object();
+    for (const auto& [d, v] : first.peak) by[std::string(to_string(d))] = v;
+    j["peak_flops_by_dtype"] = by;
+    if (j.contains("peak_flops_dtype")) {
+      for (const auto& [d, v] : first.peak)
+        if (to_string(d) == j["peak_flops_dtype"].get<std::string>()) j["peak_flops"] = v;
+    }
+    j["raised"] = first.raised;
+    j["raised_count"] = first.raised_count;
+    j["raised_note"] =
+        "the sweep ran faster than a measured ceiling: published ceilings are never below what "
+        "the sweep observed (each raise names its entry), so roofline_fraction <= 1 by "
+        "construction";
   }
-  j["raised"] = raised_;
-  j["raised_count"] = raised_count_;
-  j["raised_note"] =
-      "the sweep ran faster than a measured ceiling: published ceilings are never below what "
-      "the sweep observed (each raise names its entry), so roofline_fraction <= 1 by "
-      "construction";
+  if (measurements_.size() < 2) return j;
+  nlohmann::json each = nlohmann::json::array();
+  std::vector<double> bandwidths;
+  std::map<std::string, std::vector<double>> peaks;
+  for (const Measurement& m : measurements_) {
+    nlohmann::json by = nlohmann::json::object(), published = nlohmann::json::object();
+    for (const auto& [d, v] : m.measured.peak_flops) {
+      by[std::string(to_string(d))] = v;
+      peaks[std::string(to_string(d))].push_back(v);
+    }
+    for (const auto& [d, v] : m.peak) published[std::string(to_string(d))] = v;
+    nlohmann::json quant = nlohmann::json::object();
+    for (const auto& [spec, v] : m.measured.quant_peak_flops) quant[spec] = v;
+    bandwidths.push_back(m.measured.bandwidth);
+    nlohmann::json e = {
+        {"at_s", m.at_s}, {"bandwidth", m.measured.bandwidth}, {"peak_flops_by_dtype", by}};
+    if (!quant.empty()) e["peak_flops_by_quant"] = quant;
+    if (m.raised_count > 0) {
+      e["published_bandwidth"] = m.bandwidth;
+      e["published_peak_flops_by_dtype"] = published;
+      e["raised_count"] = m.raised_count;
+    }
+    each.push_back(std::move(e));
+  }
+  nlohmann::json spread = {{"bandwidth", spread_of(bandwidths)}};
+  for (const auto& [d, v] : peaks) spread["peak_flops_by_dtype"][d] = spread_of(v);
+  j["over_run"] = {
+      {"measurements", each},
+      {"spread", spread},
+      {"rule",
+       "the ceilings were measured again during the run (--ceilings-every); each entry's "
+       "roofline_fraction is taken against the measurement nearest the time its results were "
+       "taken (the entry's ceilings_at_s), raised only by the entries nearest that "
+       "measurement. The fields above are the first measurement's"}};
   return j;
 }
 

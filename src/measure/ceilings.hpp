@@ -57,28 +57,60 @@ nlohmann::json cpu_physical_peak();
 // the roofline first raises the peak to its FLOP/s and the bandwidth to its byte rate; if its
 // steps' roofline still exceeds its time (mixed-bound steps), both are scaled by that factor
 // (which keeps the ridge). Every raise is recorded with the entry that caused it.
+// Over a long run on a shared host the ceilings move (another tenant's memory traffic): the
+// runner measures them again (add_measurement), and each entry is judged against the
+// measurement nearest the time its results were taken, raised only by the entries nearest it.
 class CeilingsLog {
  public:
+  // The first measurement, at 0 s: the run's clock starts here.
   explicit CeilingsLog(const MeasuredCeilings& measured);
-  // Entry `name` ran `plan` in `seconds` per run: raises the ceilings where needed.
-  void observe(const std::string& name, DType dtype, const Plan& plan, double seconds);
-  Ceilings for_dtype(DType dtype) const;  // the current ceilings
+  // Seconds since construction (the run's clock for add_measurement and observe).
+  double now_s() const;
+  // The same ceilings measured again `at_s` seconds into the run.
+  void add_measurement(double at_s, const MeasuredCeilings& measured);
+  std::size_t measurements() const { return measurements_.size(); }
+  double last_measured_s() const { return measurements_.back().at_s; }
+  // Entry `name` ran `plan` in `seconds` per run, its results taken `at_s` seconds into the run
+  // (< 0: now): raises the ceilings of the measurement nearest it where needed.
+  void observe(const std::string& name, DType dtype, const Plan& plan, double seconds,
+               double at_s = -1);
+  // The published ceilings of the measurement nearest `at_s` (< 0: the first).
+  Ceilings for_dtype(DType dtype, double at_s = -1) const;
+  // A quantized spec's scaled-GEMM ceiling, measured nearest `at_s` (never raised).
+  Ceilings for_quant(const QuantSpec& spec, double at_s) const;
   // roofline_fraction of `name` at `seconds` on the current ceilings; < 0 when unknown.
   double fraction(const std::string& name, double seconds) const;
-  // context["ceilings"]: the measured ceilings, what the sweep raised and why.
+  // When the measurement an observed entry is judged against was taken (< 0: unknown).
+  double judged_against_s(const std::string& name) const;
+  // context["ceilings"]: the first measurement, what the sweep raised and why; with several
+  // measurements, `over_run`: each one and their spread.
   nlohmann::json json() const;
 
  private:
-  MeasuredCeilings measured_;
-  double bandwidth_ = 0;
-  std::map<DType, double> peak_;
+  struct Measurement {
+    double at_s = 0;
+    MeasuredCeilings measured;
+    // Published: raised by the entries nearest this measurement.
+    double bandwidth = 0;
+    std::map<DType, double> peak;
+    nlohmann::json raised = nlohmann::json::array();
+    std::size_t raised_count = 0;
+  };
   struct Seen {
     Plan plan;
     DType dtype;
+    double seconds = 0;
+    double at_s = 0;
   };
-  std::map<std::string, Seen> seen_;
-  nlohmann::json raised_ = nlohmann::json::array();
-  std::size_t raised_count_ = 0;
+  std::size_t nearest(double at_s) const;
+  void raise(Measurement& m, const std::string& name, const Seen& seen) const;
+  // Every observation again, each onto its nearest measurement (after a new measurement moved
+  // some entries' nearest one).
+  void replay();
+  std::vector<Measurement> measurements_;
+  std::vector<std::pair<std::string, Seen>> observed_;  // in order (a name may repeat)
+  std::map<std::string, std::size_t> last_;             // name -> its latest in observed_
+  double t0_ = 0;                                       // steady clock at construction, s
 };
 
 // The entry's fraction of the roofline: roofline_seconds(plan) (each step bound by its own

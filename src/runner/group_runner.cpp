@@ -87,7 +87,9 @@ EntryResult GroupRunner::next_result(std::size_t index) {
   if (results_[index].size() <= rep && !interrupted_) {
     try {
       stop_here_if_asked();
+      maybe_remeasure_ceilings(false);
       measure_group(plan_.group_of[index]);
+      if (groups_done_ >= plan_.groups.size()) maybe_remeasure_ceilings(true);
     } catch (const Interrupted&) {
       interrupted_ = true;
       release();
@@ -102,6 +104,16 @@ EntryResult GroupRunner::next_result(std::size_t index) {
     return {"internal: the group measurement gave no result"};
   }
   return results_[index][rep];
+}
+
+void GroupRunner::maybe_remeasure_ceilings(bool after_last_group) {
+  measure::CeilingsLog* log = settings_.ceilings_log;
+  if (!settings_.remeasure_ceilings || log == nullptr || !(settings_.ceilings_every_s > 0)) return;
+  const double since = log->now_s() - log->last_measured_s();
+  if (since >= settings_.ceilings_every_s / (after_last_group ? 4 : 1)) {
+    release();  // the groups' buffers go first: the measurement has the memory to itself
+    settings_.remeasure_ceilings();
+  }
 }
 
 void GroupRunner::stop_here_if_asked() {
@@ -129,6 +141,7 @@ void GroupRunner::block_measured(std::size_t group, std::size_t block, std::size
 }
 
 void GroupRunner::group_measured(std::size_t group) {
+  ++groups_done_;
   if (observer_ != nullptr) observer_->group_done(group, plan_.groups[group].key);
 }
 
@@ -658,6 +671,7 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   add_counters(pos, g.regime, cost, r);
   if (a.tp) add_tp_report(pos, s.median, r);
   add_model_cost(cost, f.tokens, f.shard.tp, r);
+  if (nlohmann::json rows = f.rows_json(); !rows.is_null()) r.fields["expert_rows"] = rows;
   if (f.quant) {  // accuracy beside time: against float64 and against split's output
     const std::int64_t rows = quant_reference_rows(f);
     const ShardOutputs got = read_quant_outputs(*m.ws, rows);
@@ -695,7 +709,10 @@ void GroupRunner::add_roofline(const Fixture& f, const Member& m, measure::Regim
   // Quantized entries: the roofline of their spec's scaled GEMM (measured with the ceilings),
   // not the bf16 one; the published ceilings are not raised by them (one log per dtype).
   if (settings_.ceilings != nullptr && f.quant) {
-    const Ceilings q = settings_.ceilings->for_quant(*f.quant);
+    const Ceilings q =
+        settings_.ceilings_log != nullptr
+            ? settings_.ceilings_log->for_quant(*f.quant, settings_.ceilings_log->now_s())
+            : settings_.ceilings->for_quant(*f.quant);
     if (q.peak_flops > 0) {
       if (const double frac = measure::roofline_fraction(plan, median, q); frac >= 0) {
         c["roofline_fraction"] = frac;

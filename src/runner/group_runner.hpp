@@ -48,6 +48,11 @@ struct RunnerSettings {
   // (a Ctrl-C, interrupt.hpp). Groups already measured keep their results; the others are
   // "not measured" (EntryResult::interrupted). Unset: never.
   std::function<bool()> stop;
+  // Measures the ceilings again and adds them to ceilings_log (the binary's; unset: never).
+  // Called between groups once ceilings_every_s have passed since the last measurement, and
+  // once after the last group (unless the last measurement is under a quarter of that old).
+  std::function<void()> remeasure_ceilings;
+  double ceilings_every_s = 0;
 };
 
 class GroupRunner {
@@ -172,6 +177,8 @@ class GroupRunner {
   Tally tally_;
   RunObserver* observer_ = nullptr;
   std::size_t blocks_done_ = 0;
+  std::size_t groups_done_ = 0;
+  void maybe_remeasure_ceilings(bool after_last_group);
   std::size_t current_group_ = 0;  // the group being measured (for the observer)
   bool interrupted_ = false;
 };

@@ -53,6 +53,9 @@ struct Options {
   double timing_target_ci = -1;
   double timing_min_time = -1;  // s of measured time before convergence may be declared
   double timing_max_time = -1;  // s of wall time per entry before giving up
+  // Seconds between measurements of the ceilings during the run (0: once, at the start);
+  // negative: backend default (CPU 30, GPU 0).
+  double ceilings_every = -1;
   // Blocks each group is measured in (measure/blocks.hpp): "auto" (5 on the CPU backend, 1 on a
   // GPU) or a count 1..100.
   std::string timing_blocks = "auto";

@@ -82,6 +82,14 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
   t.ceilings_log = std::make_unique<measure::CeilingsLog>(*t.ceilings);
   t.settings.ceilings_log = t.ceilings_log.get();
   context["ceilings"] = t.ceilings_log->json();
+  // A shared host's bandwidth moves over minutes: measured again between groups (the GPU's
+  // ceilings hold still, so once unless asked).
+  t.settings.ceilings_every_s = o.ceilings_every >= 0 ? o.ceilings_every : (gpu ? 0.0 : 30.0);
+  t.settings.remeasure_ceilings = [&backend, dtypes = sweep.dtypes, quant, device = t.device.get(),
+                                   log = t.ceilings_log.get()] {
+    const double at = log->now_s();
+    log->add_measurement(at, measure::measure_ceilings(backend, dtypes, device, quant));
+  };
 
   // The throttle rule compares each sample's clock with the clock a sustained GEMM load runs at
   // (probed while the ceilings were taken), not with the peak clock: at the power cap a big
