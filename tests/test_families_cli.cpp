@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -87,6 +88,37 @@ TEST(FamiliesCli, MoeModelVerifiesOneExpertAtTp1And4) {
   EXPECT_EQ(moe["experts"], 128);
   EXPECT_NE(moe["note"].get<std::string>().find("one expert's gate/up GEMM pair"),
             std::string::npos);
+}
+
+// One routed expert's gate_up runs the rows that expert gets, not the layer's M tokens (issue
+// 30 item 5): tokens * 8 / E_active for qwen3-30b-a3b's 128 experts, top-8.
+TEST(FamiliesCli, ExpertGateUpRunsTheRowsOneRoutedExpertGets) {
+  const auto path = temp_path("expert-rows.json");
+  const CliResult r = run("--model-config=" + cfg("qwen3-30b-a3b.json") +
+                          " --ops=gate_up --tp=4 --tokens=16,1024 --dtypes=fp32 --verify "
+                          "--cpu-threads=1 --report=" +
+                          path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tokens=1024 (expert rows 64)"), std::string::npos) << r.output;
+  const auto report = fusebench::testing::load_json(path);
+  std::filesystem::remove(path);
+  const std::map<int, int> rows = {{16, 2}, {1024, 64}};  // E_active 81.6 and 128.0
+  int entries = 0;
+  for (const auto& b : report["benchmarks"]) {
+    ++entries;
+    const int tokens = static_cast<int>(b["tokens"].get<double>());
+    ASSERT_TRUE(b.contains("expert_rows")) << b["name"];
+    EXPECT_EQ(b["expert_rows"]["rows"], rows.at(tokens)) << b["name"];
+    EXPECT_EQ(b["expert_rows"]["tokens"], tokens) << b["name"];
+    if (b["variant"] == "fused") {  // 2 * 768 / 4 columns per rank, K 2048, at the rows
+      EXPECT_EQ(b["model_flops"].get<double>(), 2.0 * rows.at(tokens) * 384 * 2048) << b["name"];
+    }
+  }
+  EXPECT_EQ(entries, 4);
+  for (const auto& v : report["context"]["verification"]) {
+    EXPECT_TRUE(v["ok"].get<bool>()) << v;
+    EXPECT_EQ(v["rows"], rows.at(v["tokens"].get<int>())) << v;
+  }
 }
 
 TEST(FamiliesCli, MlaModelVerifiesTheReplicatedFusedQkvA) {

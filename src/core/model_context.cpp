@@ -42,7 +42,8 @@ nlohmann::json model_context(const ModelShape& m) {
          "vLLM runs the routed experts of a layer as one fused-MoE kernel (FusedMoE: w13 = [E, "
          "2*intermediate/tp, hidden], each expert's intermediate split by tp) over the tokens "
          "routed to each expert. A layer:expert fixture is one expert's gate/up GEMM pair on "
-         "the M tokens routed to it (M = tokens * experts_per_token / experts on average), split "
+         "the rows routed to it (tokens * experts_per_token / the experts the tokens hit on "
+         "average under uniform routing, at least 1: the entry's expert_rows), split "
          "vs fused as the fused-MoE kernel computes it, not the fused-MoE kernel itself."}};
   }
   nlohmann::json refused = nlohmann::json::object();

@@ -41,7 +41,7 @@ ShardOutputs read_quant_outputs(Workspace& ws, std::int64_t rows) {
 std::int64_t quant_reference_rows(const Fixture& f) {
   const double macs =
       cost_of(build_plan(f.op, find_op(f.op).quant_split, f.shard, 1, f.dtype, f.quant)).flops / 2;
-  return reference_rows(macs, f.tokens);
+  return reference_rows(macs, f.rows());
 }
 
 namespace {

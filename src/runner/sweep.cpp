@@ -1,6 +1,7 @@
 #include "sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -33,7 +34,32 @@ std::string Fixture::dtype_name() const {
   return quant ? quant->name() : std::string(to_string(dtype));
 }
 
-Plan Fixture::plan() const { return build_plan(op, variant, shard, tokens, dtype, quant); }
+static bool routed_expert_rows(const Fixture& f) {
+  return f.op == "gate_up" && f.shard.mlp == LayerKind::expert && f.model.experts > 0 &&
+         f.model.experts_per_token > 0;
+}
+
+std::int64_t Fixture::rows() const {
+  if (!routed_expert_rows(*this)) return tokens;
+  const double active = expected_active_experts(tokens, model.experts, model.experts_per_token);
+  const double per_expert = static_cast<double>(tokens * model.experts_per_token) / active;
+  return std::max<std::int64_t>(1, std::llround(per_expert));
+}
+
+nlohmann::json Fixture::rows_json() const {
+  if (!routed_expert_rows(*this)) return nullptr;
+  return {{"rows", rows()},
+          {"tokens", tokens},
+          {"experts", model.experts},
+          {"top_k", model.experts_per_token},
+          {"expected_active_experts",
+           expected_active_experts(tokens, model.experts, model.experts_per_token)},
+          {"rule",
+           "one routed expert's rows: tokens * top_k / expected_active_experts (uniform "
+           "routing), rounded, at least 1; the whole block at its real routing is the moe op"}};
+}
+
+Plan Fixture::plan() const { return build_plan(op, variant, shard, rows(), dtype, quant); }
 
 std::vector<ShardShape> op_shards(const ModelShape& model, int tp, const std::string& op) {
   std::vector<ShardShape> out;

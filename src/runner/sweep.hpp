@@ -5,6 +5,7 @@
 // are adjacent.
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,7 +41,14 @@ struct Fixture {
   // then that of its activations and outputs (bf16).
   std::optional<QuantSpec> quant;
   std::string dtype_name() const;
-  // The plan this fixture runs (build_plan at its spec when quantized).
+  // The rows its GEMMs run: `tokens`, except for gate_up's layer:expert fixture, whose one
+  // routed expert gets tokens * top_k / E_active rows, E_active the experts the tokens hit on
+  // average under uniform routing (at least 1; routing.hpp expected_active_experts): what one
+  // expert of the layer computes, not the M tokens the layer sees (docs/models.md).
+  std::int64_t rows() const;
+  // Where rows() is not tokens' count, how it was drawn (the entry's `expert_rows`); else null.
+  nlohmann::json rows_json() const;
+  // The plan this fixture runs (build_plan at its spec when quantized), at rows().
   Plan plan() const;
 
   // <op>/<variant>/model:<name>[/layer:<layer>]/tokens:<M>/tp:<T>/dtype:<d>[/weights:<w>]

@@ -89,7 +89,8 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
                       {"ok", r.ok() && r.checked()},
                       {"float64_reference", r.reference_rows > 0},
                       {"float64_reference_rows", r.reference_rows}};
-  if (tokens_checked != f.tokens) j["tokens_checked"] = tokens_checked;
+  if (f.rows() != f.tokens) j["rows"] = f.rows();
+  if (tokens_checked != f.rows()) j["tokens_checked"] = tokens_checked;
   j["comparisons"] = nlohmann::json::array();
   std::int64_t mismatches = 0, by_atol = 0;
   for (const auto& c : r.comparisons) {
@@ -172,9 +173,10 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
     // and by the tp = 1 pipelines on this backend.
     const bool tp_on_cpu = is_tp_op(f.op) && f.shard.tp > 1;
     if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(f.dtype).empty()) continue;
-    const std::int64_t rows = reference_rows(macs_per_row(f), f.tokens);
-    const std::int64_t tokens = tp_on_cpu ? rows : f.tokens;  // all host work capped
-    const auto verified = f.quant     ? verify_quant_op(backend, f.op, f.shard, f.tokens, f.dtype,
+    // An expert's gate_up runs its routed rows, not the layer's tokens (Fixture::rows).
+    const std::int64_t rows = reference_rows(macs_per_row(f), f.rows());
+    const std::int64_t tokens = tp_on_cpu ? rows : f.rows();  // all host work capped
+    const auto verified = f.quant     ? verify_quant_op(backend, f.op, f.shard, f.rows(), f.dtype,
                                                         *f.quant, seed, rows, f.weight_source())
                           : tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed,
                                                                true, f.weight_source())
@@ -185,7 +187,8 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
                           (f.weights.empty() ? "" : " weights:" + f.weights) +
                           " tp=" + std::to_string(f.shard.tp) +
                           " tokens=" + std::to_string(f.tokens);
-      if (tokens != f.tokens) where += " (checked at " + std::to_string(tokens) + " on the CPU)";
+      if (f.rows() != f.tokens) where += " (expert rows " + std::to_string(f.rows()) + ")";
+      if (tokens != f.rows()) where += " (checked at " + std::to_string(tokens) + " on the CPU)";
       std::cerr << where << " " << f.dtype_name() << ": " << one_line(r, tokens) << "\n";
       run.passed = run.passed && r.ok() && r.checked();
       run.results.push_back(to_json(r, f, tokens));
