@@ -494,21 +494,12 @@ nlohmann::json run_report(const std::string& args, const std::string& tag, std::
 
 }  // namespace
 
-// One group measurement serves both entries: the baseline's speedup over fused and fused's over
-// split come from the same rounds (reciprocal ratios, reciprocal interval ends).
 TEST(TimingReport, CeilingsMeasuredAgainDuringTheRunJudgeTheEntriesNearest) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("fusebench_ceilings_every_" + std::to_string(::getpid()) + ".json");
   std::string out;
-  const int rc = run_binary(
+  const auto report = run_report(
       "--backend=cpu --ops=qkv --tokens=1,4 --dtypes=fp32 --timing-max-time=0.05 "
-      "--cpu-threads=1 --ceilings-every=0.001 --report=" +
-          path.string(),
-      &out);
-  ASSERT_EQ(rc, 0) << out;
-  std::ifstream in(path);
-  const auto report = nlohmann::json::parse(in);
-  std::filesystem::remove(path);
+      "--cpu-threads=1 --ceilings-every=0.001",
+      "ceilings_every_", &out);
   const auto& over = report["context"]["ceilings"]["over_run"];
   // At the start, between groups (the CPU's two groups share one window of blocks) and after
   // the last.
@@ -527,6 +518,8 @@ TEST(TimingReport, CeilingsMeasuredAgainDuringTheRunJudgeTheEntriesNearest) {
   EXPECT_NE(out.find("--ceilings-every"), std::string::npos) << out;
 }
 
+// One group measurement serves both entries: the baseline's speedup over fused and fused's over
+// split come from the same rounds (reciprocal ratios, reciprocal interval ends).
 TEST(TimingReport, BothEntriesOfAGroupComeFromOneInterleavedMeasurement) {
   std::string out;
   const auto report = run_report(

@@ -340,14 +340,7 @@ bool CpuGemm::int8_gemm(const std::int8_t* x, std::int64_t ldx, const std::int8_
   if (dnnl_ != nullptr && !dnnl_->int8_kernel.empty()) {
     apply_threads();
     dnnl_->int8_run(x, ldx, w, ldw, y, m, n, k);
-    if (epilogue != nullptr) {
-      const Int8Epilogue& e = *epilogue;
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-          const float v = static_cast<float>(y[i * n + j]) * (e.row_scale[i] * e.col_scale[j]);
-          e.out[i * n + j] = e.accumulate ? e.out[i * n + j] + v : v;
-        }
-    }
+    if (epilogue != nullptr) apply_int8_epilogue(*epilogue, y, n, 0, m, 0, n);
     return true;
   }
 #endif

@@ -107,24 +107,24 @@ void tile(int rows, int cols, const std::int16_t* x16, std::int64_t ldx16,
     std::memcpy(y + r * ldy, edge + r * kPanel, static_cast<std::size_t>(cols) * 4);
 }
 
-void apply(const Int8Epilogue& e, const std::int32_t* y, std::int64_t n, std::int64_t i0, int rows,
-           std::int64_t n0, int cols) {
+#endif  // FUSEBENCH_X86
+
+}  // namespace
+
+void apply_int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t n,
+                         std::int64_t i0, std::int64_t rows, std::int64_t n0, std::int64_t cols) {
   for (std::int64_t i = i0; i < i0 + rows; ++i) {
     const std::int32_t* src = y + i * n + n0;
     float* dst = e.out + i * n + n0;
     const float* cs = e.col_scale + n0;
     const float rs = e.row_scale[i];
     if (e.accumulate) {
-      for (int j = 0; j < cols; ++j) dst[j] += static_cast<float>(src[j]) * (rs * cs[j]);
+      for (std::int64_t j = 0; j < cols; ++j) dst[j] += static_cast<float>(src[j]) * (rs * cs[j]);
     } else {
-      for (int j = 0; j < cols; ++j) dst[j] = static_cast<float>(src[j]) * (rs * cs[j]);
+      for (std::int64_t j = 0; j < cols; ++j) dst[j] = static_cast<float>(src[j]) * (rs * cs[j]);
     }
   }
 }
-
-#endif  // FUSEBENCH_X86
-
-}  // namespace
 
 bool int8_avx2_available() {
 #ifdef FUSEBENCH_X86
@@ -188,14 +188,14 @@ void int8_gemm_avx2(const std::int8_t* x, std::int64_t ldx, const std::int8_t* w
             tile(rows, cols, xs + i * ldx16 + 2 * p0, ldx16, packed.data() + q * panel_size, block,
                  y + i * n + n0, n, p0 > 0);
             if (epilogue != nullptr && p0 + kBlockPairs >= pairs)
-              apply(*epilogue, y, n, i, rows, n0, cols);  // the tile is done, and in L1
+              apply_int8_epilogue(*epilogue, y, n, i, rows, n0, cols);  // done, and in L1
           }
         }
       }
     }
   }
 #else
-  (void)x, (void)ldx, (void)w, (void)ldw, (void)y, (void)m, (void)n, (void)threads;
+  (void)x, (void)ldx, (void)w, (void)ldw, (void)y, (void)m, (void)n, (void)threads, (void)epilogue;
 #endif
 }
 

@@ -344,6 +344,13 @@ double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// {"fp32": FLOP/s, ...}, as context.ceilings names the dtypes.
+nlohmann::json by_dtype(const std::map<DType, double>& peaks) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [d, v] : peaks) j[std::string(to_string(d))] = v;
+  return j;
+}
+
 nlohmann::json spread_of(const std::vector<double>& values) {
   const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
   nlohmann::json j = {{"min", *lo}, {"max", *hi}};
@@ -461,9 +468,7 @@ nlohmann::json CeilingsLog::json() const {
     j["measured_bandwidth"] = first.measured.bandwidth;
     j["measured_peak_flops_by_dtype"] = j["peak_flops_by_dtype"];
     j["bandwidth"] = first.bandwidth;
-    nlohmann::json by = nlohmann::json::object();
-    for (const auto& [d, v] : first.peak) by[std::string(to_string(d))] = v;
-    j["peak_flops_by_dtype"] = by;
+    j["peak_flops_by_dtype"] = by_dtype(first.peak);
     if (j.contains("peak_flops_dtype")) {
       for (const auto& [d, v] : first.peak)
         if (to_string(d) == j["peak_flops_dtype"].get<std::string>()) j["peak_flops"] = v;
@@ -480,21 +485,17 @@ nlohmann::json CeilingsLog::json() const {
   std::vector<double> bandwidths;
   std::map<std::string, std::vector<double>> peaks;
   for (const Measurement& m : measurements_) {
-    nlohmann::json by = nlohmann::json::object(), published = nlohmann::json::object();
-    for (const auto& [d, v] : m.measured.peak_flops) {
-      by[std::string(to_string(d))] = v;
-      peaks[std::string(to_string(d))].push_back(v);
-    }
-    for (const auto& [d, v] : m.peak) published[std::string(to_string(d))] = v;
+    for (const auto& [d, v] : m.measured.peak_flops) peaks[std::string(to_string(d))].push_back(v);
     nlohmann::json quant = nlohmann::json::object();
     for (const auto& [spec, v] : m.measured.quant_peak_flops) quant[spec] = v;
     bandwidths.push_back(m.measured.bandwidth);
-    nlohmann::json e = {
-        {"at_s", m.at_s}, {"bandwidth", m.measured.bandwidth}, {"peak_flops_by_dtype", by}};
+    nlohmann::json e = {{"at_s", m.at_s},
+                        {"bandwidth", m.measured.bandwidth},
+                        {"peak_flops_by_dtype", by_dtype(m.measured.peak_flops)}};
     if (!quant.empty()) e["peak_flops_by_quant"] = quant;
     if (m.raised_count > 0) {
       e["published_bandwidth"] = m.bandwidth;
-      e["published_peak_flops_by_dtype"] = published;
+      e["published_peak_flops_by_dtype"] = by_dtype(m.peak);
       e["raised_count"] = m.raised_count;
     }
     each.push_back(std::move(e));

@@ -130,11 +130,11 @@ class GroupRunner {
                                       const std::vector<std::string>& cache_policy);
   void prepare(std::size_t group);
   // The engine's settings for the active group: preempted samples are dropped unless the
-  // group's own threads outnumber the cores (in-process TP ranks on the CPU), where the
-  // group-level load decides instead (measure/interleave.hpp, contention_stop).
+  // group's own threads outnumber the cores (in-process TP ranks on the CPU, or a grouped
+  // step's region beside the GEMM libraries' spinning workers), where the group-level load
+  // decides instead (measure/interleave.hpp, contention_stop).
   // A multi-process run whose ranks fill the cores gets no run-delay probe at all: neither the
   // other ranks' waits nor their CPU time tell a neighbour (contention not judged).
-  // A CPU region comes too: a grouped step's threads beside the libraries' spinning workers.
   measure::EngineSettings engine_for_active() const;
   // True when a member of the active group runs a grouped step of several GEMMs as a parallel
   // region on the CPU with more than one thread.
