@@ -274,8 +274,9 @@ TEST(QuantCpu, NativeInt8IsExactWhereOffered) {
     std::int64_t m, n, k, ld;
     int threads;
   };
+  // 12 x 32 x 1100: whole 6 x 16 tiles, written in place, over three K blocks.
   for (const Case c : {Case{3, 5, 700, 700, 1}, Case{13, 37, 129, 300, 2}, Case{1, 16, 1, 1, 1},
-                       Case{7, 33, 1031, 1031, 2}}) {
+                       Case{7, 33, 1031, 1031, 2}, Case{12, 32, 1100, 1104, 2}}) {
     std::vector<std::int8_t> x(c.m * c.ld), w(c.n * c.ld);
     for (std::size_t i = 0; i < x.size(); ++i)
       x[i] = static_cast<std::int8_t>(i % 3 == 0 ? -128 : (i % 2 ? 127 : -127));
@@ -304,6 +305,18 @@ TEST(QuantCpu, NativeInt8IsExactWhereOffered) {
         ASSERT_EQ(out[i], accumulate ? before[i] + v : v) << i;
       }
     }
+    // Or rounded to bf16 straight into a strided output (as scaled_gemm's bf16 y).
+    const std::int64_t ld = c.n + 3;
+    std::vector<std::uint16_t> out16(c.m * ld, 7);
+    cpu::Int8Epilogue e{rs.data(), cs.data()};
+    e.out_bf16 = out16.data(), e.ld_bf16 = ld;
+    ASSERT_TRUE(gemm.int8_gemm(x.data(), c.ld, w.data(), c.ld, y.data(), c.m, c.n, c.k, &e));
+    for (std::int64_t i = 0; i < c.m; ++i)
+      for (std::int64_t j = 0; j < ld; ++j) {
+        const std::uint16_t want =
+            j < c.n ? float_to_bf16(static_cast<float>(y[i * c.n + j]) * (rs[i] * cs[j])) : 7;
+        ASSERT_EQ(out16[i * ld + j], want) << i << "," << j;
+      }
   }
 }
 

@@ -17,12 +17,16 @@ bool int8_avx2_available();
 constexpr std::int64_t kInt8AvxMaxK = std::int64_t{1} << 17;
 
 // The scales of a scaled GEMM, applied by the threads as their tiles finish: out[i][j]
-// (+)= y[i][j] * row_scale[i] * col_scale[j] in fp32 (out dense, ld N).
+// (+)= y[i][j] * (row_scale[i] * col_scale[j]) in fp32 (out dense, ld N); or, with out_bf16, that
+// fp32 value rounded to bf16 (nearest even) and written at out_bf16[i * ld_bf16 + j], so that a
+// bf16 output needs no further pass over the result.
 struct Int8Epilogue {
   const float* row_scale = nullptr;
   const float* col_scale = nullptr;
   float* out = nullptr;
   bool accumulate = false;
+  std::uint16_t* out_bf16 = nullptr;  // instead of out (accumulate must be false)
+  std::int64_t ld_bf16 = 0;
 };
 
 // The epilogue on rows [i0, i0 + rows) x columns [n0, n0 + cols) of y (dense, ld n): what the
