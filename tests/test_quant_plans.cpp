@@ -14,6 +14,7 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/verify.hpp"
 #include "fusebench/workspace.hpp"
+#include "quantize_check.hpp"
 
 namespace fusebench {
 namespace {
@@ -261,6 +262,12 @@ TEST(QuantVerify, CatchesAWrongScale) {
   ws.run();
   const auto got = ws.read(plan.outputs.at("q"));
   EXPECT_FALSE(compare_outputs("q", "x", got, want.at("q"), tolerance_for(DType::bf16)).ok);
+}
+
+// The CPU backend's threaded quantize step gives the reference's codes and scales, bit for bit.
+TEST(QuantCpu, QuantizeMatchesTheHostBitForBit) {
+  auto backend = make_cpu_backend();
+  expect_quantize_matches_host(*backend, false);
 }
 
 TEST(QuantCpu, NativeInt8IsExactWhereOffered) {

@@ -230,7 +230,7 @@ class CpuBackend final : public Backend {
   }
   void quantize(const QuantizeArgs& a) override {
     ++calls_;
-    cpu::quantize(a);
+    cpu::quantize(a, gemm_.threads());
   }
   void scaled_gemm(const ScaledGemmArgs& a) override {
     calls_ += scaled_gemm_launches(a.x.dtype);

@@ -10,8 +10,8 @@
 namespace fusebench::cpu {
 
 // The same codes and scales as quantize()/quantize_with_scales() on the host (bitwise: the
-// verifier's reference quantizes with those).
-void quantize(const QuantizeArgs& args);
+// verifier's reference quantizes with those), on `threads` OpenMP threads.
+void quantize(const QuantizeArgs& args, int threads);
 // y = dequant(x) dequant(w)^T through `gemm`'s fp32 path; one call per 128-wide K block when
 // either operand has block or group scales.
 void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& args);
