@@ -44,12 +44,43 @@ TEST(QuantCli, Fp8AndInt8RunVerifiedWithAccuracyAndEmulatedLabel) {
   std::filesystem::remove(path);
 }
 
-TEST(QuantCli, OtherOpsAreRefusedByName) {
+TEST(QuantCli, TheCollectivesAreRefusedByName) {
   const CliResult r = run_fusebench(
-      "--backend=cpu --models=qwen3-0.6b --ops=tp_mlp --dtypes=fp8 "
+      "--backend=cpu --models=qwen3-0.6b --ops=allreduce --tp=2 --dtypes=fp8 "
       "--tokens=1 --list");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("op tp_mlp has no quantized"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("op allreduce has no quantized"), std::string::npos) << r.output;
+}
+
+// The TP pipelines quantized, as a user runs them: two in-process ranks on the CPU, every
+// variant verified on every rank against the float64 replay of both ranks' plans, and each entry
+// with its accuracy on the pipeline's output against the unquantized layer pair.
+TEST(QuantCli, TpPipelinesRunQuantizedVerifiedOnEveryRankWithTheirAccuracy) {
+  const auto path = temp_path("quant_tp_cli", "report.json");
+  const CliResult r = run_fusebench(
+      "--backend=cpu --models=qwen3-0.6b --ops=tp_mlp --tp=2 --dtypes=int8 --tokens=3 --verify "
+      "--timing-max-time=0.05 --report=" +
+      path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* v : {"naive", "paired", "sp", "overlap"})
+    for (const char* rank : {"0", "1"})
+      EXPECT_NE(r.output.find(std::string("tp_mlp/") + v + "/rank:" + rank +
+                              ": OK (vs float64_dequantized"),
+                std::string::npos)
+          << v << " rank " << rank << "\n"
+          << r.output;
+  const auto report = load_json(path);
+  int entries = 0;
+  for (const auto& e : report["benchmarks"]) {
+    ++entries;
+    EXPECT_EQ(e["quant"]["spec"], "int8:tensor");
+    ASSERT_TRUE(e["quant_error"].contains("out")) << e["name"];
+    EXPECT_GT(e["quant_error"]["out"].get<double>(), 0);
+    EXPECT_LT(e["quant_error"]["out"].get<double>(), 0.1);
+    EXPECT_EQ(e.contains("quant_error_vs_split"), e["variant"] != "naive") << e["name"];
+  }
+  EXPECT_EQ(entries, 4);
+  std::filesystem::remove(path);
 }
 
 // A GPU's quantized sweep listed from here: fp8 at every granularity (128x128 blocks included)

@@ -205,10 +205,12 @@ TEST(QuantPlans, VariantsPerGranularityAndRefusals) {
               cost("qkv", "fused_channelwise", "fp8:channel");
             }).find("unknown variant 'fused_channelwise'"),
             std::string::npos);
-  // Ops without quantized variants are refused by name.
-  EXPECT_NE(error_of([] {
-              build_plan("tp_mlp", "split", tiny(), 1, DType::bf16, parse_quant_spec("fp8"));
-            }).find("op tp_mlp has no quantized"),
+  // Ops without quantized variants (the collectives) are refused by name.
+  ShardShape tp2 = tiny();
+  tp2.tp = 2;
+  EXPECT_NE(error_of([&] {
+              build_plan("allreduce", "sum", tp2, 1, DType::bf16, parse_quant_spec("fp8"));
+            }).find("op allreduce has no quantized"),
             std::string::npos);
   // Block scales: a 64-wide k shard cannot be merged (vLLM's validate_fp8_block_shape).
   ShardShape s = tiny();

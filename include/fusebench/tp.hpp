@@ -51,5 +51,13 @@ std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const Sh
                                                  std::int64_t tokens, DType dtype,
                                                  std::uint64_t seed, bool with_reference,
                                                  const TensorSource* weights = nullptr);
+// The quantized pipelines' check (fp8, int8): every rank's outputs against the float64 replay of
+// all ranks' plans from the same codes and scales (dequantized_tp_reference), ranks as threads
+// of this process on the CPU backend. A variant the shape refuses (vLLM's block rule) is left
+// out, as the sweep leaves it out.
+std::vector<VerifyResult> verify_quant_tp_inprocess(const std::string& op, const ShardShape& shard,
+                                                    std::int64_t tokens, DType dtype,
+                                                    const QuantSpec& spec, std::uint64_t seed,
+                                                    const TensorSource* weights = nullptr);
 
 }  // namespace fusebench

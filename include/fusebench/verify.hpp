@@ -77,5 +77,11 @@ std::vector<VerifyResult> verify_quant_op(Backend& backend, const std::string& o
 // checkpoint), its stored codes and scales (stored_quantized_buffer, stored_static_scale).
 ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& inputs,
                                        std::int64_t rows, const TensorSource* weights = nullptr);
+// The same for every rank of a quantized TP pipeline at once (`ranks[r]` is rank r's plan; the
+// collectives joined across them), from the whole logical tensors: every row of each rank's
+// outputs.
+std::vector<ReferenceOutputs> dequantized_tp_reference(const std::vector<Plan>& ranks,
+                                                       const LogicalTensors& whole,
+                                                       const TensorSource* weights = nullptr);
 
 }  // namespace fusebench

@@ -130,4 +130,43 @@ std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const Sh
   return results;
 }
 
+std::vector<VerifyResult> verify_quant_tp_inprocess(const std::string& op, const ShardShape& shard,
+                                                    std::int64_t tokens, DType dtype,
+                                                    const QuantSpec& spec, std::uint64_t seed,
+                                                    const TensorSource* weights) {
+  const OpInfo& info = find_op(op);
+  if (!info.quant_variants) throw std::invalid_argument(quant_refusal(info));
+  const Tolerance tol = tolerance_for(dtype);
+  std::vector<VerifyResult> results;
+  for (const auto& variant : info.quant_variants(spec)) {
+    std::vector<Plan> plans;
+    try {
+      for (int r = 0; r < shard.tp; ++r) {
+        ShardShape s = shard;
+        s.rank = r;
+        plans.push_back(build_plan(op, variant, s, tokens, dtype, spec));
+      }
+    } catch (const std::invalid_argument&) {
+      continue;  // refused (the sweep says why)
+    }
+    const std::vector<ReferenceOutputs> want =
+        dequantized_tp_reference(plans, logical_inputs(plans.front(), seed, weights), weights);
+    auto comms = make_inprocess_group(shard.tp, default_comm_timeout());
+    std::vector<VerifyResult> per_rank(static_cast<std::size_t>(shard.tp));
+    run_ranks(shard.tp, [&](int r) {
+      const auto rank = static_cast<std::size_t>(r);
+      auto backend = make_cpu_backend();
+      Workspace ws(*backend, plans[rank], seed, weights);
+      ws.run(comms[rank].get());
+      VerifyResult result{op, variant + "/rank:" + std::to_string(r), {}, tokens};
+      for (const auto& [name, view] : ws.plan().outputs)
+        result.comparisons.push_back(
+            compare_outputs(name, "float64_dequantized", ws.read(view), want[rank].at(name), tol));
+      per_rank[rank] = std::move(result);
+    });
+    for (auto& r : per_rank) results.push_back(std::move(r));
+  }
+  return results;
+}
+
 }  // namespace fusebench

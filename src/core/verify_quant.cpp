@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "fusebench/tp.hpp"
 #include "fusebench/verify.hpp"
 #include "fusebench/workspace.hpp"
 #include "ops/op_list.hpp"
@@ -43,46 +44,61 @@ double stored(DType dtype, double v) {
   return f;
 }
 
-// The moe op's quantized plans (gathers, grouped scaled GEMMs, scatter-adds): every step replayed
-// in float64 over whole buffers, each buffer's values stored in the plan's dtype as the backend
-// stores them, so each quantize step sees the values the backend's does (bitwise, up to the fp32
-// accumulation of the GEMM before it). All rows: a per-tensor activation scale reads every row.
-std::map<int, std::vector<double>> replay_routed(const Plan& plan, const LogicalTensors& in,
-                                                 std::map<int, QuantMat>& mats,
-                                                 const std::map<int, float>& static_scales) {
-  std::map<int, std::vector<double>> v;  // by buffer: [rows, cols], row-major
-  const auto& buffers = plan.buffers;
-  for (int i = 0; i < static_cast<int>(buffers.size()); ++i) {
-    const BufferSpec& b = buffers[static_cast<std::size_t>(i)];
-    if (b.store != BufferSpec::Store::plan_dtype) continue;
-    if (b.role == BufferRole::input && b.parts.size() == 1) {
-      const std::vector<float>& x = in.at(b.parts.front());
-      v[i].assign(x.begin(), x.end());
-    } else {
-      v[i].assign(static_cast<std::size_t>(b.rows * b.cols), 0.0);
+// A part's values: its window of a whole logical tensor, or the tensor itself where it is only
+// that window already (logical_inputs with windows_only, or no window).
+std::vector<float> part_values(const BufferSpec& b, std::size_t part, const std::vector<float>& t) {
+  const std::int64_t rows = b.part_rows[part];
+  if (b.part_windows.empty() || static_cast<std::int64_t>(t.size()) == rows * b.cols) return t;
+  const BufferSpec::Window& w = b.part_windows[part];
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(rows * b.cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto* row = t.data() + (w.row0 + r) * w.logical_cols + w.col0;
+    out.insert(out.end(), row, row + b.cols);
+  }
+  return out;
+}
+
+// A plan replayed on the host in float64 over whole buffers, each buffer's values stored in the
+// plan's dtype as the backend stores them, so each quantize step sees the values the backend's
+// does (bitwise, up to the fp32 accumulation of the GEMM before it). All rows: a per-tensor
+// activation scale reads every row. The moe op's plans (gathers, grouped scaled GEMMs,
+// scatter-adds) and the TP pipelines' (norms; their collectives across every rank's replay:
+// replay_ranks).
+class HostReplay {
+ public:
+  HostReplay(const Plan& plan, const LogicalTensors& in, std::map<int, QuantMat>& mats,
+             const std::map<int, float>& static_scales)
+      : plan_(plan), mats_(mats), static_scales_(static_scales) {
+    for (int i = 0; i < static_cast<int>(plan.buffers.size()); ++i) {
+      const BufferSpec& b = plan.buffers[static_cast<std::size_t>(i)];
+      if (b.store != BufferSpec::Store::plan_dtype) continue;
+      std::vector<double>& v = v_[i];
+      v.assign(static_cast<std::size_t>(b.rows * b.cols), 0.0);
+      if (b.role != BufferRole::input) continue;
+      std::size_t at = 0;  // the parts stacked by rows (rows past them stay zero: padding)
+      for (std::size_t part = 0; part < b.parts.size(); ++part) {
+        for (float x : part_values(b, part, in.at(b.parts[part]))) v[at++] = x;
+      }
     }
   }
-  const auto at = [&](const View& view, std::int64_t r, std::int64_t c) -> double& {
-    const std::int64_t ld = buffers[static_cast<std::size_t>(view.buffer)].cols;
-    return v.at(view.buffer)[static_cast<std::size_t>((view.row0 + r) * ld + view.col0 + c)];
-  };
-  const auto gemm = [&](const ScaledGemmStep& g) {
-    const QuantMat& xm = mats.at(g.x.codes.buffer);
-    const std::vector<double> y = dequantized_product(
-        row_window(xm, g.x.codes.row0, g.x.codes.rows), mats.at(g.w.codes.buffer));
-    for (std::int64_t r = 0; r < g.y.rows; ++r)
-      for (std::int64_t c = 0; c < g.y.cols; ++c)
-        at(g.y, r, c) = stored(plan.dtype, y[static_cast<std::size_t>(r * g.y.cols + c)]);
-  };
-  for (const Step& step : plan.steps) {
+  double& at(const View& view, std::int64_t r, std::int64_t c) {
+    const std::int64_t ld = plan_.buffers[static_cast<std::size_t>(view.buffer)].cols;
+    return v_.at(view.buffer)[static_cast<std::size_t>((view.row0 + r) * ld + view.col0 + c)];
+  }
+  double store(double v) const { return stored(plan_.dtype, v); }
+  std::map<int, std::vector<double>>& values() { return v_; }
+
+  // Runs a step of this plan alone; false for a collective (replay_ranks runs those).
+  bool local(const Step& step) {
     if (const auto* q = std::get_if<QuantizeStep>(&step)) {
       std::vector<float> x(static_cast<std::size_t>(q->x.rows * q->x.cols));
       for (std::int64_t r = 0; r < q->x.rows; ++r)
         for (std::int64_t c = 0; c < q->x.cols; ++c)
           x[static_cast<std::size_t>(r * q->x.cols + c)] = static_cast<float>(at(q->x, r, c));
-      mats[q->out.codes.buffer] =
+      mats_[q->out.codes.buffer] =
           q->static_scale ? quantize_with_scales(x.data(), q->x.rows, q->x.cols, q->dtype,
-                                                 q->out.kind, {static_scales.at(q->out.scales)})
+                                                 q->out.kind, {static_scales_.at(q->out.scales)})
                           : quantize(x.data(), q->x.rows, q->x.cols, q->dtype, q->out.kind);
     } else if (const auto* g = std::get_if<ScaledGemmStep>(&step)) {
       gemm(*g);
@@ -91,9 +107,9 @@ std::map<int, std::vector<double>> replay_routed(const Plan& plan, const Logical
     } else if (const auto* a = std::get_if<ActAndMulStep>(&step)) {
       for (std::int64_t r = 0; r < a->out.rows; ++r)
         for (std::int64_t c = 0; c < a->out.cols; ++c)
-          at(a->out, r, c) = stored(
-              plan.dtype, ops::act_and_mul(a->act, a->limit, at(a->gate, r, c * a->col_stride),
-                                           at(a->up, r, c * a->col_stride)));
+          at(a->out, r, c) =
+              store(ops::act_and_mul(a->act, a->limit, at(a->gate, r, c * a->col_stride),
+                                     at(a->up, r, c * a->col_stride)));
     } else if (const auto* gr = std::get_if<GatherRowsStep>(&step)) {
       for (std::int64_t r = 0; r < gr->dst.rows; ++r) {
         const std::int64_t src = gr->rows[static_cast<std::size_t>(r)];
@@ -109,14 +125,102 @@ std::map<int, std::vector<double>> replay_routed(const Plan& plan, const Logical
         if (dst < 0) continue;
         const double w = sa->scale[static_cast<std::size_t>(r)];
         for (std::int64_t c = 0; c < sa->src.cols; ++c)
-          at(sa->dst, dst, c) = stored(plan.dtype, at(sa->dst, dst, c) + w * at(sa->src, r, c));
+          at(sa->dst, dst, c) = store(at(sa->dst, dst, c) + w * at(sa->src, r, c));
       }
+    } else if (const auto* n = std::get_if<RmsNormStep>(&step)) {
+      for (std::int64_t r = 0; r < n->x.rows; ++r) {
+        double sum = 0;
+        for (std::int64_t c = 0; c < n->x.cols; ++c) sum += at(n->x, r, c) * at(n->x, r, c);
+        const double inv =
+            1.0 / std::sqrt(sum / static_cast<double>(n->x.cols) + static_cast<double>(n->eps));
+        for (std::int64_t c = 0; c < n->x.cols; ++c)
+          at(n->out, r, c) = store(at(n->x, r, c) * inv * at(n->weight, 0, c));
+      }
+    } else if (std::holds_alternative<AllReduceStep>(step) ||
+               std::holds_alternative<AllGatherStep>(step) ||
+               std::holds_alternative<AllGatherRowsStep>(step) ||
+               std::holds_alternative<ReduceScatterStep>(step)) {
+      return false;
     } else {
-      throw std::logic_error("plan " + plan.op + "/" + plan.variant +
+      throw std::logic_error("plan " + plan_.op + "/" + plan_.variant +
                              ": a step the quantized reference does not replay");
     }
+    return true;
   }
-  return v;
+
+ private:
+  void gemm(const ScaledGemmStep& g) {
+    const QuantMat& xm = mats_.at(g.x.codes.buffer);
+    const std::vector<double> y = dequantized_product(
+        row_window(xm, g.x.codes.row0, g.x.codes.rows), mats_.at(g.w.codes.buffer));
+    for (std::int64_t r = 0; r < g.y.rows; ++r)
+      for (std::int64_t c = 0; c < g.y.cols; ++c)
+        at(g.y, r, c) = store(y[static_cast<std::size_t>(r * g.y.cols + c)]);
+  }
+  const Plan& plan_;
+  std::map<int, QuantMat>& mats_;
+  const std::map<int, float>& static_scales_;
+  std::map<int, std::vector<double>> v_;  // by buffer: [rows, cols], row-major
+};
+
+// Every rank's replay in step (the plans are one pipeline's ranks: the same steps in the same
+// order), each collective across all of them: sums in float64, stored once.
+void replay_ranks(const std::vector<const Plan*>& plans, std::vector<HostReplay>& ranks) {
+  const std::size_t n = ranks.size();
+  for (std::size_t i = 0; i < plans.front()->steps.size(); ++i) {
+    const Step& step = plans.front()->steps[i];
+    bool all_local = true;
+    for (std::size_t r = 0; r < n; ++r) all_local &= ranks[r].local(plans[r]->steps.at(i));
+    if (all_local) continue;
+    const auto sum = [&](const auto& view_of, std::int64_t row, std::int64_t c) {
+      double s = 0;
+      for (std::size_t r = 0; r < n; ++r) s += ranks[r].at(view_of(r), row, c);
+      return ranks.front().store(s);
+    };
+    if (const auto* ar = std::get_if<AllReduceStep>(&step)) {
+      const auto view = [&](std::size_t r) {
+        return std::get<AllReduceStep>(plans[r]->steps[i]).data;
+      };
+      for (std::int64_t row = 0; row < ar->data.rows; ++row)
+        for (std::int64_t c = 0; c < ar->data.cols; ++c) {
+          const double s = sum(view, row, c);
+          for (std::size_t r = 0; r < n; ++r) ranks[r].at(view(r), row, c) = s;
+        }
+    } else if (const auto* ag = std::get_if<AllGatherStep>(&step)) {
+      for (std::size_t r = 0; r < n; ++r) {
+        const auto& mine = std::get<AllGatherStep>(plans[r]->steps[i]);
+        for (std::size_t from = 0; from < n; ++from) {
+          const auto& theirs = std::get<AllGatherStep>(plans[from]->steps[i]);
+          for (std::int64_t row = 0; row < ag->src.rows; ++row)
+            for (std::int64_t c = 0; c < ag->src.cols; ++c)
+              ranks[r].at(mine.dst, row, static_cast<std::int64_t>(from) * ag->src.cols + c) =
+                  ranks[from].at(theirs.src, row, c);
+        }
+      }
+    } else if (const auto* gr = std::get_if<AllGatherRowsStep>(&step)) {
+      for (std::size_t r = 0; r < n; ++r) {
+        const auto& mine = std::get<AllGatherRowsStep>(plans[r]->steps[i]);
+        for (std::size_t from = 0; from < n; ++from) {
+          const auto& theirs = std::get<AllGatherRowsStep>(plans[from]->steps[i]);
+          for (std::int64_t row = 0; row < gr->src.rows; ++row)
+            for (std::int64_t c = 0; c < gr->src.cols; ++c)
+              ranks[r].at(mine.dst, static_cast<std::int64_t>(from) * gr->src.rows + row, c) =
+                  ranks[from].at(theirs.src, row, c);
+        }
+      }
+    } else if (const auto* rs = std::get_if<ReduceScatterStep>(&step)) {
+      const auto src = [&](std::size_t r) {
+        return std::get<ReduceScatterStep>(plans[r]->steps[i]).src;
+      };
+      for (std::size_t r = 0; r < n; ++r) {
+        const auto& mine = std::get<ReduceScatterStep>(plans[r]->steps[i]);
+        for (std::int64_t row = 0; row < rs->dst.rows; ++row)
+          for (std::int64_t c = 0; c < rs->dst.cols; ++c)
+            ranks[r].at(mine.dst, row, c) =
+                sum(src, static_cast<std::int64_t>(r) * rs->dst.rows + row, c);
+      }
+    }
+  }
 }
 
 // The first `rows` rows of a quantized activation (its scales: per tensor, row or group).
@@ -136,38 +240,97 @@ QuantMat head_rows(const QuantMat& x, std::int64_t rows) {
 
 }  // namespace
 
-ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& in,
-                                       std::int64_t rows, const TensorSource* weights) {
-  std::map<int, QuantMat> mats;          // by codes buffer
-  std::map<int, float> static_scales;    // by scales buffer
-  std::map<int, std::vector<double>> y;  // by output buffer: [rows, cols]
+namespace {
+
+// The plan's quantized buffers as the workspace fills them: weights quantized at load (or a
+// checkpoint's stored codes and scales), static input scales.
+void load_quantized(const Plan& plan, const LogicalTensors& in, const TensorSource* weights,
+                    std::map<int, QuantMat>& mats, std::map<int, float>& static_scales) {
   for (int i = 0; i < static_cast<int>(plan.buffers.size()); ++i) {
     const BufferSpec& b = plan.buffers[static_cast<std::size_t>(i)];
     if (!b.quantized) continue;
-    std::vector<std::vector<float>> parts;
-    for (const auto& part : b.parts) parts.push_back(in.at(part));
     if (b.store == BufferSpec::Store::scales) {
       if (const auto stored = stored_static_scale(plan, weights)) {  // a checkpoint's input_scale
         static_scales[i] = *stored;
         continue;
       }
-      float amax = 0;
-      for (const auto& p : parts)
-        for (float v : p) amax = std::max(amax, std::fabs(v));
+      float amax = 0;  // the given scale: calibrated on the whole input
+      for (const auto& part : b.parts)
+        for (float v : in.at(part)) amax = std::max(amax, std::fabs(v));
       static_scales[i] = dynamic_scale(b.quantized->dtype, amax);
     } else if (auto stored = stored_quantized_buffer(plan, b, weights)) {
       mats[i] = std::move(*stored);  // a quantized checkpoint's codes and scales
     } else {
+      std::vector<std::vector<float>> parts;
+      for (std::size_t part = 0; part < b.parts.size(); ++part)
+        parts.push_back(part_values(b, part, in.at(b.parts[part])));
       mats[i] = quantize_shards(parts, b.part_rows, b.cols, b.quantized->dtype, b.quantized->kind,
                                 b.quantized->fusion);
     }
   }
+}
+
+// Every output's first `rows` rows (all: -1) from replayed buffer values.
+ReferenceOutputs outputs_of(const Plan& plan, const std::map<int, std::vector<double>>& y,
+                            std::int64_t rows) {
+  ReferenceOutputs out;
+  for (const auto& [name, v] : plan.outputs) {
+    const auto& m = y.at(v.buffer);
+    const std::int64_t ld = plan.buffers[static_cast<std::size_t>(v.buffer)].cols;
+    const std::int64_t n = rows < 0 ? v.rows : std::min(rows, v.rows);
+    std::vector<double> slice;
+    slice.reserve(static_cast<std::size_t>(n * v.cols));
+    for (std::int64_t r = 0; r < n; ++r) {
+      const auto* row = m.data() + (v.row0 + r) * ld + v.col0;
+      slice.insert(slice.end(), row, row + v.cols);
+    }
+    out[name] = std::move(slice);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ReferenceOutputs> dequantized_tp_reference(const std::vector<Plan>& ranks,
+                                                       const LogicalTensors& whole,
+                                                       const TensorSource* weights) {
+  std::vector<std::map<int, QuantMat>> mats(ranks.size());
+  std::vector<std::map<int, float>> static_scales(ranks.size());
+  std::vector<HostReplay> replays;
+  std::vector<const Plan*> plans;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    load_quantized(ranks[r], whole, weights, mats[r], static_scales[r]);
+    replays.emplace_back(ranks[r], whole, mats[r], static_scales[r]);
+    plans.push_back(&ranks[r]);
+  }
+  replay_ranks(plans, replays);
+  std::vector<ReferenceOutputs> out;
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    out.push_back(outputs_of(ranks[r], replays[r].values(), -1));
+  return out;
+}
+
+ReferenceOutputs dequantized_reference(const Plan& plan, const LogicalTensors& in,
+                                       std::int64_t rows, const TensorSource* weights) {
+  std::map<int, QuantMat> mats;          // by codes buffer
+  std::map<int, float> static_scales;    // by scales buffer
+  std::map<int, std::vector<double>> y;  // by output buffer: [rows, cols]
+  load_quantized(plan, in, weights, mats, static_scales);
+  if (plan.moe || is_tp_op(plan.op)) {  // every step over whole buffers (one rank: tp = 1)
+    if (plan.shard.tp > 1 && !plan.moe)
+      throw std::logic_error(
+          "dequantized_reference: a TP plan at tp > 1 needs every rank's "
+          "(dequantized_tp_reference)");
+    HostReplay replay(plan, in, mats, static_scales);
+    for (const Step& step : plan.steps)
+      if (!replay.local(step))
+        throw std::logic_error("plan " + plan.op + "/" + plan.variant + ": a collective at tp 1");
+    return outputs_of(plan, replay.values(), rows);
+  }
   const auto buffer_cols = [&](int buffer) {
     return plan.buffers[static_cast<std::size_t>(buffer)].cols;
   };
-  if (plan.moe) y = replay_routed(plan, in, mats, static_scales);
-  const std::vector<Step> replayed;  // the moe op's: above
-  for (const Step& step : plan.moe ? replayed : plan.steps) {
+  for (const Step& step : plan.steps) {
     if (const auto* q = std::get_if<QuantizeStep>(&step)) {
       const BufferSpec& xb = plan.buffers[static_cast<std::size_t>(q->x.buffer)];
       const std::vector<float>& x = in.at(xb.parts.at(0));

@@ -14,26 +14,36 @@ int add_scales(Plan& p, const std::string& name, ScaleKind kind, std::int64_t ro
 QuantView add_quant_weight(Plan& p, const std::string& name,
                            const std::vector<tp::WindowPart>& parts, std::int64_t k,
                            QuantDType dtype, ScaleKind kind, ShardFusion fusion) {
-  const int codes = tp::add_windowed(p, name, BufferRole::weight, parts, k);
-  const ScaleKind stored = fusion == ShardFusion::channelwise ? ScaleKind::row : kind;
-  const int scales =
-      add_scales(p, name + "_scale", stored, p.buffers[static_cast<std::size_t>(codes)].rows, k,
-                 BufferRole::weight);
-  BufferSpec& b = p.buffers[static_cast<std::size_t>(codes)];
-  b.store = BufferSpec::Store::codes;
-  b.quantized = BufferSpec::Quantized{dtype, kind, fusion, scales};
-  return {View{codes, 0, 0, b.rows, b.cols}, scales, stored};
+  return quantize_weight_buffer(p, tp::add_windowed(p, name, BufferRole::weight, parts, k), dtype,
+                                kind, fusion);
 }
 
-QuantView add_quantize(Plan& p, const std::string& name, const View& x, QuantDType dtype,
-                       ScaleKind kind, const std::string& label) {
+QuantView quantize_weight_buffer(Plan& p, int buffer, QuantDType dtype, ScaleKind kind,
+                                 ShardFusion fusion) {
+  const ScaleKind stored = fusion == ShardFusion::channelwise ? ScaleKind::row : kind;
+  const BufferSpec& w = p.buffers[static_cast<std::size_t>(buffer)];
+  const int scales = add_scales(p, w.name + "_scale", stored, w.rows, w.cols, BufferRole::weight);
+  BufferSpec& b = p.buffers[static_cast<std::size_t>(buffer)];
+  b.store = BufferSpec::Store::codes;
+  b.quantized = BufferSpec::Quantized{dtype, kind, fusion, scales};
+  return {View{buffer, 0, 0, b.rows, b.cols}, scales, stored};
+}
+
+QuantizeStep make_quantize(Plan& p, const std::string& name, const View& x, QuantDType dtype,
+                           ScaleKind kind, const std::string& label) {
   BufferSpec codes{name + "_q", x.rows, x.cols, BufferRole::output, {}, {}, {}};
   codes.store = BufferSpec::Store::codes;
   const int c = p.add_buffer(std::move(codes));
   const int s = add_scales(p, name + "_scale", kind, x.rows, x.cols, BufferRole::output);
-  const QuantView q{View{c, 0, 0, x.rows, x.cols}, s, kind};
-  p.steps.push_back(QuantizeStep{label, x, q, dtype, false});
-  return q;
+  return QuantizeStep{label, x, QuantView{View{c, 0, 0, x.rows, x.cols}, s, kind}, dtype, false};
+}
+
+QuantView add_quantize(Plan& p, const std::string& name, const View& x, QuantDType dtype,
+                       ScaleKind kind, const std::string& label) {
+  QuantizeStep q = make_quantize(p, name, x, dtype, kind, label);
+  const QuantView out = q.out;
+  p.steps.push_back(std::move(q));
+  return out;
 }
 
 std::vector<std::string> quant_projection_variants(const QuantSpec& spec) {

@@ -38,8 +38,15 @@ int add_scales(Plan& p, const std::string& name, ScaleKind kind, std::int64_t ro
 QuantView add_quant_weight(Plan& p, const std::string& name,
                            const std::vector<tp::WindowPart>& parts, std::int64_t k,
                            QuantDType dtype, ScaleKind kind, ShardFusion fusion);
+// An existing weight buffer's values quantized at load (its parts merged by `fusion`): its
+// codes, and a new scales buffer.
+QuantView quantize_weight_buffer(Plan& p, int buffer, QuantDType dtype, ScaleKind kind,
+                                 ShardFusion fusion);
 // A dynamic quantize step of `x` (any view) into new codes and scales buffers `name`_q and
-// `name`_scale; returns them.
+// `name`_scale, not yet in the plan's steps.
+QuantizeStep make_quantize(Plan& p, const std::string& name, const View& x, QuantDType dtype,
+                           ScaleKind kind, const std::string& label);
+// The same, appended to the plan's steps; returns its codes and scales.
 QuantView add_quantize(Plan& p, const std::string& name, const View& x, QuantDType dtype,
                        ScaleKind kind, const std::string& label);
 

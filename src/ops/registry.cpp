@@ -87,8 +87,8 @@ Plan build_plan(std::string_view op, const std::string& variant, const ShardShap
 std::string quant_refusal(const OpInfo& op) {
   if (op.build_quant) return {};
   return "op " + op.name +
-         " has no quantized (fp8, int8) variants yet: qkv, gate_up and moe do; the TP "
-         "pipelines come later (issue 29)";
+         " has no quantized (fp8, int8) variants: a collective moves the activations as they "
+         "are; qkv, gate_up, moe, tp_attn and tp_mlp have them";
 }
 
 namespace ops {

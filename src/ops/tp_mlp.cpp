@@ -17,6 +17,7 @@
 // every chunk, before the reduction), so all compute the same thing (docs/tp.md).
 // At tp=1 there is nothing to communicate (vLLM skips the collective), so the plans have none.
 #include "tp_common.hpp"
+#include "tp_quant.hpp"
 
 namespace fusebench::ops {
 namespace {
@@ -182,6 +183,11 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   return out;
 }
 
+Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
+                 const std::string& variant) {
+  return quantize_pipeline(build(s, m, dtype, variant), spec);
+}
+
 }  // namespace
 
 OpInfo tp_mlp_op() {
@@ -191,7 +197,11 @@ OpInfo tp_mlp_op() {
           "of rows, norm on M/tp rows; overlap: sp in tp chunks overlapped with the GEMMs)",
           {"naive", "paired", "sp", "overlap"},
           build,
-          reference};
+          reference,
+          nullptr,
+          tp_quant_variants,
+          build_quant,
+          "naive"};
 }
 
 }  // namespace fusebench::ops

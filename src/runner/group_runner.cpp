@@ -674,11 +674,18 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   if (nlohmann::json rows = f.rows_json(); !rows.is_null()) r.fields["expert_rows"] = rows;
   if (f.quant) {  // accuracy beside time: against float64 and against split's output
     const std::int64_t rows = quant_reference_rows(f);
-    const ShardOutputs got = read_quant_outputs(*m.ws, rows);
+    // A TP pipeline runs on every rank at once; its rank 0 (this process's workspace) is read.
+    const auto outputs = [&](std::size_t at) {
+      if (!a.tp) return read_quant_outputs(*a.members[at].ws, rows);
+      a.tp->region(a.tp_index[at]);
+      return read_quant_outputs(*a.members[at].ws, rows, false);
+    };
+    const ShardOutputs got = outputs(pos);
     std::optional<ShardOutputs> split;
-    for (Member& other : a.members) {
-      if (&other != &m && other.ws && fixtures_[other.fixture].variant == find_op(f.op).quant_split)
-        split = read_quant_outputs(*other.ws, rows);
+    for (std::size_t o = 0; o < a.members.size(); ++o) {
+      const Member& other = a.members[o];
+      if (o != pos && other.ws && fixtures_[other.fixture].variant == find_op(f.op).quant_split)
+        split = outputs(o);
     }
     add_quant_accuracy(f, got, split ? &*split : nullptr, seed_, r.fields);
   }

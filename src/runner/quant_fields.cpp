@@ -2,6 +2,7 @@
 
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/tp.hpp"
 #include "runner/verification.hpp"
 
 namespace fusebench::bench {
@@ -26,8 +27,8 @@ void add_quant_description(const Fixture& f, const Backend& backend, nlohmann::j
   fields["emulated"] = execution.rfind("emulated", 0) == 0;
 }
 
-ShardOutputs read_quant_outputs(Workspace& ws, std::int64_t rows) {
-  ws.run();  // outputs of this workspace's own buffers (timing may have run on copies)
+ShardOutputs read_quant_outputs(Workspace& ws, std::int64_t rows, bool run) {
+  if (run) ws.run();  // outputs of this workspace's own buffers (timing may have run on copies)
   ShardOutputs out;
   for (const auto& name : ws.plan().quant_outputs) {
     const View& v = ws.plan().outputs.at(name);
@@ -41,7 +42,10 @@ ShardOutputs read_quant_outputs(Workspace& ws, std::int64_t rows) {
 std::int64_t quant_reference_rows(const Fixture& f) {
   const double macs =
       cost_of(build_plan(f.op, find_op(f.op).quant_split, f.shard, 1, f.dtype, f.quant)).flops / 2;
-  return reference_rows(macs, f.rows());
+  const std::int64_t rows = reference_rows(macs, f.rows());
+  const Plan plan = f.plan();
+  const auto held = plan.output_rows.find("out");  // sequence parallel: rank 0's rows
+  return held == plan.output_rows.end() ? rows : std::min(rows, held->second.rows);
 }
 
 namespace {
@@ -54,13 +58,15 @@ void add_quant_accuracy(const Fixture& f, const ShardOutputs& got, const ShardOu
                         std::uint64_t seed, nlohmann::json& fields) {
   const std::int64_t rows = quant_reference_rows(f);
   // The unquantized product: the op's float64 reference on the same (bf16-rounded) inputs.
-  Plan head = build_plan(f.op, f.variant, f.shard, rows, f.dtype, f.quant);
+  const bool tp = is_tp_op(f.op);
+  Plan head = tp ? build_plan(f.op, "paired", f.shard, rows, f.dtype)  // all rows, unsharded
+                 : build_plan(f.op, f.variant, f.shard, rows, f.dtype, f.quant);
   if (head.moe) {  // the moe op's first rows, routed as in the whole shape (not as `rows` tokens)
     head = f.plan();
     head.tokens = rows;
   }
   const ReferenceOutputs exact =
-      find_op(f.op).reference(head, logical_inputs(head, seed, f.weight_source(), true));
+      find_op(f.op).reference(head, logical_inputs(head, seed, f.weight_source(), !tp));
   nlohmann::json error = nlohmann::json::object(), vs_split = nlohmann::json::object();
   for (const auto& [name, y] : got) {
     const auto cols = static_cast<std::int64_t>(y.size()) / rows;

@@ -111,7 +111,7 @@ void add_quant_fixtures(Sweep& s, const Options& o, const OpInfo& op, const Mode
                         const ShardShape& shard,
                         const std::shared_ptr<const HfLayerWeights>& checkpoint,
                         const std::vector<QuantSpec>& specs, bool ops_asked, bool gpu) {
-  if (specs.empty() || is_collective_op(op.name)) return;
+  if (specs.empty()) return;
   if (gpu && op.name == "moe") {  // left out with the reason, as the bf16 block's refusals
     s.refused.push_back(
         {model.name, "moe dtype:" + specs.front().name(),

@@ -176,12 +176,15 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
     // An expert's gate_up runs its routed rows, not the layer's tokens (Fixture::rows).
     const std::int64_t rows = reference_rows(macs_per_row(f), f.rows());
     const std::int64_t tokens = tp_on_cpu ? rows : f.rows();  // all host work capped
-    const auto verified = f.quant     ? verify_quant_op(backend, f.op, f.shard, f.rows(), f.dtype,
-                                                        *f.quant, seed, rows, f.weight_source())
-                          : tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed,
-                                                               true, f.weight_source())
-                                      : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed,
-                                                  true, rows, f.weight_source());
+    const auto verified =
+        f.quant && tp_on_cpu ? verify_quant_tp_inprocess(f.op, f.shard, tokens, f.dtype, *f.quant,
+                                                         seed, f.weight_source())
+        : f.quant ? verify_quant_op(backend, f.op, f.shard, f.rows(), f.dtype, *f.quant, seed, rows,
+                                    f.weight_source())
+        : tp_on_cpu
+            ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed, true, f.weight_source())
+            : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true, rows,
+                        f.weight_source());
     for (const auto& r : verified) {
       std::string where = "verify " + f.model.name + (f.layer.empty() ? "" : " layer:" + f.layer) +
                           (f.weights.empty() ? "" : " weights:" + f.weights) +
