@@ -409,6 +409,46 @@ TEST(QuantMoe, LaunchesIncludeTheQuantizeSteps) {
       cost_of(build_plan("moe", "grouped", s, 16, DType::bf16)).bytes);
 }
 
+// The shared expert quantized as vLLM's linear methods quantize a dense MLP: its quantize, GEMM,
+// act, quantize and GEMM in every variant (qwen2_moe's sigmoid gate GEMV and scale stay in bf16),
+// and every variant verified against the float64 replay.
+TEST(QuantMoe, SharedExpertIsQuantizedAndVerified) {
+  auto backend = make_cpu_backend();
+  for (const char* file : {"tiny-deepseek-v3.json", "tiny-qwen2-moe.json"}) {
+    const ShardShape s = moe_shard(file, "uniform");
+    ASSERT_GT(s.moe->shared_intermediate, 0) << file;
+    ShardShape routed_only = s;
+    auto block = std::make_shared<MoeBlock>(*s.moe);
+    block->shared_intermediate = 0;
+    block->rule.shared_expert_gate = false;
+    routed_only.moe = block;
+    const std::int64_t gate = s.moe->rule.shared_expert_gate ? 2 : 0;  // GEMV and scale
+    for (const char* spec : {"int8", "fp8"}) {
+      const QuantSpec q = parse_quant_spec(spec);
+      const std::int64_t g = scaled_gemm_launches(q.dtype);
+      for (const char* v : {"per_expert", "grouped"}) {
+        const Cost with = cost_of(build_plan("moe", v, s, 8, DType::bf16, q));
+        const Cost without = cost_of(build_plan("moe", v, routed_only, 8, DType::bf16, q));
+        EXPECT_EQ(with.launches, without.launches + 3 + 2 * g + gate) << file << " " << spec;
+        EXPECT_EQ(with.quantize_launches, without.quantize_launches + 2) << file << " " << spec;
+      }
+      const auto results = verify_quant_op(*backend, "moe", s, 6, DType::bf16, q, 5);
+      EXPECT_EQ(results.size(), 4u) << file << " " << spec;
+      for (const auto& r : results)
+        EXPECT_TRUE(r.checked() && r.ok()) << file << " " << spec << " " << r.summary();
+      // The replay checks the kernels against the plan; the plan against the block's meaning:
+      // its output near the unquantized block's (the shared expert's share is O(1)).
+      const Plan p = build_plan("moe", "per_expert", s, 6, DType::bf16, q);
+      Workspace ws(*backend, p, 5);
+      ws.run();
+      const std::vector<float> got = ws.read(p.outputs.at("y"));
+      const auto want = find_op("moe").reference(p, logical_inputs(p, 5, nullptr, true));
+      const double error = quant_error({got.begin(), got.end()}, want.at("y"), 6, {s.hidden})[0];
+      EXPECT_LT(error, q.dtype == QuantDType::int8 ? 0.02 : 0.08) << file << " " << spec;
+    }
+  }
+}
+
 // tiny-qwen3-moe's experts widened to 128 (vLLM's block rule) for fp8:block.
 ShardShape block_moe_shard() {
   ShardShape s = moe_shard("tiny-qwen3-moe.json", "zipf:1.2");
@@ -500,9 +540,6 @@ TEST(QuantMoe, RefusalsNameWhy) {
     EXPECT_NE(std::string(e.what()).find("moe: tp=2"), std::string::npos) << e.what();
   }
   // Not built yet, said by name.
-  EXPECT_THROW(build_plan("moe", "per_expert", moe_shard("tiny-deepseek-v3.json"), 4, DType::bf16,
-                          parse_quant_spec("fp8")),
-               std::invalid_argument);  // the shared expert
   EXPECT_THROW(build_plan("moe", "per_expert", moe_shard("tiny-gpt-oss.json"), 4, DType::bf16,
                           parse_quant_spec("fp8")),
                std::invalid_argument);  // biases, interleaved w13

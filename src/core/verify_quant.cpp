@@ -75,7 +75,7 @@ class HostReplay {
       if (b.store != BufferSpec::Store::plan_dtype) continue;
       std::vector<double>& v = v_[i];
       v.assign(static_cast<std::size_t>(b.rows * b.cols), 0.0);
-      if (b.role != BufferRole::input) continue;
+      if (b.parts.empty()) continue;  // an output, or a buffer the run fills
       std::size_t at = 0;  // the parts stacked by rows (rows past them stay zero: padding)
       for (std::size_t part = 0; part < b.parts.size(); ++part) {
         for (float x : part_values(b, part, in.at(b.parts[part]))) v[at++] = x;
@@ -126,6 +126,19 @@ class HostReplay {
         const double w = sa->scale[static_cast<std::size_t>(r)];
         for (std::int64_t c = 0; c < sa->src.cols; ++c)
           at(sa->dst, dst, c) = store(at(sa->dst, dst, c) + w * at(sa->src, r, c));
+      }
+    } else if (const auto* lin = std::get_if<GemmStep>(&step)) {  // an unquantized layer
+      for (std::int64_t r = 0; r < lin->y.rows; ++r)
+        for (std::int64_t c = 0; c < lin->y.cols; ++c) {
+          double acc = lin->has_bias() ? at(lin->bias, c, 0) : 0.0;
+          for (std::int64_t k = 0; k < lin->x.cols; ++k) acc += at(lin->x, r, k) * at(lin->w, c, k);
+          at(lin->y, r, c) = store(acc);
+        }
+    } else if (const auto* sg = std::get_if<SigmoidGateRowsStep>(&step)) {
+      for (std::int64_t r = 0; r < sg->x.rows; ++r) {
+        const double scale = 1.0 / (1.0 + std::exp(-at(sg->gate, r, 0)));
+        for (std::int64_t c = 0; c < sg->x.cols; ++c)
+          at(sg->x, r, c) = store(at(sg->x, r, c) * scale);
       }
     } else if (const auto* n = std::get_if<RmsNormStep>(&step)) {
       for (std::int64_t r = 0; r < n->x.rows; ++r) {

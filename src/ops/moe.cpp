@@ -159,6 +159,48 @@ V slice(const V& v, std::int64_t r0, std::int64_t n) {
   return V(v.begin() + r0, v.begin() + r0 + n);
 }
 
+// qwen2_moe: y = sigmoid(x . shared_expert_gate) * y, an [M, 1] GEMV in the plan's dtype (an
+// nn.Linear, which vLLM leaves unquantized in a quantized model too) and the row scale.
+void add_shared_sigmoid_gate(Plan& p, const ShardShape& s, int x, int y) {
+  if (!gated_shared(s)) return;
+  const int wg = add_weight(p, "w_shared_sigmoid_gate", {{kSharedSigmoidGate, 1}}, s.hidden);
+  const int g = add_output(p, "shared_gate", p.tokens, 1);
+  p.steps.push_back(GemmStep{"shared_expert_gate", whole(p, x), whole(p, wg), whole(p, g)});
+  p.steps.push_back(SigmoidGateRowsStep{"shared_sigmoid_scale", whole(p, y), whole(p, g)});
+}
+
+// The quantized block's shared expert, which writes y first: a dense MLP (vLLM builds it from
+// MergedColumnParallelLinear and RowParallelLinear, not FusedMoE), so quantized as the linear
+// methods do: gate/up merged for the spec (fp8 per tensor: the larger shard scale; int8 per
+// tensor: one scale per output row; row and block scales stacked), each GEMM quantizing its
+// input in the region.
+void add_quant_shared_expert(Plan& p, const ShardShape& s, int x, int y, const QuantSpec& spec) {
+  const std::int64_t h = s.hidden, shared = s.moe->shared_intermediate, m = p.tokens;
+  const QuantDType dt = spec.dtype;
+  const ScaleKind wk = scale_kind(spec.weights), xk = scale_kind(spec.activations);
+  const ShardFusion fusion = spec.weights != WeightScales::tensor ? ShardFusion::stack
+                             : dt == QuantDType::int8             ? ShardFusion::channelwise
+                                                                  : ShardFusion::max_scale;
+  const auto parts = shared_gate_up_parts(shared);
+  const QuantView w13 = add_quant_weight(
+      p, "w_shared_gate_up",
+      {{parts[0].first, shared, {shared, h, 0, 0}}, {parts[1].first, shared, {shared, h, 0, 0}}}, h,
+      dt, wk, fusion);
+  const QuantView w2 =
+      add_quant_weight(p, "w_shared_down", {{"w_shared_expert_down", h, {h, shared, 0, 0}}}, shared,
+                       dt, wk, ShardFusion::stack);
+  const int gu = add_output(p, "shared_gate_up", m, 2 * shared);
+  const int act = add_output(p, "shared_act", m, shared);
+  const QuantView xq = add_quantize(p, "shared_x", whole(p, x), dt, xk, "quantize_shared_x");
+  p.steps.push_back(ScaledGemmStep{"shared_gate_up_proj", xq, w13, whole(p, gu), dt});
+  p.steps.push_back(ActAndMulStep{tp::act_label(s.activation), columns(p, gu, 0, shared),
+                                  columns(p, gu, shared, shared), whole(p, act), s.activation,
+                                  s.activation_limit, 1});
+  const QuantView aq = add_quantize(p, "shared_act", whole(p, act), dt, xk, "quantize_shared_act");
+  p.steps.push_back(ScaledGemmStep{"shared_down_proj", aq, w2, whole(p, y), dt});
+  add_shared_sigmoid_gate(p, s, x, y);
+}
+
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   check_block(s, variant);
   const std::int64_t h = s.hidden, inter = s.intermediate, shared = s.moe->shared_intermediate;
@@ -194,12 +236,7 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
                                     columns(p, gu, shared, shared), whole(p, act), s.activation,
                                     s.activation_limit, 1});
     p.steps.push_back(GemmStep{"shared_down_proj", whole(p, act), whole(p, ws2), whole(p, y)});
-    if (gated_shared(s)) {  // qwen2_moe: y = sigmoid(x . shared_expert_gate) * y, [M, 1] GEMV
-      const int wg = add_weight(p, "w_shared_sigmoid_gate", {{kSharedSigmoidGate, 1}}, h);
-      const int g = add_output(p, "shared_gate", m, 1);
-      p.steps.push_back(GemmStep{"shared_expert_gate", whole(p, x), whole(p, wg), whole(p, g)});
-      p.steps.push_back(SigmoidGateRowsStep{"shared_sigmoid_scale", whole(p, y), whole(p, g)});
-    }
+    add_shared_sigmoid_gate(p, s, x, y);
   }
 
   const std::vector<std::int64_t>& start = routed.start;
@@ -350,9 +387,15 @@ void check_quant_block(const ShardShape& s, const QuantSpec& spec, const std::st
         "moe at " + spec.name() +
         ": the quantized block adds no expert biases and does not interleave gate/up rows "
         "(gpt-oss) yet");
-  if (s.moe->shared_intermediate > 0)
-    throw std::invalid_argument("moe at " + spec.name() +
-                                ": the quantized block does not quantize the shared expert yet");
+  if (const std::int64_t shared = s.moe->shared_intermediate;
+      shared > 0 && spec.weights == WeightScales::block) {  // its merged gate/up: whole blocks
+    const std::string why =
+        fp8_block_shape_refusal(s.hidden, 2 * shared, s.hidden, {shared, shared}, s.tp);
+    if (!why.empty())
+      throw std::invalid_argument(
+          "moe/" + variant + " at " + spec.name() +
+          " is refused as vLLM refuses the shared expert's gate_up_proj: " + why);
+  }
   if (s.moe->rule.weight_on_input)
     throw std::invalid_argument(
         "moe at " + spec.name() +
@@ -385,6 +428,8 @@ Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSp
   p.quant = spec;
   const int x = add_input(p, "x", m, h);
   const int y = add_output(p, "y", m, h);
+  const bool shared = s.moe->shared_intermediate > 0;
+  if (shared) add_quant_shared_expert(p, s, x, y, spec);  // writes y; the combine adds to it
   // The active experts' weights, quantized at load: w13 (gate then up, as FusedMoE's
   // weight_loader stacks w1 and w3; split: w1 and w3 apart) and w2.
   struct ExpertWeights {
@@ -462,7 +507,7 @@ Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSp
       p.steps.push_back(ScaledGemmStep{"w2_" + en, aq, ew.w2, part(out, r0, n), dt});
       p.steps.push_back(ScatterAddStep{"combine_" + en, part(out, r0, n), whole(p, y),
                                        slice(routed.token, r0, n), slice(routed.scale, r0, n),
-                                       first});
+                                       first && !shared});
       first = false;
     }
   } else {  // grouped, padded: one quantize and one grouped scaled GEMM per stage
@@ -498,7 +543,7 @@ Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSp
     }
     p.steps.push_back(std::move(down));
     p.steps.push_back(
-        ScatterAddStep{"combine", whole(p, out), whole(p, y), routed.token, routed.scale, true});
+        ScatterAddStep{"combine", whole(p, out), whole(p, y), routed.token, routed.scale, !shared});
   }
   p.outputs = {{"y", whole(p, y)}};
   p.quant_outputs = {"y"};
