@@ -74,6 +74,7 @@ TEST(QuantCli, TpPipelinesRunQuantizedVerifiedOnEveryRankWithTheirAccuracy) {
   for (const auto& e : report["benchmarks"]) {
     ++entries;
     EXPECT_EQ(e["quant"]["spec"], "int8:tensor");
+    EXPECT_EQ(e["quant"]["shard_fusion"], "column layer: channelwise (exact; vLLM's INT8 w8a8)");
     ASSERT_TRUE(e["quant_error"].contains("out")) << e["name"];
     EXPECT_GT(e["quant_error"]["out"].get<double>(), 0);
     EXPECT_LT(e["quant_error"]["out"].get<double>(), 0.1);

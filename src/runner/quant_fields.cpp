@@ -7,14 +7,29 @@
 
 namespace fusebench::bench {
 
-void add_quant_description(const Fixture& f, const Backend& backend, nlohmann::json& fields) {
+namespace {
+
+// How the entry's variant merges its shards' weight scales (the report's quant.shard_fusion).
+std::string shard_fusion(const Fixture& f) {
   const QuantSpec& q = *f.quant;
   const bool tensor = q.weights == WeightScales::tensor;
-  const bool split = f.variant == find_op(f.op).quant_split;
-  const std::string fusion = split                              ? "none: one weight per shard"
-                             : f.variant == "fused_channelwise" ? "channelwise (exact)"
-                             : tensor ? "max-scale requantization (vLLM's fused FP8; lossy)"
-                                      : "stacked (exact)";
+  const std::string max_scale = "max-scale requantization (vLLM's fused FP8; lossy)";
+  if (is_tp_op(f.op)) {  // every variant merges its column layer's shards, as vLLM does per spec
+    if (!tensor) return "column layer: stacked (exact)";
+    return "column layer: " + (q.dtype == QuantDType::int8
+                                   ? std::string("channelwise (exact; vLLM's INT8 w8a8)")
+                                   : max_scale);
+  }
+  if (f.variant == find_op(f.op).quant_split) return "none: one weight per shard";
+  if (f.variant == "fused_channelwise") return "channelwise (exact)";
+  return tensor ? max_scale : "stacked (exact)";
+}
+
+}  // namespace
+
+void add_quant_description(const Fixture& f, const Backend& backend, nlohmann::json& fields) {
+  const QuantSpec& q = *f.quant;
+  const std::string fusion = shard_fusion(f);
   const std::string execution = backend.quant_execution(q.dtype);
   fields["quant"] = {{"spec", q.name()},
                      {"dtype", to_string(q.dtype)},
