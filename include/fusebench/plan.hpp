@@ -57,7 +57,7 @@ struct BufferSpec {
     ShardFusion fusion = ShardFusion::stack;
     int scales = -1;
   };
-  std::optional<Quantized> quantized;
+  std::optional<Quantized> quantized{};
 };
 
 // A rectangular window of a buffer; its leading dimension is the buffer's column count, so a
@@ -176,7 +176,7 @@ struct GatherRowsStep {
   std::string label;
   View src, dst;
   std::vector<std::int64_t> rows;  // one per dst row
-  std::vector<float> scale;        // empty: a plain copy
+  std::vector<float> scale{};      // empty: a plain copy
 };
 // dst row rows[i] += scale[i] * src row i for every i with rows[i] >= 0, one launch; with
 // zero_dst, dst is zeroed first (the combine of a block without a shared expert to add onto).
