@@ -153,10 +153,14 @@ void tile(int rows, int cols, const std::int16_t* x16, std::int64_t ldx16,
 
 }  // namespace
 
-void apply_int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t n,
-                         std::int64_t i0, std::int64_t rows, std::int64_t n0, std::int64_t cols) {
+namespace {
+
+// out (+)= y * (row scale * column scale) in fp32, for int32 or fp32 products.
+template <class Product>
+void apply_scales(const Int8Epilogue& e, const Product* y, std::int64_t n, std::int64_t i0,
+                  std::int64_t rows, std::int64_t n0, std::int64_t cols) {
   for (std::int64_t i = i0; i < i0 + rows; ++i) {
-    const std::int32_t* src = y + i * n + n0;
+    const Product* src = y + i * n + n0;
     const float* cs = e.col_scale + n0;
     const float rs = e.row_scale[i];
     if (e.out_bf16 != nullptr) {
@@ -172,6 +176,18 @@ void apply_int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int6
       for (std::int64_t j = 0; j < cols; ++j) dst[j] = static_cast<float>(src[j]) * (rs * cs[j]);
     }
   }
+}
+
+}  // namespace
+
+void apply_int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t n,
+                         std::int64_t i0, std::int64_t rows, std::int64_t n0, std::int64_t cols) {
+  apply_scales(e, y, n, i0, rows, n0, cols);
+}
+
+void apply_int8_epilogue(const Int8Epilogue& e, const float* y, std::int64_t n, std::int64_t i0,
+                         std::int64_t rows, std::int64_t n0, std::int64_t cols) {
+  apply_scales(e, y, n, i0, rows, n0, cols);
 }
 
 bool int8_avx2_available() {

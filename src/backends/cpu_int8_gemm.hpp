@@ -30,9 +30,12 @@ struct Int8Epilogue {
 };
 
 // The epilogue on rows [i0, i0 + rows) x columns [n0, n0 + cols) of y (dense, ld n): what the
-// kernel's threads run on each finished tile, and what a caller runs on another kernel's y.
+// kernel's threads run on each finished tile, and what a caller runs on another kernel's y
+// (oneDNN's int32 products, or the fp32 products of the fp8 emulation's GEMM).
 void apply_int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t n,
                          std::int64_t i0, std::int64_t rows, std::int64_t n0, std::int64_t cols);
+void apply_int8_epilogue(const Int8Epilogue& e, const float* y, std::int64_t n, std::int64_t i0,
+                         std::int64_t rows, std::int64_t n0, std::int64_t cols);
 
 // y[M,N] (int32, dense, ld N) = x[M,K] w[N,K]^T with row strides ldx, ldw, on `threads` OpenMP
 // threads (columns split between them). The weight is packed (widened, 16 columns a panel) on

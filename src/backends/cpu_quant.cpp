@@ -156,15 +156,16 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
       xg.tile_cols() < k || wg.tile_cols() < k ? std::min(xg.tile_cols(), wg.tile_cols()) : k;
   const bool one_block = kstep >= k;
   const auto mn = static_cast<std::size_t>(m * n);
-  // One K block of int8 into bf16: the kernel's threads scale and round each finished tile into
-  // y, with no single-threaded pass over the result after (a sixth of the call at 1024^3).
-  const bool bf16_direct = int8 && one_block && a.y.dtype == DType::bf16;
+  // One K block into bf16: the scales are applied and rounded straight into y (for int8 by the
+  // kernel's threads as each tile finishes), with no pass over an fp32 result after (a sixth of
+  // the int8 call at 1024^3).
+  const bool bf16_direct = one_block && a.y.dtype == DType::bf16;
   // Kept across calls (a GEMM of 1024 x 4096 outputs would otherwise allocate and zero 16 MiB
   // twice a call, in the timed region).
   thread_local std::vector<std::int32_t> part32;
   thread_local std::vector<float> part, acc, sx, sw;
   if (int8) part32.resize(mn);
-  if (!bf16_direct) part.resize(mn);  // the fp32 products, or (one K block) the scaled result
+  if (!int8 || !bf16_direct) part.resize(mn);  // fp32 products, or (one K block) the result
   if (!one_block) acc.assign(mn, 0.0f);
   sx.resize(static_cast<std::size_t>(m));
   sw.resize(static_cast<std::size_t>(n));
@@ -176,11 +177,9 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
     for (std::int64_t j = 0; j < n; ++j)
       sw[j] = w.scales[(j / wg.tile_rows()) * wg.scale_cols() + k0 / wg.tile_cols()];
     // The scaled products: straight into `part` (one K block) or summed in acc.
-    float* out = one_block ? part.data() : acc.data();
+    Int8Epilogue scale{sx.data(), sw.data(), one_block ? part.data() : acc.data(), !one_block};
+    if (bf16_direct) scale.out_bf16 = static_cast<std::uint16_t*>(a.y.data), scale.ld_bf16 = a.y.ld;
     if (int8) {  // int8 codes are the two's-complement bytes themselves
-      Int8Epilogue scale{sx.data(), sw.data(), out, !one_block};
-      if (bf16_direct)
-        scale.out_bf16 = static_cast<std::uint16_t*>(a.y.data), scale.ld_bf16 = a.y.ld;
       if (!gemm.int8_gemm(reinterpret_cast<const std::int8_t*>(x.codes) + k0, x.ld,
                           reinterpret_cast<const std::int8_t*>(w.codes) + k0, w.ld, part32.data(),
                           m, n, kb, &scale))
@@ -192,18 +191,9 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
     const MatRef wr{const_cast<float*>(wf.data()) + k0, DType::f32, n, kb, k};
     const MatRef pr{part.data(), DType::f32, m, n, n};
     gemm.run({xr, wr, pr, {}});
-    for (std::int64_t i = 0; i < m; ++i) {
-      float* dst = out + i * n;
-      const float* p = part.data() + i * n;
-      const float si = sx[i];
-      if (one_block) {
-        for (std::int64_t j = 0; j < n; ++j) dst[j] = p[j] * (si * sw[j]);
-      } else {
-        for (std::int64_t j = 0; j < n; ++j) dst[j] += p[j] * (si * sw[j]);
-      }
-    }
+    apply_int8_epilogue(scale, part.data(), n, 0, m, 0, n);
   }
-  if (bf16_direct) return;  // the kernel's threads wrote y
+  if (bf16_direct) return;  // the epilogue wrote y
   const float* result = one_block ? part.data() : acc.data();
   for (std::int64_t i = 0; i < m; ++i) {
     const float* row = result + i * n;
