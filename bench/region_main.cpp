@@ -53,8 +53,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "fusebench-region: run one fusebench region (one warm-up run, then --iterations measured "
       "runs, each inside the NVTX range fusebench@region) for ncu/nsys cross-checks"};
-  std::string op = "qkv", variant, model_name = "qwen3-0.6b", config, layer, dtype_name = "bf16",
-              backend_name = "auto", comm = "auto", link_profile = "nvlink-h200";
+  std::string op = op_registry().front().name, variant, model_name = "qwen3-0.6b", config, layer,
+              dtype_name = "bf16", backend_name = "auto", comm = "auto",
+              link_profile = "nvlink-h200";
   std::int64_t tokens = 1;
   int tp = 1, iterations = 1;
   bool flush = true;
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
       ->check(bench::whole_number<std::int64_t>("a token count, a whole number >= 1", 1));
   app.add_option("--tp", tp,
                  "tensor-parallel size: qkv/gate_up run one rank's shard; tp_attn/tp_mlp and the "
-                 "collectives (tp >= 2) run every rank")
+                 "collective ops (tp >= 2) run every rank")
       ->capture_default_str()
       ->check(bench::whole_number<int>("a tensor-parallel size, a whole number >= 1", 1));
   // One dtype (fusebench's --dtypes takes a list): the messages of the sweep name this flag.

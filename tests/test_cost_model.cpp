@@ -45,7 +45,8 @@ TEST(CostModel, ConfigWithQSizeNotHiddenGivesFlopsFromHeads) {
 TEST(CostModel, ComputeBoundCrossoverMatchesRoofline) {
   const ShardShape s = shard(find_model("llama3-8b"), 1);
   const Ceilings h200{990e12, 4.8e12, "nominal"};
-  const auto m = predicted_compute_bound_tokens("qkv", "fused", s, DType::bf16, h200);
+  const auto m = predicted_compute_bound_tokens(
+      [&](std::int64_t t) { return build_plan("qkv", "fused", s, t, DType::bf16); }, h200);
   ASSERT_GT(m, 1);
   const auto ai = [&](std::int64_t t) {
     return cost_of(build_plan("qkv", "fused", s, t, DType::bf16)).arithmetic_intensity();

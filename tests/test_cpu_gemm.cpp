@@ -11,7 +11,7 @@
 
 #include "backends/cpu_gemm.hpp"
 #include "backends/cpu_memory.hpp"
-#include "core/host_mat.hpp"
+#include "backends/host_mat.hpp"
 #include "fusebench/verify.hpp"
 
 using namespace fusebench;

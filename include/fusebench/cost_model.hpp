@@ -1,6 +1,7 @@
 #pragma once
 // Analytic cost of a plan: FLOPs, minimal bytes, launches, and the roofline that follows.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -66,10 +67,10 @@ struct Ceilings {
 // `per_launch_s` for every launch.
 double roofline_seconds(const Plan& plan, const Ceilings& ceilings, double per_launch_s = 0);
 
-// Smallest token count at which the plan turns compute-bound (its arithmetic intensity reaches
-// the ridge), found by bisection over tokens in [1, max_tokens]; returns -1 if never.
-std::int64_t predicted_compute_bound_tokens(const std::string& op, const std::string& variant,
-                                            const ShardShape& shard, DType dtype,
+// Smallest token count at which the plan `plan_at(tokens)` turns compute-bound (its arithmetic
+// intensity reaches the ridge), found by bisection over tokens in [1, max_tokens]; returns -1 if
+// never. (The caller builds the plan: the cost model knows plans, not ops.)
+std::int64_t predicted_compute_bound_tokens(const std::function<Plan(std::int64_t)>& plan_at,
                                             const Ceilings& ceilings,
                                             std::int64_t max_tokens = 1 << 20);
 

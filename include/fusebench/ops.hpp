@@ -3,14 +3,45 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fusebench/plan.hpp"
+#include "fusebench/quant.hpp"
+#include "fusebench/routing.hpp"
 
 namespace fusebench {
+
+// Where a model of the sweep came from and the run's choices an op's per-model set-up reads
+// (the moe op: the routing rule in its config, the router in its checkpoint, --routing, --seed).
+struct ModelSetup {
+  const ModelShape* model = nullptr;
+  std::string preset;          // the preset's name, or "" for a config or a checkpoint
+  std::string config_path;     // the config.json it was read from, or "" for a preset
+  std::string checkpoint_dir;  // --weights as given, or ""
+  // The checkpoint layer's router, read on request (with e_score_correction_bias when asked);
+  // null where the model has no checkpoint or its layer holds no routed experts. Throws
+  // CheckpointError naming a missing or misshapen tensor.
+  std::function<std::shared_ptr<const RouterWeights>(bool correction_bias)> read_router;
+  RoutingSource routing;
+  std::uint64_t seed = 1;
+};
+
+// Something the sweep leaves out, and why: `what` is the op, or the op with a variant or a
+// dtype ("moe dtype:fp8:block").
+struct OpRefusal {
+  std::string what, reason;
+};
+
+// Completes a shard of one model for an op (the moe op attaches its routing block) and returns
+// what it refuses there (empty: the shard runs); given the sweep's quantized specs, it may name
+// a spec's own refusal beside the op's.
+using ShardPreparer =
+    std::function<std::vector<OpRefusal>(ShardShape&, const std::vector<QuantSpec>&)>;
 
 // Host values of the logical tensors a plan reads, rounded to the plan's dtype.
 using LogicalTensors = std::map<std::string, std::vector<float>>;
@@ -37,6 +68,31 @@ struct OpInfo {
   // The quantized variant whose shards keep their own weight scales: the reference of the other
   // variants' quant_error_vs_split (moe: per_expert_split).
   std::string quant_split = "split";
+
+  // What the sweep asks of the op (docs/adding-an-op.md). The runner names no op: it reads these.
+  // Whether a sweep without --ops runs it (the TP pipelines, the collectives and moe, whose
+  // every expert's weights are 1.2 GB for qwen3-30b-a3b in bf16, run on request).
+  bool in_default_sweep = true;
+  // Whether it reads every routed expert of a checkpoint's layer (else --expert's alone).
+  bool reads_all_experts = false;
+  // Whether its one-launch variants (grouped GEMMs) are what its comparison is about on every
+  // backend: then they run where the backend has no single-launch grouped GEMM.
+  bool one_launch_everywhere = false;
+  // Per-model set-up, once per model of a sweep that runs the op; null: nothing to set up.
+  std::function<ShardPreparer(const ModelSetup&)> setup = nullptr;
+  // Why a quantized fixture of the op cannot run on cuda ("": it can).
+  std::string quant_refusal_on_cuda = {};
+  // Why `variant` cannot run on cuda for `shard` ("": it can); null: every variant can.
+  std::function<std::string(const ShardShape&, const std::string& variant)> cuda_variant_refusal =
+      nullptr;
+  // The rows its GEMMs run for `tokens` tokens of `model` (null: the tokens), and how they were
+  // drawn for the entry (null json where they are the tokens).
+  std::function<std::int64_t(const ModelShape&, const ShardShape&, std::int64_t tokens)> rows =
+      nullptr;
+  std::function<nlohmann::json(const ModelShape&, const ShardShape&, std::int64_t tokens)>
+      rows_json = nullptr;
+  // Fields an entry of a plan of this op adds (moe: its routing and padding); null: none.
+  std::function<void(const Plan&, nlohmann::json& fields)> entry_fields = nullptr;
 };
 
 const std::vector<OpInfo>& op_registry();

@@ -619,13 +619,14 @@ void add_range_accuracy(Comparison& c) {
 
 }  // namespace
 
-Table build(std::vector<Report> reports, double margin) {
-  refuse_mixed_setups(reports);
-  refuse_mixed_routing(reports);
-  Table t;
-  t.margin = margin;
-  // key -> tokens -> (report, repetition) -> variant -> entry
-  std::map<Key, std::map<std::int64_t, std::map<std::pair<int, int>, Cell>>> groups;
+namespace {
+
+// (report, repetition) -> variant -> entry, per token count, per comparison key.
+using Cells = std::map<std::pair<int, int>, Cell>;
+using ByTokens = std::map<std::int64_t, Cells>;
+
+std::map<Key, ByTokens> group_entries(const std::vector<Report>& reports) {
+  std::map<Key, ByTokens> groups;
   for (std::size_t ri = 0; ri < reports.size(); ++ri) {
     for (const auto& e : reports[ri].entries) {
       Key k{reports[ri].device, e.backend, e.model, e.layer, e.op, e.dtype,
@@ -633,200 +634,239 @@ Table build(std::vector<Report> reports, double margin) {
       groups[k][e.tokens][{static_cast<int>(ri), e.repetition}].by_variant[e.variant] = &e;
     }
   }
-  for (const auto& [key, by_tokens] : groups) {
-    Comparison c;
-    c.key = key;
-    std::set<std::string> vars;
-    std::map<std::string, int> named;
-    bool any_ratio = false, all_modelled = true;
-    std::set<int> report_set;
-    for (const auto& [tokens, cells] : by_tokens) {
-      for (const auto& [rr, cell] : cells) {
-        report_set.insert(rr.first);
-        for (const auto& [v, e] : cell.by_variant) {
-          vars.insert(v);
-          if (!e->speedup_baseline.empty()) ++named[e->speedup_baseline];
-          any_ratio = any_ratio || e->speedup || !e->over.empty();
-          all_modelled = all_modelled && e->modelled;
-        }
-      }
-    }
-    if (vars.size() < 2) {
-      t.skipped.push_back(key.text() + ": one variant only (" + *vars.begin() + ")");
-      continue;
-    }
-    if (!any_ratio) {
-      t.skipped.push_back(
-          key.text() +
-          ": no paired speedups (its entries were not measured as one interleaved group)");
-      continue;
-    }
-    c.baseline = default_baseline(key.op);
-    int best = 0;
-    for (const auto& [b, n] : named) {
-      if (n > best) best = n, c.baseline = b;
-    }
-    c.variants = order_variants(vars, c.baseline);
-    c.modelled = all_modelled;
-    c.reports.assign(report_set.begin(), report_set.end());
+  return groups;
+}
 
-    // The cost model: the first report's ceilings that has them.
-    bool comm = false;
-    for (const auto& [tokens, cells] : by_tokens) {
-      for (const auto& [rr, cell] : cells) {
-        for (const auto& [v, e] : cell.by_variant) comm = comm || e->comm_bytes.value_or(0) > 0;
+// The comparison's variants (baseline first: the one most entries name, else the op's default),
+// reports and modelled flag; false (and why, in `skipped`) when there is nothing to compare.
+bool start_comparison(const Key& key, const ByTokens& by_tokens, Comparison& c,
+                      std::vector<std::string>& skipped) {
+  c.key = key;
+  std::set<std::string> vars;
+  std::map<std::string, int> named;
+  bool any_ratio = false, all_modelled = true;
+  std::set<int> report_set;
+  for (const auto& [tokens, cells] : by_tokens) {
+    for (const auto& [rr, cell] : cells) {
+      report_set.insert(rr.first);
+      for (const auto& [v, e] : cell.by_variant) {
+        vars.insert(v);
+        if (!e->speedup_baseline.empty()) ++named[e->speedup_baseline];
+        any_ratio = any_ratio || e->speedup || !e->over.empty();
+        all_modelled = all_modelled && e->modelled;
       }
     }
-    c.launch_overhead_s = key.backend == "cuda" ? 3e-6 : 1e-6;
-    if (comm) {
-      c.model_note = "not evaluated: communication is not in the cost model";
-    } else {
-      for (int ri : c.reports) {
-        if (auto ceil = reports[static_cast<std::size_t>(ri)].ceilings_for(key.dtype)) {
-          c.ceilings = ceil;
-          c.model_note = "max(model_flops / peak, model_bytes / bandwidth) + model_launches x " +
-                         fmt(c.launch_overhead_s * 1e6, "%g") + " us, ceilings of " +
-                         reports[static_cast<std::size_t>(ri)].file + " (" + ceil->source + ": " +
-                         fmt(ceil->peak_flops / 1e9, "%.4g") + " GFLOP/s, " +
-                         fmt(ceil->bandwidth / 1e9, "%.4g") + " GB/s)";
-          break;
-        }
-      }
-      if (!c.ceilings) c.model_note = "not evaluated: no report of this comparison has ceilings";
-    }
+  }
+  if (vars.size() < 2) {
+    skipped.push_back(key.text() + ": one variant only (" + *vars.begin() + ")");
+    return false;
+  }
+  if (!any_ratio) {
+    skipped.push_back(key.text() +
+                      ": no paired speedups (its entries were not measured as one interleaved "
+                      "group)");
+    return false;
+  }
+  c.baseline = default_baseline(key.op);
+  int best = 0;
+  for (const auto& [b, n] : named) {
+    if (n > best) best = n, c.baseline = b;
+  }
+  c.variants = order_variants(vars, c.baseline);
+  c.modelled = all_modelled;
+  c.reports.assign(report_set.begin(), report_set.end());
+  return true;
+}
 
-    for (const auto& [tokens, cells] : by_tokens) {
-      Point p;
-      p.tokens = tokens;
-      std::set<std::string> present;
-      std::set<int> rs;
-      for (const auto& [rr, cell] : cells) {
-        rs.insert(rr.first);
-        for (const auto& [v, e] : cell.by_variant) {
-          if (e->error) {
-            p.skipped.push_back(v + " in " + reports[static_cast<std::size_t>(rr.first)].file +
-                                ": error: " + e->error_message);
-          } else {
-            present.insert(v);
-          }
-        }
-      }
-      p.reports.assign(rs.begin(), rs.end());
-      std::vector<std::string> pv;
-      for (const auto& v : c.variants) {
-        if (present.count(v)) pv.push_back(v);
-      }
-      // Pairs, later variant over earlier (fused over split, paired over naive).
-      std::map<std::pair<std::size_t, std::size_t>, std::size_t> index;
-      for (std::size_t j = 0; j < pv.size(); ++j) {
-        for (std::size_t i = 0; i < j; ++i) {
-          PairEvidence pe;
-          pe.variant = pv[j];
-          pe.over = pv[i];
-          for (const auto& [rr, cell] : cells) {
-            const auto vi = cell.by_variant.find(pe.variant), wi = cell.by_variant.find(pe.over);
-            if (vi == cell.by_variant.end() || wi == cell.by_variant.end()) continue;
-            const Entry &v = *vi->second, &w = *wi->second;
-            if (v.error || w.error) continue;
-            Observation o;
-            o.report = rr.first;
-            o.repetition = rr.second;
-            const auto r = ratio_of(v, w);
-            o.entry = r && r->second ? w.name : v.name;
-            if (r) {
-              o.ratio = r->first;
-              o.inverted = r->second;
-            }
-            o.modelled = v.modelled || w.modelled;
-            const std::string base =
-                r ? not_evidence(v, w, o.ratio) : "no paired ratio of the two in the report";
-            if (o.modelled) {
-              o.excluded =
-                  "modelled communication (comm_modelled = 1): priced by the link model, not "
-                  "measured";
-              if (!base.empty()) o.excluded += "; " + base;
-            } else {
-              o.excluded = base;
-            }
-            pe.observations.push_back(o);
-          }
-          index[{j, i}] = p.pairs.size();
-          p.pairs.push_back(pe);
-        }
-      }
-      auto verdict = [&](bool accept_modelled) {
-        for (auto& pe : p.pairs) pool(pe, margin, accept_modelled);
-        return decide(pv, [&](std::size_t i, std::size_t j) {
-          if (i > j) return pair_status(p.pairs[index.at({i, j})], margin);
-          return flip(pair_status(p.pairs[index.at({j, i})], margin));
-        });
-      };
-      Verdict v = verdict(false);
-      p.decision = v.decision;
-      p.variants = v.variants;
-      p.label = v.label;
-      std::vector<std::string> because;
-      if (pv.size() < 2) {
-        because.push_back(pv.empty() ? "no variant ran here" : "only " + pv.front() + " ran here");
-      } else if (v.decision == Decision::kUse) {
-        for (const auto& pe : p.pairs) {
-          if (pe.variant == v.variants.front() || pe.over == v.variants.front()) {
-            because.push_back(evidence_text(pe, margin));
-          }
-        }
-      } else if (v.decision == Decision::kEither) {
-        for (const auto& pe : p.pairs) because.push_back(evidence_text(pe, margin));
+// The cost model: the ceilings of the first report that has them (none for communication,
+// which the model does not price).
+void set_cost_model(const std::vector<Report>& reports, const ByTokens& by_tokens, Comparison& c) {
+  bool comm = false;
+  for (const auto& [tokens, cells] : by_tokens) {
+    for (const auto& [rr, cell] : cells) {
+      for (const auto& [v, e] : cell.by_variant) comm = comm || e->comm_bytes.value_or(0) > 0;
+    }
+  }
+  c.launch_overhead_s = c.key.backend == "cuda" ? 3e-6 : 1e-6;
+  if (comm) {
+    c.model_note = "not evaluated: communication is not in the cost model";
+    return;
+  }
+  for (int ri : c.reports) {
+    const Report& report = reports[static_cast<std::size_t>(ri)];
+    if (auto ceil = report.ceilings_for(c.key.dtype)) {
+      c.ceilings = ceil;
+      c.model_note = "max(model_flops / peak, model_bytes / bandwidth) + model_launches x " +
+                     fmt(c.launch_overhead_s * 1e6, "%g") + " us, ceilings of " + report.file +
+                     " (" + ceil->source + ": " + fmt(ceil->peak_flops / 1e9, "%.4g") +
+                     " GFLOP/s, " + fmt(ceil->bandwidth / 1e9, "%.4g") + " GB/s)";
+      return;
+    }
+  }
+  c.model_note = "not evaluated: no report of this comparison has ceilings";
+}
+
+// One observation of `v` over `w` in one report and repetition: the paired ratio, or why it is
+// not evidence.
+Observation observe(const std::pair<int, int>& rr, const Entry& v, const Entry& w) {
+  Observation o;
+  o.report = rr.first;
+  o.repetition = rr.second;
+  const auto r = ratio_of(v, w);
+  o.entry = r && r->second ? w.name : v.name;
+  if (r) {
+    o.ratio = r->first;
+    o.inverted = r->second;
+  }
+  o.modelled = v.modelled || w.modelled;
+  const std::string base =
+      r ? not_evidence(v, w, o.ratio) : "no paired ratio of the two in the report";
+  if (o.modelled) {
+    o.excluded =
+        "modelled communication (comm_modelled = 1): priced by the link model, not measured";
+    if (!base.empty()) o.excluded += "; " + base;
+  } else {
+    o.excluded = base;
+  }
+  return o;
+}
+
+// The point's variants that ran (comparison order) and the entries that failed.
+std::vector<std::string> present_variants(const std::vector<Report>& reports, const Comparison& c,
+                                          const Cells& cells, Point& p) {
+  std::set<std::string> present;
+  std::set<int> rs;
+  for (const auto& [rr, cell] : cells) {
+    rs.insert(rr.first);
+    for (const auto& [v, e] : cell.by_variant) {
+      if (e->error) {
+        p.skipped.push_back(v + " in " + reports[static_cast<std::size_t>(rr.first)].file +
+                            ": error: " + e->error_message);
       } else {
-        for (const auto& pe : p.pairs) {
-          if (pe.state != "beats" && pe.state != "loses" && pe.state != "within") {
-            because.push_back(evidence_text(pe, margin));
-          }
-        }
-        if (because.empty())
-          because.push_back("no variant beats every other, and no tied set does");
+        present.insert(v);
       }
-      p.reason = join(because, "; ");
-      if (c.modelled && pv.size() >= 2) {
-        const Verdict mv = verdict(true);
-        p.label = "modelled: " + mv.label;
-        p.reason = "modelled communication: not evidence; the modelled figures say " + mv.label +
-                   " (" +
-                   [&] {
-                     std::vector<std::string> s;
-                     for (const auto& pe : p.pairs) s.push_back(evidence_text(pe, margin));
-                     return join(s, "; ");
-                   }() +
-                   ")";
-        for (auto& pe : p.pairs) pool(pe, margin, false);  // the evidence as it stands
-      }
-      // The cost model at this token count.
-      if (c.ceilings && pv.size() >= 2) {
-        ModelPoint m;
-        bool ok = true;
-        for (const auto& var : pv) {
-          const Entry* e = nullptr;
-          for (const auto& [rr, cell] : cells) {
-            const auto it = cell.by_variant.find(var);
-            if (it != cell.by_variant.end() && !it->second->error && it->second->model_flops &&
-                it->second->model_bytes && it->second->model_launches) {
-              e = it->second;
-              break;
-            }
-          }
-          if (!e) {
-            ok = false;
-            break;
-          }
-          m.counters[var] = {*e->model_flops, *e->model_bytes, *e->model_launches};
-          m.seconds[var] = model_seconds(m.counters[var], *c.ceilings, c.launch_overhead_s);
-        }
-        if (ok) {
-          m.label = model_verdict(pv, m.seconds, margin).label;
-          p.model = m;
-        }
-      }
-      c.points.push_back(std::move(p));
     }
+  }
+  p.reports.assign(rs.begin(), rs.end());
+  std::vector<std::string> pv;
+  for (const auto& v : c.variants) {
+    if (present.count(v)) pv.push_back(v);
+  }
+  return pv;
+}
+
+// Pairs, later variant over earlier (fused over split, paired over naive): index[{j, i}] is
+// pv[j] over pv[i] in p.pairs.
+std::map<std::pair<std::size_t, std::size_t>, std::size_t> add_pairs(
+    const std::vector<std::string>& pv, const Cells& cells, Point& p) {
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> index;
+  for (std::size_t j = 0; j < pv.size(); ++j) {
+    for (std::size_t i = 0; i < j; ++i) {
+      PairEvidence pe;
+      pe.variant = pv[j];
+      pe.over = pv[i];
+      for (const auto& [rr, cell] : cells) {
+        const auto vi = cell.by_variant.find(pe.variant), wi = cell.by_variant.find(pe.over);
+        if (vi == cell.by_variant.end() || wi == cell.by_variant.end()) continue;
+        if (vi->second->error || wi->second->error) continue;
+        pe.observations.push_back(observe(rr, *vi->second, *wi->second));
+      }
+      index[{j, i}] = p.pairs.size();
+      p.pairs.push_back(pe);
+    }
+  }
+  return index;
+}
+
+// Why the point's decision is what it is: the evidence that decided it.
+std::string decision_reason(const std::vector<std::string>& pv, const Verdict& v, const Point& p,
+                            double margin) {
+  std::vector<std::string> because;
+  if (pv.size() < 2) {
+    because.push_back(pv.empty() ? "no variant ran here" : "only " + pv.front() + " ran here");
+  } else if (v.decision == Decision::kUse) {
+    for (const auto& pe : p.pairs) {
+      if (pe.variant == v.variants.front() || pe.over == v.variants.front())
+        because.push_back(evidence_text(pe, margin));
+    }
+  } else if (v.decision == Decision::kEither) {
+    for (const auto& pe : p.pairs) because.push_back(evidence_text(pe, margin));
+  } else {
+    for (const auto& pe : p.pairs) {
+      if (pe.state != "beats" && pe.state != "loses" && pe.state != "within")
+        because.push_back(evidence_text(pe, margin));
+    }
+    if (because.empty()) because.push_back("no variant beats every other, and no tied set does");
+  }
+  return join(because, "; ");
+}
+
+// The cost model's verdict at this token count, where every variant has its model counters.
+std::optional<ModelPoint> model_point(const Comparison& c, const std::vector<std::string>& pv,
+                                      const Cells& cells, double margin) {
+  ModelPoint m;
+  for (const auto& var : pv) {
+    const Entry* e = nullptr;
+    for (const auto& [rr, cell] : cells) {
+      const auto it = cell.by_variant.find(var);
+      if (it != cell.by_variant.end() && !it->second->error && it->second->model_flops &&
+          it->second->model_bytes && it->second->model_launches) {
+        e = it->second;
+        break;
+      }
+    }
+    if (!e) return std::nullopt;
+    m.counters[var] = {*e->model_flops, *e->model_bytes, *e->model_launches};
+    m.seconds[var] = model_seconds(m.counters[var], *c.ceilings, c.launch_overhead_s);
+  }
+  m.label = model_verdict(pv, m.seconds, margin).label;
+  return m;
+}
+
+Point decide_point(const std::vector<Report>& reports, const Comparison& c, std::int64_t tokens,
+                   const Cells& cells, double margin) {
+  Point p;
+  p.tokens = tokens;
+  const std::vector<std::string> pv = present_variants(reports, c, cells, p);
+  const auto index = add_pairs(pv, cells, p);
+  auto verdict = [&](bool accept_modelled) {
+    for (auto& pe : p.pairs) pool(pe, margin, accept_modelled);
+    return decide(pv, [&](std::size_t i, std::size_t j) {
+      if (i > j) return pair_status(p.pairs[index.at({i, j})], margin);
+      return flip(pair_status(p.pairs[index.at({j, i})], margin));
+    });
+  };
+  const Verdict v = verdict(false);
+  p.decision = v.decision;
+  p.variants = v.variants;
+  p.label = v.label;
+  p.reason = decision_reason(pv, v, p, margin);
+  if (c.modelled && pv.size() >= 2) {
+    const Verdict mv = verdict(true);
+    std::vector<std::string> evidence;
+    for (const auto& pe : p.pairs) evidence.push_back(evidence_text(pe, margin));
+    p.label = "modelled: " + mv.label;
+    p.reason = "modelled communication: not evidence; the modelled figures say " + mv.label + " (" +
+               join(evidence, "; ") + ")";
+    for (auto& pe : p.pairs) pool(pe, margin, false);  // the evidence as it stands
+  }
+  if (c.ceilings && pv.size() >= 2) p.model = model_point(c, pv, cells, margin);
+  return p;
+}
+
+}  // namespace
+
+Table build(std::vector<Report> reports, double margin) {
+  refuse_mixed_setups(reports);
+  refuse_mixed_routing(reports);
+  Table t;
+  t.margin = margin;
+  for (const auto& [key, by_tokens] : group_entries(reports)) {
+    Comparison c;
+    if (!start_comparison(key, by_tokens, c, t.skipped)) continue;
+    set_cost_model(reports, by_tokens, c);
+    for (const auto& [tokens, cells] : by_tokens)
+      c.points.push_back(decide_point(reports, c, tokens, cells, margin));
     place_ranges(c, margin);
     add_accuracy(c, by_tokens);
     add_range_accuracy(c);

@@ -21,7 +21,7 @@
 #include "backends/cpu_gemm.hpp"
 #include "backends/cpu_memory.hpp"
 #include "backends/cpu_quant.hpp"
-#include "core/host_mat.hpp"
+#include "backends/host_mat.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/cost_model.hpp"
 

@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #include "backends/cpu_int8_gemm.hpp"
-#include "core/host_mat.hpp"
+#include "backends/host_mat.hpp"
 
 #ifdef FUSEBENCH_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/host_mat.hpp"
+#include "backends/host_mat.hpp"
 
 namespace fusebench::cpu {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
-// Column all-gather helpers of the CPU communicators (element access: core/host_mat.hpp).
-#include "core/host_mat.hpp"
+// Column all-gather helpers of the CPU communicators (element access: backends/host_mat.hpp).
+#include "backends/host_mat.hpp"
 
 namespace fusebench::comm {
 

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "fusebench/ops.hpp"
-
 namespace fusebench {
 namespace {
 
@@ -195,12 +193,11 @@ double roofline_seconds(const Plan& plan, const Ceilings& ceilings, double per_l
   return seconds;
 }
 
-std::int64_t predicted_compute_bound_tokens(const std::string& op, const std::string& variant,
-                                            const ShardShape& shard, DType dtype,
+std::int64_t predicted_compute_bound_tokens(const std::function<Plan(std::int64_t)>& plan_at,
                                             const Ceilings& ceilings, std::int64_t max_tokens) {
   const double ridge = ceilings.ridge();
   const auto intensity = [&](std::int64_t tokens) {
-    return cost_of(build_plan(op, variant, shard, tokens, dtype)).arithmetic_intensity();
+    return cost_of(plan_at(tokens)).arithmetic_intensity();
   };
   if (ridge <= 0 || intensity(max_tokens) < ridge) return -1;
   std::int64_t lo = 1, hi = max_tokens;  // intensity grows with tokens

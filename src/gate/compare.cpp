@@ -275,9 +275,8 @@ void note_interrupted(const Report& report, const char* which, Result& r) {
   r.unjudged.push_back(text);
 }
 
-}  // namespace
-
-Result compare(const Report& baseline, const Report& current, const Options& o) {
+// The run-wide settings of a comparison: identity, thresholds, threads, interrupted runs.
+Result start_result(const Report& baseline, const Report& current, const Options& o) {
   Result r;
   r.baseline_device = device_identity(baseline);
   r.current_device = device_identity(current);
@@ -301,144 +300,158 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
   note_interrupted(current, "the current", r);
   if (!r.timing_off.empty())
     r.unjudged.push_back("time, speedup and advice rules off: " + r.timing_off);
-  const bool judge_time = r.timing_off.empty();
-  std::string first_unjudged;
-  std::vector<double> log_ratios, log_widths;  // of the judged time rows, for the report-wide rule
-  auto add = [&](Status s, const std::string& bench, const std::string& metric,
+  return r;
+}
+
+void add_finding(Result& r, Status s, const std::string& bench, const std::string& metric,
                  std::optional<double> b, std::optional<double> c, std::string detail) {
-    r.findings.push_back({s, bench, metric, b, c, std::move(detail)});
-  };
+  r.findings.push_back({s, bench, metric, b, c, std::move(detail)});
+}
 
-  for (const Entry& base : baseline.entries) {
-    const Entry* cur = current.find(base.name);
-    if (!cur) {
-      add(Status::kMissing, base.name, "", std::nullopt, std::nullopt,
-          "in baseline, absent from current" + rename_hint(base.name, baseline, current));
-      continue;
-    }
-    ++r.compared;
-    // Another routing or quant spec under the same name is another experiment: refused (exit 2).
-    check_entry_setup(base, *cur, baseline, current, o, r);
-    if (base.error || cur->error) {
-      if (base.error && cur->error) {
-        add(Status::kNote, base.name, "", std::nullopt, std::nullopt,
-            "error in both: " + cur->error_message);
-      } else if (cur->error) {
-        add(Status::kError, base.name, "", std::nullopt, std::nullopt,
-            "current run failed: " + cur->error_message);
-      } else {
-        add(Status::kNote, base.name, "", std::nullopt, std::nullopt,
-            "failed in baseline, runs now");
-      }
-      continue;
-    }
-
-    std::string unjudged = !cur->not_judged.empty() ? cur->not_judged : base.not_judged;
-    std::string unjudged_side = cur->not_judged.empty() ? " (baseline)" : " (current)";
-    // A multi-process CPU run records its threads per entry (each rank's share), not in the
-    // context: the same rule as the context's count, entry by entry.
-    const auto bt = base.counters.find("cpu_threads_per_rank"),
-               ct = cur->counters.find("cpu_threads_per_rank");
-    if (unjudged.empty() && !o.allow_thread_mismatch && bt != base.counters.end() &&
-        ct != cur->counters.end() && bt->second != ct->second) {
-      unjudged = "CPU threads per rank differ (baseline " + format_value("", bt->second) +
-                 ", current " + format_value("", ct->second) + "; --allow-thread-mismatch)";
-      unjudged_side.clear();
-    }
-    if (judge_time && !unjudged.empty()) {
-      // A contended or few-sample figure is what the scheduler did, or no evidence at all:
-      // neither its time nor its speedup may fail (or pass) the gate.
-      add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
-          "not judged: " + unjudged + unjudged_side);
-      if (r.not_judged++ == 0) first_unjudged = base.name + " (" + unjudged + unjudged_side + ")";
-    } else if (judge_time) {
-      if (base.time_ns <= 0) {
-        add(Status::kNote, base.name, "time", base.time_ns, cur->time_ns,
-            "baseline time is 0: not compared");
-      } else {
-        r.findings.push_back(time_finding(base, *cur, r.time_threshold, o.noise_sigmas));
-        const LogSpread b = log_spread(base, o.noise_sigmas), c = log_spread(*cur, o.noise_sigmas);
-        log_ratios.push_back(std::log(cur->time_ns / base.time_ns));
-        log_widths.push_back(std::max(std::hypot(c.below, b.above), std::hypot(c.above, b.below)));
-      }
-
-      // The fusion benefit: a speedup is paired within one run, so drift between the two runs
-      // cancels; only intervals that do not overlap say it changed.
-      if (base.speedup && cur->speedup) {
-        ++r.speedup.applied;
-        const SpeedupInterval &b = *base.speedup, &c = *cur->speedup;
-        std::string detail = interval(c) + " vs baseline " + interval(b);
-        Status s = Status::kPass;
-        if (c.high < b.low) {
-          s = Status::kLost;
-          detail += ": wholly below (the speedup was lost)";
-        } else if (c.low > b.high) {
-          s = Status::kFaster;
-          detail += ": wholly above";
-        } else {
-          detail += ": overlap";
-        }
-        add(s, base.name, "speedup", b.speedup, c.speedup, detail);
-      } else if (base.speedup || cur->speedup || base.counters.count("speedup") ||
-                 cur->counters.count("speedup")) {
-        r.speedup
-            .not_applied["baseline has " + speedup_state(base) + ", current has " +
-                         speedup_state(*cur)]
-            .push_back(base.name);
-      }
-    }
-
-    for (const auto& [key, bv] : base.counters) {
-      const bool exact = is_exact_counter(key), bytes = is_bytes_counter(key);
-      if (!exact && !bytes) continue;
-      auto it = cur->counters.find(key);
-      if (it == cur->counters.end()) {
-        // A counter that vanished could hide a regression (e.g. CUPTI unavailable on this run).
-        const auto why = cur->counters_unavailable.find(key);
-        add(o.allow_missing_counters ? Status::kNote : Status::kMissing, base.name, key, bv,
-            std::nullopt,
-            why != cur->counters_unavailable.end()
-                ? "counter absent from current: unavailable: " + why->second
-                : "counter absent from current (the entry gives no reason in "
-                  "counters_unavailable)");
-        continue;
-      }
-      const double cv = it->second;
-      const double tol = exact ? o.exact_tolerance : o.bytes_tolerance;
-      const double diff = std::fabs(cv - bv);
-      const bool changed = bv == 0 ? diff > 0 : diff > tol * std::fabs(bv);
-      const std::string rule =
-          (exact ? "exact" : "bytes") + std::string(", tolerance ") + plain_percent(tol);
-      const std::string change = bv != 0 ? percent(cv / bv - 1.0) : (diff > 0 ? "from 0" : "+0.0%");
-      add(changed ? Status::kChanged : Status::kPass, base.name, key, bv, cv,
-          change + " (" + rule + ")");
-    }
-    for (const auto& [key, cv] : cur->counters) {
-      if ((is_exact_counter(key) || is_bytes_counter(key)) && !base.counters.count(key)) {
-        add(Status::kNote, base.name, key, std::nullopt, cv, "counter new in current");
-      }
-    }
-    // Accuracy is computed, not timed: judged whatever the timing rules did (contended entries,
-    // thread counts, --ignore-time).
-    compare_accuracy(base, *cur, o, r);
+// A failed fixture on either side: a finding, and nothing else of the entry is compared.
+bool compare_errors(const Entry& base, const Entry& cur, Result& r) {
+  if (!base.error && !cur.error) return false;
+  if (base.error && cur.error) {
+    add_finding(r, Status::kNote, base.name, "", std::nullopt, std::nullopt,
+                "error in both: " + cur.error_message);
+  } else if (cur.error) {
+    add_finding(r, Status::kError, base.name, "", std::nullopt, std::nullopt,
+                "current run failed: " + cur.error_message);
+  } else {
+    add_finding(r, Status::kNote, base.name, "", std::nullopt, std::nullopt,
+                "failed in baseline, runs now");
   }
+  return true;
+}
+
+// Why an entry's time and speedup are not judged ("" when they are): contended or few samples
+// on either side, or (a multi-process CPU run records its threads per entry, each rank's share)
+// the threads per rank differ, the same rule as the context's count, entry by entry.
+std::string unjudged_reason(const Entry& base, const Entry& cur, const Options& o) {
+  if (!cur.not_judged.empty()) return cur.not_judged + " (current)";
+  if (!base.not_judged.empty()) return base.not_judged + " (baseline)";
+  const auto bt = base.counters.find("cpu_threads_per_rank"),
+             ct = cur.counters.find("cpu_threads_per_rank");
+  if (!o.allow_thread_mismatch && bt != base.counters.end() && ct != cur.counters.end() &&
+      bt->second != ct->second) {
+    return "CPU threads per rank differ (baseline " + format_value("", bt->second) + ", current " +
+           format_value("", ct->second) + "; --allow-thread-mismatch)";
+  }
+  return {};
+}
+
+// The fusion benefit: a speedup is paired within one run, so drift between the two runs
+// cancels; only intervals that do not overlap say it changed.
+void compare_speedup(const Entry& base, const Entry& cur, Result& r) {
+  if (base.speedup && cur.speedup) {
+    ++r.speedup.applied;
+    const SpeedupInterval &b = *base.speedup, &c = *cur.speedup;
+    std::string detail = interval(c) + " vs baseline " + interval(b);
+    Status s = Status::kPass;
+    if (c.high < b.low) {
+      s = Status::kLost;
+      detail += ": wholly below (the speedup was lost)";
+    } else if (c.low > b.high) {
+      s = Status::kFaster;
+      detail += ": wholly above";
+    } else {
+      detail += ": overlap";
+    }
+    add_finding(r, s, base.name, "speedup", b.speedup, c.speedup, detail);
+  } else if (base.speedup || cur.speedup || base.counters.count("speedup") ||
+             cur.counters.count("speedup")) {
+    r.speedup
+        .not_applied["baseline has " + speedup_state(base) + ", current has " + speedup_state(cur)]
+        .push_back(base.name);
+  }
+}
+
+// Time rows of the judged entries, kept for the report-wide rule.
+struct TimeRows {
+  std::vector<double> log_ratios, log_widths;
+  std::string first_unjudged;
+};
+
+void compare_time(const Entry& base, const Entry& cur, const Options& o, Result& r,
+                  TimeRows& rows) {
+  if (const std::string unjudged = unjudged_reason(base, cur, o); !unjudged.empty()) {
+    // A contended or few-sample figure is what the scheduler did, or no evidence at all:
+    // neither its time nor its speedup may fail (or pass) the gate.
+    add_finding(r, Status::kNote, base.name, "time", base.time_ns, cur.time_ns,
+                "not judged: " + unjudged);
+    if (r.not_judged++ == 0) rows.first_unjudged = base.name + " (" + unjudged + ")";
+    return;
+  }
+  if (base.time_ns <= 0) {
+    add_finding(r, Status::kNote, base.name, "time", base.time_ns, cur.time_ns,
+                "baseline time is 0: not compared");
+  } else {
+    r.findings.push_back(time_finding(base, cur, r.time_threshold, o.noise_sigmas));
+    const LogSpread b = log_spread(base, o.noise_sigmas), c = log_spread(cur, o.noise_sigmas);
+    rows.log_ratios.push_back(std::log(cur.time_ns / base.time_ns));
+    rows.log_widths.push_back(std::max(std::hypot(c.below, b.above), std::hypot(c.above, b.below)));
+  }
+  compare_speedup(base, cur, r);
+}
+
+// Exact counters (launches) and bytes, within their tolerances; a counter that vanished could
+// hide a regression (e.g. CUPTI unavailable on this run).
+void compare_counters(const Entry& base, const Entry& cur, const Options& o, Result& r) {
+  for (const auto& [key, bv] : base.counters) {
+    const bool exact = is_exact_counter(key), bytes = is_bytes_counter(key);
+    if (!exact && !bytes) continue;
+    auto it = cur.counters.find(key);
+    if (it == cur.counters.end()) {
+      const auto why = cur.counters_unavailable.find(key);
+      add_finding(r, o.allow_missing_counters ? Status::kNote : Status::kMissing, base.name, key,
+                  bv, std::nullopt,
+                  why != cur.counters_unavailable.end()
+                      ? "counter absent from current: unavailable: " + why->second
+                      : "counter absent from current (the entry gives no reason in "
+                        "counters_unavailable)");
+      continue;
+    }
+    const double cv = it->second;
+    const double tol = exact ? o.exact_tolerance : o.bytes_tolerance;
+    const double diff = std::fabs(cv - bv);
+    const bool changed = bv == 0 ? diff > 0 : diff > tol * std::fabs(bv);
+    const std::string rule =
+        (exact ? "exact" : "bytes") + std::string(", tolerance ") + plain_percent(tol);
+    const std::string change = bv != 0 ? percent(cv / bv - 1.0) : (diff > 0 ? "from 0" : "+0.0%");
+    add_finding(r, changed ? Status::kChanged : Status::kPass, base.name, key, bv, cv,
+                change + " (" + rule + ")");
+  }
+  for (const auto& [key, cv] : cur.counters) {
+    if ((is_exact_counter(key) || is_bytes_counter(key)) && !base.counters.count(key)) {
+      add_finding(r, Status::kNote, base.name, key, std::nullopt, cv, "counter new in current");
+    }
+  }
+}
+
+// Coverage: an entry the baseline lacks is gated by nothing; the baseline must cover the sweep
+// (scripts/update-baseline.sh), or the run says it accepts that (--allow-new).
+void note_new_entries(const Report& baseline, const Report& current, const Options& o, Result& r) {
   for (const Entry& cur : current.entries) {
     if (baseline.find(cur.name)) continue;
     if (o.allow_new) {
-      add(Status::kNew, cur.name, "", std::nullopt, std::nullopt, "not in baseline (--allow-new)");
+      add_finding(r, Status::kNew, cur.name, "", std::nullopt, std::nullopt,
+                  "not in baseline (--allow-new)");
     } else {
-      // Coverage: an entry the baseline lacks is gated by nothing; the baseline must cover the
-      // sweep (scripts/update-baseline.sh), or the run says it accepts that (--allow-new).
-      add(Status::kUncovered, cur.name, "", std::nullopt, std::nullopt,
-          "not in baseline: ungated; update the baseline to the CI sweep "
-          "(scripts/update-baseline.sh) or pass --allow-new");
+      add_finding(r, Status::kUncovered, cur.name, "", std::nullopt, std::nullopt,
+                  "not in baseline: ungated; update the baseline to the CI sweep "
+                  "(scripts/update-baseline.sh) or pass --allow-new");
     }
   }
-  if (log_ratios.size() >= 2) add_report_wide(log_ratios, log_widths, r);
+}
+
+// What the whole comparison could not judge, and why the speedup rule was off.
+void finish_result(const Report& baseline, const Report& current, bool judge_time,
+                   const TimeRows& rows, Result& r) {
+  if (rows.log_ratios.size() >= 2) add_report_wide(rows.log_ratios, rows.log_widths, r);
   if (r.not_judged > 0) {
     r.unjudged.push_back(std::to_string(r.not_judged) + " entr" +
                          (r.not_judged == 1 ? "y" : "ies") +
-                         " not judged on time or speedup, e.g. " + first_unjudged);
+                         " not judged on time or speedup, e.g. " + rows.first_unjudged);
   }
   if (r.compared == 0) {
     r.unjudged.push_back("no entry of the baseline is in the current report");
@@ -452,6 +465,33 @@ Result compare(const Report& baseline, const Report& current, const Options& o) 
     r.speedup.off =
         "no entry of either report has a speedup interval (speedup_ci_low, speedup_ci_high)";
   }
+}
+
+}  // namespace
+
+Result compare(const Report& baseline, const Report& current, const Options& o) {
+  Result r = start_result(baseline, current, o);
+  const bool judge_time = r.timing_off.empty();
+  TimeRows rows;
+  for (const Entry& base : baseline.entries) {
+    const Entry* cur = current.find(base.name);
+    if (!cur) {
+      add_finding(r, Status::kMissing, base.name, "", std::nullopt, std::nullopt,
+                  "in baseline, absent from current" + rename_hint(base.name, baseline, current));
+      continue;
+    }
+    ++r.compared;
+    // Another routing or quant spec under the same name is another experiment: refused (exit 2).
+    check_entry_setup(base, *cur, baseline, current, o, r);
+    if (compare_errors(base, *cur, r)) continue;
+    if (judge_time) compare_time(base, *cur, o, r, rows);
+    compare_counters(base, *cur, o, r);
+    // Accuracy is computed, not timed: judged whatever the timing rules did (contended entries,
+    // thread counts, --ignore-time).
+    compare_accuracy(base, *cur, o, r);
+  }
+  note_new_entries(baseline, current, o, r);
+  finish_result(baseline, current, judge_time, rows, r);
   return r;
 }
 

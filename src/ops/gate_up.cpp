@@ -7,6 +7,9 @@
 //   activation reads every other column, as vLLM's SwigluOAIAndMul does.
 //   bias: in the GEMMs (epilogue); fused_bias_kernel adds it in a separate kernel instead;
 //   batched passes the two biases to the batched GEMM's epilogue (a bias batch stride).
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "quant_projection.hpp"
@@ -164,19 +167,50 @@ bool has_variant(const ShardShape& s, const std::string& variant) {
   return variant != "fused_bias_kernel" || s.mlp_bias;
 }
 
+// gate_up's layer:expert fixture runs the rows one routed expert gets: tokens * top_k / E_active,
+// E_active the experts the tokens hit on average under uniform routing (at least 1; routing.hpp
+// expected_active_experts): what one expert of the layer computes, not the M tokens the layer
+// sees (docs/models.md).
+bool routed_expert_rows(const ModelShape& model, const ShardShape& shard) {
+  return shard.mlp == LayerKind::expert && model.experts > 0 && model.experts_per_token > 0;
+}
+
+std::int64_t rows(const ModelShape& model, const ShardShape& shard, std::int64_t tokens) {
+  if (!routed_expert_rows(model, shard)) return tokens;
+  const double active = expected_active_experts(tokens, model.experts, model.experts_per_token);
+  const double per_expert = static_cast<double>(tokens * model.experts_per_token) / active;
+  return std::max<std::int64_t>(1, std::llround(per_expert));
+}
+
+nlohmann::json rows_json(const ModelShape& model, const ShardShape& shard, std::int64_t tokens) {
+  if (!routed_expert_rows(model, shard)) return nullptr;
+  return {{"rows", rows(model, shard, tokens)},
+          {"tokens", tokens},
+          {"experts", model.experts},
+          {"top_k", model.experts_per_token},
+          {"expected_active_experts",
+           expected_active_experts(tokens, model.experts, model.experts_per_token)},
+          {"rule",
+           "one routed expert's rows: tokens * top_k / expected_active_experts (uniform "
+           "routing), rounded, at least 1; the whole block at its real routing is the moe op"}};
+}
+
 }  // namespace
 
 OpInfo gate_up_op() {
-  return {"gate_up",
-          "gate/up projections + gated activation: 2 GEMMs + act (split) vs 1 GEMM + act (fused) "
-          "vs 1 strided-batched GEMM + act (batched); with a bias, fused_bias_kernel adds it in a "
-          "separate kernel instead of the GEMM's epilogue",
-          {"split", "fused", "batched", "fused_bias_kernel"},
-          build,
-          reference,
-          has_variant,
-          quant_projection_variants,
-          build_quant};
+  OpInfo op{"gate_up",
+            "gate/up projections + gated activation: 2 GEMMs + act (split) vs 1 GEMM + act "
+            "(fused) vs 1 strided-batched GEMM + act (batched); with a bias, fused_bias_kernel "
+            "adds it in a separate kernel instead of the GEMM's epilogue",
+            {"split", "fused", "batched", "fused_bias_kernel"},
+            build,
+            reference,
+            has_variant,
+            quant_projection_variants,
+            build_quant};
+  op.rows = rows;
+  op.rows_json = rows_json;
+  return op;
 }
 
 }  // namespace fusebench::ops

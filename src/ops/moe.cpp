@@ -627,21 +627,46 @@ bool has_variant(const ShardShape& s, const std::string& variant) {
   return variant != "per_expert_split" || !s.interleaved_gate_up;
 }
 
+// cuBLAS's grouped and pointer-array batched GEMMs have no bias epilogue, and no kernel adds
+// every active expert's bias yet: with expert biases (gpt-oss) only the loops run.
+std::string cuda_variant_refusal(const ShardShape& shard, const std::string& variant) {
+  if (!shard.mlp_bias || (variant != "grouped" && variant != "padded")) return {};
+  return "expert biases on cuda: cublasGemmGroupedBatchedEx and cublasGemmBatchedEx have no bias "
+         "epilogue, and a kernel adding every expert's bias is not built yet";
+}
+
+// The entry's routing (and the padding of the padded variant): routing.hpp moe_json.
+void entry_fields(const Plan& plan, nlohmann::json& fields) {
+  if (plan.moe) fields["moe"] = moe_json(*plan.moe);
+}
+
 }  // namespace
 
 OpInfo moe_op() {
-  return {"moe",
-          "the routed-expert block of one MoE layer (shared expert included): an eager loop of "
-          "5 launches per active expert (per_expert; per_expert_split: 6, gate and up apart) vs "
-          "one grouped GEMM per stage (grouped) vs every expert padded to vLLM's block size as "
-          "fixed-shape batched GEMMs (padded)",
-          {"per_expert", "per_expert_split", "grouped", "padded"},
-          build,
-          reference,
-          has_variant,
-          quant_variants,
-          build_quant,
-          "per_expert_split"};
+  OpInfo op{"moe",
+            "the routed-expert block of one MoE layer (shared expert included): an eager loop of "
+            "5 launches per active expert (per_expert; per_expert_split: 6, gate and up apart) vs "
+            "one grouped GEMM per stage (grouped) vs every expert padded to vLLM's block size as "
+            "fixed-shape batched GEMMs (padded)",
+            {"per_expert", "per_expert_split", "grouped", "padded"},
+            build,
+            reference,
+            has_variant,
+            quant_variants,
+            build_quant,
+            "per_expert_split"};
+  op.in_default_sweep = false;  // every expert's weights: on request
+  op.reads_all_experts = true;
+  // Grouped and padded are what its comparison is about on every backend (the CPU's grouped
+  // GEMM: one parallel region, docs/measured.md).
+  op.one_launch_everywhere = true;
+  op.setup = moe_setup;
+  op.quant_refusal_on_cuda =
+      "the quantized moe block runs on the CPU backend only so far: the cuda backend has no "
+      "grouped scaled GEMM (per-expert FP8/INT8 scales through cuBLASLt or CUTLASS) yet";
+  op.cuda_variant_refusal = cuda_variant_refusal;
+  op.entry_fields = entry_fields;
+  return op;
 }
 
 }  // namespace fusebench::ops

@@ -8,6 +8,8 @@ OpInfo qkv_op();
 OpInfo gate_up_op();
 // The routed-expert block of one MoE layer (moe.cpp).
 OpInfo moe_op();
+// Its per-model set-up: the routing block of each shard (moe_setup.cpp).
+ShardPreparer moe_setup(const ModelSetup& model);
 // Tensor-parallel pipelines and the collective sweep (tp_*.cpp).
 OpInfo tp_attn_op();
 OpInfo tp_mlp_op();

@@ -180,17 +180,19 @@ Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSp
 }  // namespace
 
 OpInfo tp_attn_op() {
-  return {"tp_attn",
-          "TP attention projections: qkv column-parallel + o_proj row-parallel + all-reduce + "
-          "RMSNorm (naive: + all-gather of the qkv output; sp: all-gather + reduce-scatter of "
-          "rows, norm on M/tp rows; overlap: sp in tp chunks overlapped with the GEMMs)",
-          {"naive", "paired", "sp", "overlap"},
-          build,
-          reference,
-          nullptr,
-          tp_quant_variants,
-          build_quant,
-          "naive"};
+  OpInfo op{"tp_attn",
+            "TP attention projections: qkv column-parallel + o_proj row-parallel + all-reduce + "
+            "RMSNorm (naive: + all-gather of the qkv output; sp: all-gather + reduce-scatter of "
+            "rows, norm on M/tp rows; overlap: sp in tp chunks overlapped with the GEMMs)",
+            {"naive", "paired", "sp", "overlap"},
+            build,
+            reference,
+            nullptr,
+            tp_quant_variants,
+            build_quant,
+            "naive"};
+  op.in_default_sweep = false;  // a TP pipeline runs on request
+  return op;
 }
 
 }  // namespace fusebench::ops

@@ -58,19 +58,23 @@ ReferenceOutputs reference_allgather(const Plan&, const LogicalTensors& in) {
 }  // namespace
 
 OpInfo allreduce_op() {
-  return {"allreduce",
-          "collective sweep: all-reduce (sum, in place) of [M, hidden]",
-          {"sum"},
-          build_allreduce,
-          reference_allreduce};
+  OpInfo op{"allreduce",
+            "collective sweep: all-reduce (sum, in place) of [M, hidden]",
+            {"sum"},
+            build_allreduce,
+            reference_allreduce};
+  op.in_default_sweep = false;  // the collective sweep runs on request
+  return op;
 }
 
 OpInfo allgather_op() {
-  return {"allgather",
-          "collective sweep: all-gather of [M, hidden/tp] per rank into [M, hidden]",
-          {"cols"},
-          build_allgather,
-          reference_allgather};
+  OpInfo op{"allgather",
+            "collective sweep: all-gather of [M, hidden/tp] per rank into [M, hidden]",
+            {"cols"},
+            build_allgather,
+            reference_allgather};
+  op.in_default_sweep = false;
+  return op;
 }
 
 }  // namespace fusebench::ops

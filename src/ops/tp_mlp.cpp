@@ -191,17 +191,19 @@ Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSp
 }  // namespace
 
 OpInfo tp_mlp_op() {
-  return {"tp_mlp",
-          "TP MLP: gate_up column-parallel + gated activation + down row-parallel + all-reduce + "
-          "RMSNorm (naive: + all-gather of the gate_up output; sp: all-gather + reduce-scatter "
-          "of rows, norm on M/tp rows; overlap: sp in tp chunks overlapped with the GEMMs)",
-          {"naive", "paired", "sp", "overlap"},
-          build,
-          reference,
-          nullptr,
-          tp_quant_variants,
-          build_quant,
-          "naive"};
+  OpInfo op{"tp_mlp",
+            "TP MLP: gate_up column-parallel + gated activation + down row-parallel + all-reduce + "
+            "RMSNorm (naive: + all-gather of the gate_up output; sp: all-gather + reduce-scatter "
+            "of rows, norm on M/tp rows; overlap: sp in tp chunks overlapped with the GEMMs)",
+            {"naive", "paired", "sp", "overlap"},
+            build,
+            reference,
+            nullptr,
+            tp_quant_variants,
+            build_quant,
+            "naive"};
+  op.in_default_sweep = false;  // a TP pipeline runs on request
+  return op;
 }
 
 }  // namespace fusebench::ops

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "fusebench/ops.hpp"
 #include "fusebench/routing.hpp"
 #include "measure/contention.hpp"
 
@@ -234,9 +235,9 @@ void add_model_cost(const Cost& cost, std::int64_t tokens, int tp, EntryResult& 
   c["tp"] = tp;
 }
 
-void add_moe_fields(const Plan& plan, EntryResult& r) {
-  if (!plan.moe) return;
-  r.fields["moe"] = moe_json(*plan.moe);
+void add_op_fields(const Plan& plan, EntryResult& r) {
+  const OpInfo& op = find_op(plan.op);
+  if (op.entry_fields) op.entry_fields(plan, r.fields);
 }
 
 }  // namespace fusebench::bench

@@ -56,9 +56,9 @@ void add_clocks(const measure::Summary& s, bool has_device, EntryResult& r);
 // The cost model's figures and the entry's axes as counters.
 void add_model_cost(const Cost& cost, std::int64_t tokens, int tp, EntryResult& r);
 
-// The moe op's routing (routing, seed, active experts, tokens per expert) and, for the padded
-// variant, its padding rows and FLOPs (routing.hpp moe_json); nothing for other plans.
-void add_moe_fields(const Plan& plan, EntryResult& r);
+// The fields the plan's op adds to its entries (OpInfo::entry_fields: the moe op's routing and
+// padding); nothing for an op that adds none.
+void add_op_fields(const Plan& plan, EntryResult& r);
 
 // "no 95% interval: only n pairs ...": the note of an estimate with too few values.
 std::string few_values_note(const measure::Estimate& e, const char* what);

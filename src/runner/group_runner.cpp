@@ -689,7 +689,7 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     }
     add_quant_accuracy(f, got, split ? &*split : nullptr, seed_, r.fields);
   }
-  add_moe_fields(m.ws->plan(), r);
+  add_op_fields(m.ws->plan(), r);
   return r;
 }
 

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <map>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
 #include "checkpoint_weights.hpp"
@@ -12,6 +11,7 @@
 #include "fusebench/checkpoint_router.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/routing.hpp"
+#include "fusebench/safetensors.hpp"
 #include "fusebench/tp.hpp"
 #include "measure/timing_policy.hpp"
 #include "preflight.hpp"
@@ -34,29 +34,14 @@ std::string Fixture::dtype_name() const {
   return quant ? quant->name() : std::string(to_string(dtype));
 }
 
-static bool routed_expert_rows(const Fixture& f) {
-  return f.op == "gate_up" && f.shard.mlp == LayerKind::expert && f.model.experts > 0 &&
-         f.model.experts_per_token > 0;
-}
-
 std::int64_t Fixture::rows() const {
-  if (!routed_expert_rows(*this)) return tokens;
-  const double active = expected_active_experts(tokens, model.experts, model.experts_per_token);
-  const double per_expert = static_cast<double>(tokens * model.experts_per_token) / active;
-  return std::max<std::int64_t>(1, std::llround(per_expert));
+  const OpInfo& info = find_op(op);
+  return info.rows ? info.rows(model, shard, tokens) : tokens;
 }
 
 nlohmann::json Fixture::rows_json() const {
-  if (!routed_expert_rows(*this)) return nullptr;
-  return {{"rows", rows()},
-          {"tokens", tokens},
-          {"experts", model.experts},
-          {"top_k", model.experts_per_token},
-          {"expected_active_experts",
-           expected_active_experts(tokens, model.experts, model.experts_per_token)},
-          {"rule",
-           "one routed expert's rows: tokens * top_k / expected_active_experts (uniform "
-           "routing), rounded, at least 1; the whole block at its real routing is the moe op"}};
+  const OpInfo& info = find_op(op);
+  return info.rows_json ? info.rows_json(model, shard, tokens) : nlohmann::json(nullptr);
 }
 
 Plan Fixture::plan() const { return build_plan(op, variant, shard, rows(), dtype, quant); }
@@ -104,36 +89,60 @@ TpMember tp_member(const Fixture& f, std::size_t index) {
 
 namespace {
 
+// What every step of forming the sweep reads: the options, the backend and the plan's target.
+struct SweepInputs {
+  const Options& o;
+  const Backend& backend;
+  bool plan_for_gpu = false;  // --list-for=cuda: the sweep a GPU run would form, run nowhere
+  bool gpu = false;           // the sweep is a GPU's (the cuda backend, or --list-for=cuda)
+  bool ops_asked = false;     // --ops given: an op a model refuses is an error, not left out
+  // The backend's (or, for --list-for=cuda, the cuda backend's) refusal of a quantized spec.
+  std::string quant_refusal(const QuantSpec& spec) const {
+    return plan_for_gpu ? cuda_quant_refusal(spec) : backend.quant_unsupported_reason(spec);
+  }
+  bool variant_asked(const std::string& variant) const {
+    return o.variants.empty() ||
+           std::find(o.variants.begin(), o.variants.end(), variant) != o.variants.end();
+  }
+};
+
+// The registered op of that name, or null (an unknown name is refused where the op is looked up).
+const OpInfo* registered_op(const std::string& name) {
+  for (const auto& op : op_registry())
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+void add_refusal_once(Sweep& s, const std::string& model, const std::string& what,
+                      const std::string& reason) {
+  const bool said = std::any_of(s.refused.begin(), s.refused.end(),
+                                [&](const auto& r) { return r.model == model && r.op == what; });
+  if (!said) s.refused.push_back({model, what, reason});
+}
+
 // The fixtures of `op` on `shard` at each quantized spec: its quantized variants (filtered by
 // --variants), or, for an op that has none, an error when asked for by name, else a refusal said
 // once.
-void add_quant_fixtures(Sweep& s, const Options& o, const OpInfo& op, const ModelShape& model,
+void add_quant_fixtures(Sweep& s, const SweepInputs& in, const OpInfo& op, const ModelShape& model,
                         const ShardShape& shard,
                         const std::shared_ptr<const HfLayerWeights>& checkpoint,
-                        const std::vector<QuantSpec>& specs, bool ops_asked, bool gpu) {
+                        const std::vector<QuantSpec>& specs) {
   if (specs.empty()) return;
-  if (gpu && op.name == "moe") {  // left out with the reason, as the bf16 block's refusals
+  if (in.gpu && !op.quant_refusal_on_cuda.empty()) {  // left out with the reason
     s.refused.push_back(
-        {model.name, "moe dtype:" + specs.front().name(),
-         "the quantized moe block runs on the CPU backend only so far: the cuda backend has no "
-         "grouped scaled GEMM (per-expert FP8/INT8 scales through cuBLASLt or CUTLASS) yet"});
+        {model.name, op.name + " dtype:" + specs.front().name(), op.quant_refusal_on_cuda});
     return;
   }
   if (const std::string why = quant_refusal(op); !why.empty()) {
-    if (ops_asked) throw std::invalid_argument("--dtypes=" + specs.front().name() + ": " + why);
-    const bool said = std::any_of(s.refused.begin(), s.refused.end(), [&](const auto& r) {
-      return r.model == model.name && r.op == op.name;
-    });
-    if (!said) s.refused.push_back({model.name, op.name, why});
+    if (in.ops_asked) throw std::invalid_argument("--dtypes=" + specs.front().name() + ": " + why);
+    add_refusal_once(s, model.name, op.name, why);
     return;
   }
   for (const QuantSpec& spec : specs) {
     for (auto m : s.tokens) {
       for (const auto& t : s.timing) {
         for (const auto& variant : op.quant_variants(spec)) {
-          if (!o.variants.empty() &&
-              std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end())
-            continue;
+          if (!in.variant_asked(variant)) continue;
           // Refused shapes (vLLM's block rule, a bias) are left out here, with the reason.
           try {
             (void)build_plan(op.name, variant, shard, 1, DType::bf16, spec);
@@ -158,8 +167,9 @@ void add_quant_fixtures(Sweep& s, const Options& o, const OpInfo& op, const Mode
 // spec runs where it takes the checkpoint's weights as stored (the same dtype and weight scales)
 // and, for dynamic activations, another granularity of them (vLLM picks per-tensor or per-token
 // for per-tensor FP8 weights by kernel): fp8:tensor:token on a dynamic fp8:tensor checkpoint.
-std::vector<QuantSpec> checkpoint_quant_specs(const Sweep& s, std::size_t i, const Options& o,
-                                              const Backend& backend) {
+std::vector<QuantSpec> checkpoint_quant_specs(const Sweep& s, std::size_t i,
+                                              const SweepInputs& in) {
+  const Options& o = in.o;
   if (i >= s.checkpoints.size() || !s.checkpoints[i] || !s.checkpoints[i]->quant()) return {};
   const CheckpointQuant& q = *s.checkpoints[i]->quant();
   const std::string own = q.spec.name();
@@ -183,31 +193,25 @@ std::vector<QuantSpec> checkpoint_quant_specs(const Sweep& s, std::size_t i, con
     if (std::find(out.begin(), out.end(), *asked) == out.end()) out.push_back(*asked);
   }
   if (out.empty()) out.push_back(q.spec);
-  const bool plan_for_gpu = o.list && o.list_for == "cuda";  // as build_sweep asks
   for (const QuantSpec& spec : out) {
-    const std::string why =
-        plan_for_gpu ? cuda_quant_refusal(spec) : backend.quant_unsupported_reason(spec);
-    if (!why.empty())
+    if (const std::string why = in.quant_refusal(spec); !why.empty())
       throw std::invalid_argument("--weights " + s.checkpoint_dirs[i] + " (" + spec.name() +
                                   ") cannot run here: " + why);
   }
   return out;
 }
 
-}  // namespace
-
-Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
-  // --list-for=cuda: the sweep a GPU run would form, listed where there is none (nothing runs).
-  const bool plan_for_gpu = o.list && o.list_for == "cuda";
-  const bool gpu = backend.name() != "cpu" || plan_for_gpu;
-  Sweep s;
+// The models: presets (--models, else the backend's default), --model-config files and
+// checkpoints (--weights), each name once. Returns the preset names, the first models.
+std::vector<std::string> add_models(Sweep& s, const SweepInputs& in) {
+  const Options& o = in.o;
   // Defaults: the GPU sweep covers decode to long prefill on every preset; the CPU sweep is
   // sized to finish in about a minute on two cores.
   std::vector<std::string> model_names = o.models;
   if (model_names.empty() && o.model_configs.empty() && o.weights.empty()) {
     model_names =
-        gpu ? std::vector<std::string>{"qwen3-0.6b", "llama3-8b", "qwen3-32b", "llama3-70b"}
-            : std::vector<std::string>{"qwen3-0.6b"};
+        in.gpu ? std::vector<std::string>{"qwen3-0.6b", "llama3-8b", "qwen3-32b", "llama3-70b"}
+               : std::vector<std::string>{"qwen3-0.6b"};
   }
   for (const auto& name : model_names) s.models.push_back(find_model(name));
   for (const auto& path : o.model_configs) {
@@ -229,10 +233,13 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   s.checkpoints.assign(s.models.size(), nullptr);
   s.checkpoint_dirs.assign(s.models.size(), "");
   // Checkpoints (--weights): the model from the directory's config.json, the weights from its
-  // layer; a random-weights model of the same name may run beside it (weights:random).
+  // layer; a random-weights model of the same name may run beside it (weights:random). An op
+  // that reads every routed expert of the layer asks for them all (the others: --expert's alone).
+  const bool all_experts = std::any_of(o.ops.begin(), o.ops.end(), [](const std::string& name) {
+    const OpInfo* op = registered_op(name);
+    return op && op->reads_all_experts;
+  });
   for (const auto& dir : o.weights) {
-    // moe reads every routed expert of the layer (the other ops: --expert's alone).
-    const bool all_experts = std::find(o.ops.begin(), o.ops.end(), "moe") != o.ops.end();
     CheckpointModel c = open_checkpoint_model(dir, o.layer, o.expert, all_experts);
     for (std::size_t i = 0; i < s.models.size(); ++i) {
       if (s.models[i].name == c.model.name && s.checkpoints[i])
@@ -245,293 +252,276 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     s.checkpoints.push_back(std::move(c.layer));
     s.checkpoint_dirs.push_back(dir);
   }
+  return model_names;
+}
 
-  s.ops = o.ops;
-  if (s.ops.empty()) {
-    for (const auto& op : op_registry()) {
-      // TP ops, the collectives and moe (every expert's weights: 1.2 GB for qwen3-30b-a3b in
-      // bf16) on request.
-      if (!is_tp_op(op.name) && op.name != "moe") s.ops.push_back(op.name);
-    }
+// --ops, else the ops a sweep runs by default; --collective-sweep adds the collectives.
+std::vector<std::string> sweep_ops(const Options& o) {
+  std::vector<std::string> ops = o.ops;
+  if (ops.empty()) {
+    for (const auto& op : op_registry())
+      if (op.in_default_sweep) ops.push_back(op.name);
   }
   if (o.collective_sweep) {
-    for (const char* c : {"allreduce", "allgather"}) {
-      if (std::find(s.ops.begin(), s.ops.end(), c) == s.ops.end()) s.ops.push_back(c);
+    for (const auto& op : op_registry()) {
+      if (is_collective_op(op.name) && std::find(ops.begin(), ops.end(), op.name) == ops.end())
+        ops.push_back(op.name);
     }
   }
-  s.tokens = o.tokens;
-  if (s.tokens.empty()) {
-    if (gpu) {
-      for (std::int64_t m = 1; m <= 16384; m *= 2) s.tokens.push_back(m);
+  return ops;
+}
+
+std::vector<std::int64_t> sweep_tokens(const SweepInputs& in) {
+  std::vector<std::int64_t> tokens = in.o.tokens;
+  if (tokens.empty()) {
+    if (in.gpu) {
+      for (std::int64_t m = 1; m <= 16384; m *= 2) tokens.push_back(m);
     } else {
-      s.tokens = {1, 4, 16, 64, 256, 1024};
+      tokens = {1, 4, 16, 64, 256, 1024};
     }
   }
-  for (auto m : s.tokens) {
+  for (auto m : tokens) {
     if (m < 1)
       throw std::invalid_argument("--tokens: " + std::to_string(m) + " is invalid (must be >= 1)");
   }
-  s.tp = o.tp;
-  std::vector<std::string> dtype_names = o.dtypes;
-  if (dtype_names.empty())
-    dtype_names = gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
-  std::vector<DType> default_dtypes;
-  std::vector<QuantSpec> quant_specs;  // the quantized dtypes asked for, in order
-  for (const auto& d : dtype_names) {
-    if (is_quant_spec(d)) {
-      QuantSpec spec;
-      try {
-        spec = parse_quant_spec(d);
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(o.dtype_flag + ": " + e.what());
-      }
-      // --list-for=cuda lists a GPU's sweep from the CPU backend: the cuda backend's refusal.
-      const std::string why =
-          plan_for_gpu ? cuda_quant_refusal(spec) : backend.quant_unsupported_reason(spec);
-      if (!why.empty())
-        throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
-      if (std::find(quant_specs.begin(), quant_specs.end(), spec) == quant_specs.end())
-        quant_specs.push_back(spec);
-      continue;
-    }
-    DType dtype{};
-    try {
-      dtype = parse_dtype(d);
-    } catch (const std::invalid_argument&) {
-      // parse_dtype names only the plain dtypes (the region tool takes no others); the sweep
-      // also takes the quantized ones (docs/quant.md).
-      throw std::invalid_argument(o.dtype_flag + ": unknown dtype '" + d +
-                                  "' (valid: bf16, fp16, fp32, fp8, int8; fp8 and int8 take a "
-                                  "granularity, e.g. fp8:channel, docs/quant.md)");
-    }
-    if (auto why = backend.unsupported_reason(dtype); !why.empty()) {
-      throw std::invalid_argument(o.dtype_flag + ": " + d + " is not supported here: " + why);
-    }
-    default_dtypes.push_back(dtype);
+  return tokens;
+}
+
+// --dtypes (else the backend's default): the plain dtypes and the quantized specs, in order, each
+// checked against the backend.
+struct DtypeAxis {
+  std::vector<DType> plain;
+  std::vector<QuantSpec> quant;
+};
+
+QuantSpec checked_spec(const SweepInputs& in, const std::string& d) {
+  QuantSpec spec;
+  try {
+    spec = parse_quant_spec(d);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(in.o.dtype_flag + ": " + e.what());
   }
-  // Per model: --dtypes, else the backend's default, or a checkpoint's own dtype (exact).
-  std::vector<std::vector<DType>> model_dtypes;
-  std::vector<std::vector<QuantSpec>> model_quant_specs;
-  for (std::size_t i = 0; i < s.models.size(); ++i) {
-    // A quantized checkpoint runs at its own spec, from its stored codes and scales.
-    if (auto specs = checkpoint_quant_specs(s, i, o, backend); !specs.empty()) {
-      model_dtypes.emplace_back();
-      model_quant_specs.push_back(std::move(specs));
-      if (std::find(s.dtypes.begin(), s.dtypes.end(), DType::bf16) == s.dtypes.end())
-        s.dtypes.push_back(DType::bf16);
+  // --list-for=cuda lists a GPU's sweep from the CPU backend: the cuda backend's refusal.
+  if (const std::string why = in.quant_refusal(spec); !why.empty())
+    throw std::invalid_argument(in.o.dtype_flag + ": " + d + " is not supported here: " + why);
+  return spec;
+}
+
+DType checked_dtype(const SweepInputs& in, const std::string& d) {
+  DType dtype{};
+  try {
+    dtype = parse_dtype(d);
+  } catch (const std::invalid_argument&) {
+    // parse_dtype names only the plain dtypes (the region tool takes no others); the sweep
+    // also takes the quantized ones (docs/quant.md).
+    throw std::invalid_argument(in.o.dtype_flag + ": unknown dtype '" + d +
+                                "' (valid: bf16, fp16, fp32, fp8, int8; fp8 and int8 take a "
+                                "granularity, e.g. fp8:channel, docs/quant.md)");
+  }
+  if (auto why = in.backend.unsupported_reason(dtype); !why.empty())
+    throw std::invalid_argument(in.o.dtype_flag + ": " + d + " is not supported here: " + why);
+  return dtype;
+}
+
+DtypeAxis sweep_dtypes(const SweepInputs& in) {
+  std::vector<std::string> names = in.o.dtypes;
+  if (names.empty())
+    names = in.gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
+  DtypeAxis axis;
+  for (const auto& d : names) {
+    if (!is_quant_spec(d)) {
+      axis.plain.push_back(checked_dtype(in, d));
       continue;
     }
-    model_quant_specs.push_back(quant_specs);
-    model_dtypes.push_back(
-        s.checkpoints[i] && o.dtypes.empty()
-            ? std::vector<DType>{checkpoint_run_dtype(*s.checkpoints[i], s.checkpoint_dirs[i],
-                                                      backend, o.dtype_flag)}
-            : default_dtypes);
+    const QuantSpec spec = checked_spec(in, d);
+    if (std::find(axis.quant.begin(), axis.quant.end(), spec) == axis.quant.end())
+      axis.quant.push_back(spec);
+  }
+  return axis;
+}
+
+void add_dtype(std::vector<DType>& dtypes, DType d) {
+  if (std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end()) dtypes.push_back(d);
+}
+
+// Per model: --dtypes, else the backend's default, or a checkpoint's own dtype (exact); a
+// quantized checkpoint runs at its own spec, from its stored codes and scales. Sets s.dtypes.
+std::vector<DtypeAxis> model_dtypes(Sweep& s, const SweepInputs& in, const DtypeAxis& asked) {
+  std::vector<DtypeAxis> out;
+  for (std::size_t i = 0; i < s.models.size(); ++i) {
+    if (auto specs = checkpoint_quant_specs(s, i, in); !specs.empty()) {
+      out.push_back({{}, std::move(specs)});
+      add_dtype(s.dtypes, DType::bf16);
+      continue;
+    }
+    DtypeAxis axis = asked;
+    if (s.checkpoints[i] && in.o.dtypes.empty())
+      axis.plain = {checkpoint_run_dtype(*s.checkpoints[i], s.checkpoint_dirs[i], in.backend,
+                                         in.o.dtype_flag)};
     // Quantized fixtures' activations and outputs are bf16 (as vLLM's FP8 and INT8 linears).
-    if (!quant_specs.empty()) {
-      if (std::find(s.dtypes.begin(), s.dtypes.end(), DType::bf16) == s.dtypes.end())
-        s.dtypes.push_back(DType::bf16);
-    }
-    for (DType d : model_dtypes.back()) {
-      if (std::find(s.dtypes.begin(), s.dtypes.end(), d) == s.dtypes.end()) s.dtypes.push_back(d);
-    }
+    if (!axis.quant.empty()) add_dtype(s.dtypes, DType::bf16);
+    for (DType d : axis.plain) add_dtype(s.dtypes, d);
+    out.push_back(std::move(axis));
   }
-  // Timing regimes (docs/timing.md). GPU default batch,eager: the two the decomposition needs,
-  // sized so the default sweep fits a device check of a few minutes; cold and graph on request.
-  s.timing = o.timing;
-  if (s.timing.empty())
-    s.timing = gpu ? std::vector<std::string>{"batch", "eager"} : std::vector<std::string>{"eager"};
-  for (const auto& t : s.timing) {
-    if (measure::regime_needs_gpu(measure::parse_regime(t)) && !gpu) {
+  return out;
+}
+
+// Timing regimes (docs/timing.md). GPU default batch,eager: the two the decomposition needs,
+// sized so the default sweep fits a device check of a few minutes; cold and graph on request.
+std::vector<std::string> sweep_timing(const SweepInputs& in) {
+  std::vector<std::string> timing = in.o.timing;
+  if (timing.empty())
+    timing =
+        in.gpu ? std::vector<std::string>{"batch", "eager"} : std::vector<std::string>{"eager"};
+  for (const auto& t : timing) {
+    if (measure::regime_needs_gpu(measure::parse_regime(t)) && !in.gpu) {
       throw std::invalid_argument("--timing: " + t + " needs a GPU (this run uses the " +
-                                  backend.name() + " backend, which supports eager only)");
+                                  in.backend.name() + " backend, which supports eager only)");
     }
   }
+  return timing;
+}
 
-  // The moe op's routing rule per model, read from the config it came from (a preset's excerpt,
-  // a --model-config file, a checkpoint's config.json), and the routing's seed: --seed when given,
-  // else 1, so that a routing is the same in every run (only the tensors are fresh).
-  const RoutingSource routing = parse_routing(o.routing);
-  const std::uint64_t routing_seed = o.seed != 0 ? o.seed : 1;
-  // A checkpoint's router (--weights, --routing=router, moe asked): read before anything runs, so
-  // that a missing or misshapen router tensor is bad input naming it (a model whose rule is
-  // refused is left out by moe_refusal instead).
-  std::vector<std::shared_ptr<const RouterWeights>> routers(s.models.size());
-  const bool moe_asked = std::find(s.ops.begin(), s.ops.end(), "moe") != s.ops.end();
+// Each op's per-model set-up (OpInfo::setup: the moe op's routing block and router), per model
+// then op, before any fixture is formed: a bad router tensor is bad input naming it.
+using ModelPreparers = std::map<std::string, ShardPreparer>;
+std::vector<ModelPreparers> setup_ops(const Sweep& s, const SweepInputs& in,
+                                      const std::vector<std::string>& presets) {
+  // The routing's seed: --seed when given, else 1, so that a routing is the same in every run
+  // (only the tensors are fresh).
+  const RoutingSource routing = parse_routing(in.o.routing);
+  std::vector<ModelPreparers> out(s.models.size());
   for (std::size_t i = 0; i < s.models.size(); ++i) {
-    const auto& layer = s.checkpoints[i];
-    if (!layer || !moe_asked || routing.kind != RoutingKind::router ||
-        !layer->serves(LayerKind::expert))
-      continue;
-    const std::string path = s.checkpoint_dirs[i] + "/config.json";
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    RoutingRule rule;
-    try {
-      rule = routing_rule_from_config(text.str(), path);
-    } catch (const std::invalid_argument&) {
-      continue;  // moe_refusal says why
+    ModelSetup m;
+    m.model = &s.models[i];
+    if (i < presets.size()) {
+      m.preset = presets[i];
+    } else if (i < presets.size() + in.o.model_configs.size()) {
+      m.config_path = in.o.model_configs[i - presets.size()];
     }
-    try {
-      routers[i] = std::make_shared<const RouterWeights>(
-          read_router(layer->checkpoint(), s.models[i], layer->layer(), rule.correction_bias));
-    } catch (const CheckpointError& e) {
-      throw CheckpointError(std::string("--weights: ") + e.what());
+    m.checkpoint_dir = s.checkpoint_dirs[i];
+    if (const auto& layer = s.checkpoints[i]; layer && layer->serves(LayerKind::expert)) {
+      m.read_router = [layer, model = m.model](bool correction_bias) {
+        try {
+          return std::make_shared<const RouterWeights>(
+              read_router(layer->checkpoint(), *model, layer->layer(), correction_bias));
+        } catch (const CheckpointError& e) {
+          throw CheckpointError(std::string("--weights: ") + e.what());
+        }
+      };
+    }
+    m.routing = routing;
+    m.seed = in.o.seed != 0 ? in.o.seed : 1;
+    for (const auto& name : s.ops) {
+      const OpInfo* op = registered_op(name);
+      if (op && op->setup) out[i][name] = op->setup(m);
     }
   }
-  const auto moe_block = [&](std::size_t model_index) {
-    const ModelShape& model = s.models[model_index];
-    auto b = std::make_shared<MoeBlock>();
-    b->router = routers[model_index];
-    if (model_index < model_names.size()) {
-      b->rule = routing_rule_for_preset(model_names[model_index]);
-      b->config_name = "the preset " + model_names[model_index];
-    } else {
-      const std::string path = model_index < model_names.size() + o.model_configs.size()
-                                   ? o.model_configs[model_index - model_names.size()]
-                                   : s.checkpoint_dirs[model_index] + "/config.json";
-      std::ifstream in(path);
-      std::stringstream text;
-      text << in.rdbuf();
-      b->rule = routing_rule_from_config(text.str(), path);
-      b->config_name = path;
-    }
-    b->source = routing;
-    b->seed = routing_seed;
-    for (const auto& l : model.mlp_layer_list())
-      if (l.kind == LayerKind::shared_expert) b->shared_intermediate = l.intermediate;
-    return std::shared_ptr<const MoeBlock>(std::move(b));
-  };
-  // Why the moe op cannot run for a model here ("" when it can).
-  const auto moe_refusal = [&](std::size_t model_index, int tp) -> std::string {
-    const ModelShape& model = s.models[model_index];
-    if (op_layers("moe", model).empty()) return "the model has no routed experts";
-    try {
-      ShardShape sh = shard(model, tp, LayerKind::expert);
-      sh.moe = moe_block(model_index);
-      build_plan("moe", "per_expert", sh, 1, DType::f32);  // the block's own refusals
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return {};
-  };
+  return out;
+}
 
-  const bool ops_asked = !o.ops.empty();
-  for (std::size_t model_index = 0; model_index < s.models.size(); ++model_index) {
-    const ModelShape& model = s.models[model_index];
-    const auto& checkpoint = s.checkpoints[model_index];
-    const std::vector<DType>& dtypes = model_dtypes[model_index];
-    for (const auto& op_name : s.ops) {
-      if (const std::string why = model.refusal(op_name); !why.empty()) {
-        // Asked for by name: an error, like any bad input; else the op is left out, said once.
-        if (ops_asked)
-          throw std::invalid_argument("--ops: " + op_name + " cannot run on " + model.name + ": " +
-                                      why);
-        s.refused.push_back({model.name, op_name, why});
+// The bf16 (plain dtype) variants of `op` on `shard` the sweep runs, after --variants and the
+// backend's and the op's refusals.
+std::vector<std::string> plain_variants(Sweep& s, const SweepInputs& in, const OpInfo& op,
+                                        const ModelShape& model, const ShardShape& shard,
+                                        DType probe_dtype) {
+  std::vector<std::string> variants;
+  for (const auto& variant : variants_for(op, shard)) {
+    if (!in.variant_asked(variant)) continue;
+    // One-launch variants (grouped/batched GEMM) where the backend cannot issue them as one
+    // launch: skipped by default, refused when asked for (timing them would mislead).
+    if (const auto caveat = in.backend.one_launch_gemm_caveat();
+        !caveat.empty() && !in.plan_for_gpu && !op.one_launch_everywhere) {
+      const Plan probe = build_plan(op.name, variant, shard, 1, probe_dtype);
+      const bool one_launch =
+          std::any_of(probe.steps.begin(), probe.steps.end(),
+                      [](const Step& st) { return std::holds_alternative<GroupedGemmStep>(st); });
+      if (one_launch && in.o.variants.empty()) continue;
+      if (one_launch)
+        throw std::invalid_argument("--variants: " + variant + " is not timed here: " + caveat);
+    }
+    if (in.gpu && op.cuda_variant_refusal) {
+      if (const std::string why = op.cuda_variant_refusal(shard, variant); !why.empty()) {
+        if (!in.o.variants.empty())
+          throw std::invalid_argument("--variants: " + op.name + "/" + variant + ": " + why);
+        s.refused.push_back({model.name, op.name + "/" + variant, why});
+        continue;
       }
     }
-    // moe on a model without routed experts: op_layers gives it no shard; said once, when asked.
-    if (ops_asked && std::find(s.ops.begin(), s.ops.end(), "moe") != s.ops.end() &&
-        op_layers("moe", model).empty())
-      s.refused.push_back({model.name, "moe", moe_refusal(model_index, 1)});
-    for (int tp : s.tp) {
-      // One shard per layer the op runs on (throws with the valid tp sizes).
-      for (auto [op_name, shard_shape] : op_layer_shards(model, tp, s.ops)) {
-        const OpInfo& op = find_op(op_name);
-        if (op.name == "moe") {
-          // Left out with the reason, never an error: a sweep over dense and MoE models, or a
-          // GPU sweep, runs the rest (a sweep left empty says why).
-          if (const std::string why = moe_refusal(model_index, tp); !why.empty()) {
-            s.refused.push_back({model.name, "moe", why});
-            // A quantized spec's own refusal where it says more: vLLM's block rule at tp > 1
-            // (Qwen3-30B-A3B's 768-wide experts at tp 8: 96 per rank).
-            for (const QuantSpec& spec : model_quant_specs[model_index]) {
-              try {
-                ShardShape q = shard_shape;
-                q.moe = moe_block(model_index);
-                build_plan("moe", "per_expert", q, 1, DType::bf16, spec);
-              } catch (const std::invalid_argument& e) {
-                if (why != e.what())
-                  s.refused.push_back({model.name, "moe dtype:" + spec.name(), e.what()});
-              }
-            }
-            continue;
+    variants.push_back(variant);
+  }
+  return variants;
+}
+
+// The fixtures of one op on one shard of one model at one tp: quantized and plain, the variant
+// innermost (a comparison group's members are adjacent).
+void add_op_fixtures(Sweep& s, const SweepInputs& in, const OpInfo& op, std::size_t model_index,
+                     ShardShape shard, const DtypeAxis& dtypes, const ModelPreparers& prepare) {
+  const ModelShape& model = s.models[model_index];
+  const auto& checkpoint = s.checkpoints[model_index];
+  if (const auto p = prepare.find(op.name); p != prepare.end()) {
+    // Left out with the reason, never an error: a sweep over several models runs the rest.
+    const std::vector<OpRefusal> refused = p->second(shard, dtypes.quant);
+    for (const auto& r : refused) s.refused.push_back({model.name, r.what, r.reason});
+    if (!refused.empty()) return;
+  }
+  if (is_collective_op(op.name) && shard.tp == 1) return;  // nothing to exchange
+  // A checkpoint's decoder layer holds some of the model's layers (an MoE model's dense layers
+  // hold no experts): the others are left out, once, with the reason.
+  const LayerKind kind = is_attention_op(op.name) ? shard.attention : shard.mlp;
+  if (checkpoint && !is_collective_op(op.name) && !checkpoint->serves(kind)) {
+    add_refusal_once(s, model.name, op.name + " layer:" + std::string(to_string(kind)),
+                     checkpoint->not_served_reason(kind));
+    return;
+  }
+  add_quant_fixtures(s, in, op, model, shard, checkpoint, dtypes.quant);
+  if (dtypes.plain.empty()) return;  // only quantized dtypes asked for
+  const std::vector<std::string> variants =
+      plain_variants(s, in, op, model, shard, dtypes.plain.front());
+  for (DType dtype : dtypes.plain) {
+    for (auto m : s.tokens) {
+      for (const auto& t : s.timing) {
+        for (const auto& variant : variants) {
+          Fixture f{op.name, variant, model, shard, m, dtype, t};
+          if (!is_collective_op(op.name)) {  // the collectives hold no weights
+            f.weights = checkpoint ? "checkpoint" : "random";
+            f.checkpoint = checkpoint;
           }
-          shard_shape.moe = moe_block(model_index);
-        }
-        if (is_collective_op(op.name) && tp == 1) continue;  // nothing to exchange
-        // A checkpoint's decoder layer holds some of the model's layers (an MoE model's dense
-        // layers hold no experts): the others are left out, once, with the reason.
-        const LayerKind kind = is_attention_op(op.name) ? shard_shape.attention : shard_shape.mlp;
-        if (checkpoint && !is_collective_op(op.name) && !checkpoint->serves(kind)) {
-          const std::string what = op.name + " layer:" + std::string(to_string(kind));
-          const bool said = std::any_of(s.refused.begin(), s.refused.end(), [&](const auto& r) {
-            return r.model == model.name && r.op == what;
-          });
-          if (!said) s.refused.push_back({model.name, what, checkpoint->not_served_reason(kind)});
-          continue;
-        }
-        add_quant_fixtures(s, o, op, model, shard_shape, checkpoint, model_quant_specs[model_index],
-                           ops_asked, gpu);
-        if (dtypes.empty()) continue;  // only quantized dtypes asked for
-        std::vector<std::string> variants;
-        for (const auto& variant : variants_for(op, shard_shape)) {
-          if (!o.variants.empty() &&
-              std::find(o.variants.begin(), o.variants.end(), variant) == o.variants.end()) {
-            continue;
-          }
-          // One-launch variants (grouped/batched GEMM) where the backend cannot issue them as one
-          // launch: skipped by default, refused when asked for (timing them would mislead).
-          // moe's grouped and padded are what its comparison is about on every backend (the CPU's
-          // grouped GEMM: one parallel region, docs/measured.md).
-          if (const auto caveat = backend.one_launch_gemm_caveat();
-              !caveat.empty() && !plan_for_gpu && op.name != "moe") {
-            const Plan probe = build_plan(op.name, variant, shard_shape, 1, dtypes.front());
-            const bool one_launch = std::any_of(
-                probe.steps.begin(), probe.steps.end(),
-                [](const Step& st) { return std::holds_alternative<GroupedGemmStep>(st); });
-            if (one_launch && o.variants.empty()) continue;
-            if (one_launch)
-              throw std::invalid_argument("--variants: " + variant +
-                                          " is not timed here: " + caveat);
-          }
-          // cuBLAS's grouped and pointer-array batched GEMMs have no bias epilogue, and no kernel
-          // adds every active expert's bias yet: with expert biases (gpt-oss) only the loops run.
-          if (gpu && op.name == "moe" && shard_shape.mlp_bias &&
-              (variant == "grouped" || variant == "padded")) {
-            const std::string why =
-                "expert biases on cuda: cublasGemmGroupedBatchedEx and cublasGemmBatchedEx have "
-                "no bias epilogue, and a kernel adding every expert's bias is not built yet";
-            if (!o.variants.empty())
-              throw std::invalid_argument("--variants: moe/" + variant + ": " + why);
-            s.refused.push_back({model.name, "moe/" + variant, why});
-            continue;
-          }
-          variants.push_back(variant);
-        }
-        // Variant innermost: a comparison group's members are adjacent.
-        for (DType dtype : dtypes) {
-          for (auto m : s.tokens) {
-            for (const auto& t : s.timing) {
-              for (const auto& variant : variants) {
-                Fixture f{op.name, variant, model, shard_shape, m, dtype, t};
-                if (!is_collective_op(op.name)) {  // the collectives hold no weights
-                  f.weights = checkpoint ? "checkpoint" : "random";
-                  f.checkpoint = checkpoint;
-                }
-                s.fixtures.push_back(std::move(f));
-              }
-            }
-          }
+          s.fixtures.push_back(std::move(f));
         }
       }
     }
   }
-  check_variants_exist(o.variants, s.ops);
+}
+
+// An op the model refuses: an error when asked for by name, like any bad input; else left out,
+// said once. An op with a per-model set-up and no layer on the model says why, when asked.
+void check_model_ops(Sweep& s, const SweepInputs& in, std::size_t model_index,
+                     const ModelPreparers& prepare) {
+  const ModelShape& model = s.models[model_index];
+  for (const auto& op_name : s.ops) {
+    if (const std::string why = model.refusal(op_name); !why.empty()) {
+      if (in.ops_asked)
+        throw std::invalid_argument("--ops: " + op_name + " cannot run on " + model.name + ": " +
+                                    why);
+      s.refused.push_back({model.name, op_name, why});
+    }
+  }
+  if (!in.ops_asked) return;
+  for (const auto& [op_name, preparer] : prepare) {
+    if (!op_layers(op_name, model).empty()) continue;
+    ShardShape none;
+    for (const auto& r : preparer(none, {})) s.refused.push_back({model.name, r.what, r.reason});
+  }
+}
+
+// The last checks, once every fixture is formed: --variants, each TP fixture's communicator,
+// names, an empty sweep, sizes and checkpoint shapes.
+void finish_sweep(Sweep& s, const SweepInputs& in, const CommSettings* comm) {
+  check_variants_exist(in.o.variants, s.ops);
   // Which communicator each TP fixture uses (comm/tp_run.hpp); empty for the other ops.
   for (auto& f : s.fixtures)
-    f.comm = resolve_comm(comm ? *comm : CommSettings{}, backend, f.op, f.shard.tp);
+    f.comm = resolve_comm(comm ? *comm : CommSettings{}, in.backend, f.op, f.shard.tp);
   for (auto& f : s.fixtures) f.layer = layer_name(f.op, f.shard);  // the name's layer: segment
   if (s.fixtures.empty()) {
     std::string left_out;
@@ -546,6 +536,34 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
   check_sizes(s.fixtures);
   // Every checkpoint fixture's weights are there at the shapes its plans ask for (no data read).
   check_checkpoint_fixtures(s.fixtures);
+}
+
+}  // namespace
+
+// The product of the axes (model, tp, op and its layers, dtype, tokens, regime, variant), less
+// what the ops refuse: the sweep knows no op by name (OpInfo says what each needs).
+Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* comm) {
+  SweepInputs in{o, backend};
+  in.plan_for_gpu = o.list && o.list_for == "cuda";
+  in.gpu = backend.name() != "cpu" || in.plan_for_gpu;
+  in.ops_asked = !o.ops.empty();
+  Sweep s;
+  const std::vector<std::string> presets = add_models(s, in);
+  s.ops = sweep_ops(o);
+  s.tokens = sweep_tokens(in);
+  s.tp = o.tp;
+  const std::vector<DtypeAxis> dtypes = model_dtypes(s, in, sweep_dtypes(in));
+  s.timing = sweep_timing(in);
+  const std::vector<ModelPreparers> prepare = setup_ops(s, in, presets);
+  for (std::size_t i = 0; i < s.models.size(); ++i) {
+    check_model_ops(s, in, i, prepare[i]);
+    for (int tp : s.tp) {
+      // One shard per layer the op runs on (throws with the valid tp sizes).
+      for (const auto& [op_name, shard] : op_layer_shards(s.models[i], tp, s.ops))
+        add_op_fixtures(s, in, find_op(op_name), i, shard, dtypes[i], prepare[i]);
+    }
+  }
+  finish_sweep(s, in, comm);
   return s;
 }
 
