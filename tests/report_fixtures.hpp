@@ -1,5 +1,5 @@
 #pragma once
-// Report entries and documents for the gate's and the advisor's tests (tests/test_gate.cpp,
+// Report entries and documents for the gate's and the advisor's tests (tests/test_gate_*.cpp,
 // tests/test_advise.cpp): one builder of each kind, so both test one report format.
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -475,7 +475,8 @@ TEST_F(AdviseCli, WritesEachFormatAndRefusesBadFlags) {
   EXPECT_NE(err.find("descriptor 987 is not open"), std::string::npos) << err;
 }
 
-// Issue 27 item 5: the advisor refuses the bad reports the gate refuses (tests/test_gate.cpp).
+// Issue 27 item 5: the advisor refuses the bad reports the gate refuses
+// (tests/test_gate_input.cpp).
 TEST_F(AdviseCli, BadTimesAndDuplicateNamesAreRefusedNamingTheEntry) {
   for (const auto& [doc, message] : bad_time_reports()) {
     EXPECT_EQ(run({write("bad.json", doc)}), 2) << doc;

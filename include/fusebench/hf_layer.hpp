@@ -6,7 +6,7 @@
 // The mapping is vLLM's: per model family, which checkpoint tensor holds which logical tensor;
 // a tensor stored fused (Phi-3's qkv_proj, gate_up_proj) is split by output sizes, as vLLM's
 // weight_loader does with loaded_shard_id=None. Adding a family or a tensor is a table entry in
-// hf_layer.cpp (docs/checkpoints.md).
+// hf_layer_families.cpp (docs/checkpoints.md).
 #include <map>
 #include <memory>
 #include <set>
@@ -161,6 +161,14 @@ class HfLayerWeights : public TensorSource {
     std::int64_t stored_row0 = 0;
     std::int64_t expert = -1;  // the expert of a tensor stacking every expert; -1: none
   };
+  // The constructor's steps for one stored tensor of a served group: found (or absent as the
+  // config says), of a readable dtype and of the config's shape; then where each of its logical
+  // tensors lies in it.
+  void map_tensor(const StoredTensor& stored, const std::string& family, const ModelShape& model,
+                  const std::string& where);
+  void add_parts(const StoredTensor& stored, const std::string& name, const ModelShape& model,
+                 const std::vector<std::int64_t>& dims, std::int64_t rows_per_expert);
+
   std::shared_ptr<const Checkpoint> checkpoint_;
   std::string family_;
   int layer_ = 0;
