@@ -114,12 +114,22 @@ nlohmann::json cpu_threads_for_run(const bench::Options& options, Backend& backe
   return bench::apply_cpu_thread_policy(options, backend);
 }
 
-// --verify: every variant at the run's shapes, before anything is timed. False (and the report
-// written with the results) when one failed.
+// The report of a run that ended at verification: its context (with the results), no entries.
+void write_verification_report(const bench::Options& options, const nlohmann::json& context) {
+  if (options.report.empty()) return;
+  nlohmann::json ended = context;
+  ended["interrupted"] = false;  // the run ended here, as it should
+  write_file_atomically(
+      options.report,
+      sanitize({{"context", ended}, {"benchmarks", nlohmann::json::array()}}).dump(2));
+}
+
+// --verify (--verify-only): every variant at the run's shapes, before anything is timed. False
+// (and the report written with the results) when one failed.
 bool verify_first(const bench::Options& options, Backend& backend,
                   const std::vector<bench::Fixture>& selected, std::uint64_t seed,
                   nlohmann::json& context) {
-  if (!options.verify) return true;
+  if (!options.verify && !options.verify_only) return true;
   const bench::VerificationRun verification = bench::run_verification(backend, selected, seed);
   context["verification"] = verification.results;
   context["verification_policy"] = bench::verification_policy();
@@ -128,13 +138,7 @@ bool verify_first(const bench::Options& options, Backend& backend,
     return true;
   }
   std::cerr << "fusebench: verification FAILED; not benchmarking wrong results\n";
-  if (!options.report.empty()) {
-    nlohmann::json failed = context;
-    failed["interrupted"] = false;  // the run ended here, as it should
-    write_file_atomically(
-        options.report,
-        sanitize({{"context", failed}, {"benchmarks", nlohmann::json::array()}}).dump(2));
-  }
+  write_verification_report(options, context);
   return false;
 }
 
@@ -312,6 +316,11 @@ int run_sweep(const std::vector<std::string>& args, const bench::Options& option
   // Regimes, stopping rule, measured ceilings (docs/timing.md); sets context["timing"].
   bench::TimingSetup timing = bench::setup_timing(options, backend, sweep, context);
   if (!verify_first(options, backend, selected, seed, context)) return 1;
+  if (options.verify_only) {
+    write_verification_report(options, context);
+    std::cerr << "fusebench: --verify-only: every variant verified, nothing timed\n";
+    return 0;
+  }
 
   timing.settings.stop = stop_on_signal();
   bench::set_interrupt_exits_now(false);

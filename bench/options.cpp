@@ -100,10 +100,12 @@ void validate(const CLI::App& app, const Options& o) {
     throw std::invalid_argument(std::string(o.list_bytes ? "--list-bytes" : "--list-for") +
                                 " only changes what --list prints: add --list");
   }
-  if (o.list && o.verify) {
-    throw std::invalid_argument(
-        "--list and --verify: --list prints the fixtures and runs nothing, so nothing would be "
-        "verified; drop --list to verify (then the sweep runs), or --verify to list");
+  if (o.list && (o.verify || o.verify_only)) {
+    const std::string flag = o.verify_only ? "--verify-only" : "--verify";
+    throw std::invalid_argument("--list and " + flag +
+                                ": --list prints the fixtures and runs nothing, so nothing would "
+                                "be verified; drop --list to verify (then the sweep runs), or " +
+                                flag + " to list");
   }
   if (app.count("--timing-target-cv") > 0) {
     throw std::invalid_argument(
@@ -273,6 +275,8 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--seed", seed_text, "random seed for inputs and weights (0: fresh)");
   app.add_flag("--verify", o.verify,
                "check every fused variant against split and a float64 reference first");
+  app.add_flag("--verify-only", o.verify_only,
+               "check every variant as --verify does, then stop: nothing is timed");
   app.add_flag("--list", o.list, "list the fixtures and exit");
   app.add_option("--list-for", o.list_for,
                  "with --list: the sweep as the cuda backend would form it, here without a GPU "

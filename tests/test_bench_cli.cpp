@@ -198,6 +198,26 @@ TEST(BenchCli, VerifyChecksTheRunsTokenCountsAndNeverPassesOnNothing) {
   std::filesystem::remove(path);
 }
 
+// --verify-only: the verification of --verify, then the run ends: its report holds the context
+// with every variant's result and no entry (nothing was timed); with --list it is refused.
+TEST(BenchCli, VerifyOnlyVerifiesAndTimesNothing) {
+  const auto path = temp_path("verify_only.json");
+  const CliResult r =
+      run(std::string(kQuick) + "--tokens=3 --verify-only --report=" + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verification passed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("nothing timed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("manual_time"), std::string::npos) << r.output;  // no entry row
+  const auto report = load(path);
+  EXPECT_TRUE(report["benchmarks"].empty());
+  EXPECT_FALSE(report["context"]["verification"].empty());
+  EXPECT_EQ(report["context"]["interrupted"], false);
+  std::filesystem::remove(path);
+  const CliResult listed = run(std::string(kQuick) + "--verify-only --list");
+  EXPECT_EQ(listed.exit_code, 2) << listed.output;
+  EXPECT_NE(listed.output.find("--list and --verify-only"), std::string::npos) << listed.output;
+}
+
 TEST(BenchCli, VerifyCapsTheFloat64ReferenceByWorkAndSaysSo) {
   const auto path = temp_path("verify_capped.json");
   // llama3-8b qkv: 25M multiply-adds per token row; the float64 reference covers some rows.

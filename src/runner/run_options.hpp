@@ -33,6 +33,7 @@ struct Options {
   std::string report;      // JSON report path; empty: none
   std::uint64_t seed = 0;  // 0: fresh random seed, recorded in the report
   bool verify = false;     // check every variant before the sweep
+  bool verify_only = false;  // check every variant, then stop (nothing timed)
   bool list = false;       // print the fixtures and exit
   // With --list: the sweep as the cuda backend would form it (GPU defaults, regimes and one-launch
   // variants) on a machine without one, and each fixture's buffer bytes and groups (the device
