@@ -137,6 +137,143 @@ std::optional<Ceilings> Report::ceilings_for(const std::string& dtype) const {
                   src != it->end() && src->is_string() ? src->get<std::string>() : "context"};
 }
 
+namespace {
+
+using Segments = decltype(name_segments(std::string()));
+
+// A positive integer field of the element, else of its name's segments, else `fallback` (none
+// when it is not positive).
+std::optional<std::int64_t> positive_integer(const Reader& r, const Segments& seg, const char* key,
+                                             std::int64_t fallback) {
+  if (const auto v = r.num(key)) {
+    if (*v < 1 || *v != std::floor(*v) || *v > 9.0e15) {
+      fail(r.file, r.at + "." + key, number(*v) + " is not a positive integer");
+    }
+    return static_cast<std::int64_t>(*v);
+  }
+  const auto s = seg.find(key);
+  if (s == seg.end()) return fallback > 0 ? std::optional<std::int64_t>(fallback) : std::nullopt;
+  char* endp = nullptr;
+  const long long v = std::strtoll(s->second.c_str(), &endp, 10);
+  if (endp == s->second.c_str() || *endp != '\0' || v < 1) {
+    fail(r.file, r.at + ".name", key + std::string(":") + s->second + " is not a positive integer");
+  }
+  return v;
+}
+
+// The fixture's axes: the element's fields, else its name's segments.
+void read_axes(const Reader& r, const Segments& seg, const std::string& backend, Entry& e) {
+  auto field = [&](const char* key, const std::string& fallback) {
+    if (auto v = r.text(key)) return *v;
+    const auto s = seg.find(key);
+    return s != seg.end() ? s->second : fallback;
+  };
+  e.op = field("op", "");
+  e.variant = field("variant", "");
+  e.model = field("model", "");
+  e.layer = field("layer", "");
+  e.dtype = field("dtype", "");
+  e.timing = field("timing", "");
+  e.weights = field("weights", "");
+  e.comm = field("comm", "");
+  e.backend = field("backend", backend);
+}
+
+// The speedup over the baseline and over every other variant measured with it.
+void read_ratios(const Reader& r, const nlohmann::json& b, Entry& e) {
+  const auto sp = r.num("speedup");
+  const auto lo = r.num("speedup_ci_low"), hi = r.num("speedup_ci_high");
+  if (sp || lo || hi) {
+    e.speedup = read_ratio(r.file, r.at, sp, lo, hi, r.num("speedup_pairs"), "speedup_ci_low",
+                           "speedup_ci_high", "speedup", "speedup_pairs");
+  }
+  const auto it = b.find("speedup_over");
+  if (it == b.end()) return;
+  if (!it->is_object())
+    fail(r.file, r.at + ".speedup_over", "expected an object, got " + shown(*it));
+  for (const auto& [other, v] : it->items()) {
+    Reader o{r.file, v, r.at + ".speedup_over." + other};
+    if (!v.is_object()) fail(r.file, o.at, "expected an object, got " + shown(v));
+    e.over[other] = read_ratio(r.file, o.at, o.num("speedup"), o.num("ci_low"), o.num("ci_high"),
+                               o.num("pairs"), "ci_low", "ci_high", "speedup", "pairs");
+  }
+}
+
+// quant_error and quant_error_vs_split: shard -> relative error (>= 0).
+void read_quant_errors(const Reader& r, const nlohmann::json& b, Entry& e) {
+  for (auto [key, into] :
+       {std::pair<const char*, std::map<std::string, double>*>{"quant_error", &e.quant_error},
+        {"quant_error_vs_split", &e.quant_error_vs_split}}) {
+    const auto it = b.find(key);
+    if (it == b.end()) continue;
+    if (!it->is_object())
+      fail(r.file, r.at + "." + key, "expected an object of shard -> error, got " + shown(*it));
+    for (const auto& [shard, v] : it->items()) {
+      Reader s{r.file, *it, r.at + "." + key};
+      const auto d = s.num(shard.c_str());
+      if (!(*d >= 0))
+        fail(r.file, s.at + "." + shard, number(*d) + " is not a relative error (a number >= 0)");
+      (*into)[shard] = *d;
+    }
+  }
+}
+
+// The moe op's routing source and seed, as one text (entries of two routings are two experiments).
+std::string routing_text(const nlohmann::json& b) {
+  std::string out;
+  const auto moe = b.find("moe");
+  if (moe == b.end() || !moe->is_object()) return out;
+  const auto rt = moe->find("routing");
+  if (rt == moe->end() || !rt->is_object()) return out;
+  for (const char* key : {"routing", "seed"}) {
+    if (const auto v = rt->find(key); v != rt->end())
+      out += (out.empty() ? "" : ", ") + std::string(key) + " " +
+             (v->is_string() ? v->get<std::string>() : v->dump());
+  }
+  return out;
+}
+
+// One repetition element of a fixture; nullopt (and why, in `skipped`) for one that is not a
+// fusebench fixture.
+std::optional<Entry> read_entry(const std::string& file, const nlohmann::json& b,
+                                const ElementHeader& h, const std::string& backend,
+                                std::vector<std::string>& skipped) {
+  Reader r{file, b, h.at};
+  Entry e;
+  e.name = h.run_name;
+  e.error = h.error;
+  e.error_message = h.error_message;
+  const auto seg = name_segments(e.name);
+  read_axes(r, seg, backend, e);
+  const auto tokens = positive_integer(r, seg, "tokens", 0);
+  e.tp = static_cast<int>(
+      std::min<std::int64_t>(positive_integer(r, seg, "tp", 1).value_or(1), 1 << 20));
+  if (const auto rep = r.num("repetition_index")) e.repetition = static_cast<int>(*rep);
+  e.timing_stop = r.text("timing_stop").value_or("");
+  e.samples_dropped_preempted = r.num("samples_dropped_preempted");
+  e.modelled = r.num("comm_modelled").value_or(0) == 1 || e.comm == "modelled" ||
+               e.name.find("comm:modelled") != std::string::npos;
+  e.speedup_baseline = r.text("speedup_baseline").value_or("");
+  e.speedup_ci_note = r.text("speedup_ci_note").value_or("");
+  e.model_flops = r.num("model_flops");
+  e.model_bytes = r.num("model_bytes");
+  e.model_launches = r.num("model_launches");
+  e.comm_bytes = r.num("comm_bytes");
+  read_ratios(r, b, e);
+  read_quant_errors(r, b, e);
+  if (const auto em = b.find("emulated"); em != b.end() && em->is_boolean())
+    e.emulated = em->get<bool>();
+  e.routing = routing_text(b);
+  if (e.op.empty() || e.variant.empty() || !tokens || e.model.empty()) {
+    skipped.push_back(e.name + ": no op, variant, model or tokens (not a fusebench fixture)");
+    return std::nullopt;
+  }
+  e.tokens = *tokens;
+  return e;
+}
+
+}  // namespace
+
 Report parse_report(std::string_view text, const std::string& file) {
   const nlohmann::json root = parse_report_document(text, file);
   const auto ctx = root.find("context");
@@ -160,111 +297,11 @@ Report parse_report(std::string_view text, const std::string& file) {
   // The shared rules (finite numbers, positive times, one element per name), as the gate reads.
   const std::vector<ElementHeader> headers = read_elements(root, file);
   for (std::size_t i = 0; i < benches->size(); ++i) {
-    const auto& b = (*benches)[i];
-    const ElementHeader& h = headers[i];
     // Aggregates of repetitions are no paired measurement (a mean of bounds is no interval); the
     // repetitions themselves are read.
-    if (h.run_type == "aggregate") continue;
-    Reader r{file, b, h.at};
-    Entry e;
-    e.name = h.run_name;
-    e.error = h.error;
-    e.error_message = h.error_message;
-    const auto seg = name_segments(e.name);
-    auto field = [&](const char* key, const std::string& fallback) {
-      if (auto v = r.text(key)) return *v;
-      const auto s = seg.find(key);
-      return s != seg.end() ? s->second : fallback;
-    };
-    e.op = field("op", "");
-    e.variant = field("variant", "");
-    e.model = field("model", "");
-    e.layer = field("layer", "");
-    e.dtype = field("dtype", "");
-    e.timing = field("timing", "");
-    e.weights = field("weights", "");
-    e.comm = field("comm", "");
-    e.backend = field("backend", report.backend);
-    auto integer = [&](const char* key, std::int64_t fallback) -> std::optional<std::int64_t> {
-      if (const auto v = r.num(key)) {
-        if (*v < 1 || *v != std::floor(*v) || *v > 9.0e15) {
-          fail(file, r.at + "." + key, number(*v) + " is not a positive integer");
-        }
-        return static_cast<std::int64_t>(*v);
-      }
-      const auto s = seg.find(key);
-      if (s == seg.end())
-        return fallback > 0 ? std::optional<std::int64_t>(fallback) : std::nullopt;
-      char* endp = nullptr;
-      const long long v = std::strtoll(s->second.c_str(), &endp, 10);
-      if (endp == s->second.c_str() || *endp != '\0' || v < 1) {
-        fail(file, r.at + ".name",
-             key + std::string(":") + s->second + " is not a positive integer");
-      }
-      return v;
-    };
-    const auto tokens = integer("tokens", 0);
-    e.tp = static_cast<int>(std::min<std::int64_t>(integer("tp", 1).value_or(1), 1 << 20));
-    if (const auto rep = r.num("repetition_index")) e.repetition = static_cast<int>(*rep);
-    e.timing_stop = r.text("timing_stop").value_or("");
-    e.samples_dropped_preempted = r.num("samples_dropped_preempted");
-    e.modelled = r.num("comm_modelled").value_or(0) == 1 || e.comm == "modelled" ||
-                 e.name.find("comm:modelled") != std::string::npos;
-    e.speedup_baseline = r.text("speedup_baseline").value_or("");
-    e.speedup_ci_note = r.text("speedup_ci_note").value_or("");
-    e.model_flops = r.num("model_flops");
-    e.model_bytes = r.num("model_bytes");
-    e.model_launches = r.num("model_launches");
-    e.comm_bytes = r.num("comm_bytes");
-    const auto sp = r.num("speedup");
-    const auto lo = r.num("speedup_ci_low"), hi = r.num("speedup_ci_high");
-    if (sp || lo || hi) {
-      e.speedup = read_ratio(file, r.at, sp, lo, hi, r.num("speedup_pairs"), "speedup_ci_low",
-                             "speedup_ci_high", "speedup", "speedup_pairs");
-    }
-    if (const auto it = b.find("speedup_over"); it != b.end()) {
-      if (!it->is_object())
-        fail(file, r.at + ".speedup_over", "expected an object, got " + shown(*it));
-      for (const auto& [other, v] : it->items()) {
-        Reader o{file, v, r.at + ".speedup_over." + other};
-        if (!v.is_object()) fail(file, o.at, "expected an object, got " + shown(v));
-        e.over[other] = read_ratio(file, o.at, o.num("speedup"), o.num("ci_low"), o.num("ci_high"),
-                                   o.num("pairs"), "ci_low", "ci_high", "speedup", "pairs");
-      }
-    }
-    for (auto [key, into] :
-         {std::pair<const char*, std::map<std::string, double>*>{"quant_error", &e.quant_error},
-          {"quant_error_vs_split", &e.quant_error_vs_split}}) {
-      const auto it = b.find(key);
-      if (it == b.end()) continue;
-      if (!it->is_object())
-        fail(file, r.at + "." + key, "expected an object of shard -> error, got " + shown(*it));
-      for (const auto& [shard, v] : it->items()) {
-        Reader s{file, *it, r.at + "." + key};
-        const auto d = s.num(shard.c_str());
-        if (!(*d >= 0))
-          fail(file, s.at + "." + shard, number(*d) + " is not a relative error (a number >= 0)");
-        (*into)[shard] = *d;
-      }
-    }
-    if (const auto em = b.find("emulated"); em != b.end() && em->is_boolean())
-      e.emulated = em->get<bool>();
-    if (const auto moe = b.find("moe"); moe != b.end() && moe->is_object()) {
-      if (const auto rt = moe->find("routing"); rt != moe->end() && rt->is_object()) {
-        for (const char* key : {"routing", "seed"}) {
-          if (const auto v = rt->find(key); v != rt->end())
-            e.routing += (e.routing.empty() ? "" : ", ") + std::string(key) + " " +
-                         (v->is_string() ? v->get<std::string>() : v->dump());
-        }
-      }
-    }
-    if (e.op.empty() || e.variant.empty() || !tokens || e.model.empty()) {
-      report.skipped.push_back(e.name +
-                               ": no op, variant, model or tokens (not a fusebench fixture)");
-      continue;
-    }
-    e.tokens = *tokens;
-    report.entries.push_back(std::move(e));
+    if (headers[i].run_type == "aggregate") continue;
+    if (auto e = read_entry(file, (*benches)[i], headers[i], report.backend, report.skipped))
+      report.entries.push_back(std::move(*e));
   }
   return report;
 }

@@ -187,15 +187,141 @@ const Entry* Report::find(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// An aggregate element (Google Benchmark's repetitions: mean, median, stddev, cv) of `p`'s run.
+void add_aggregate(const nlohmann::json& b, const advise::ElementHeader& h, const std::string& file,
+                   double scale, double real_time, Pending& p) {
+  const std::string& at = h.at;
+  if (!b.contains("aggregate_name") || !b["aggregate_name"].is_string()) {
+    fail(file, at + ".aggregate_name", "missing or not a string on an aggregate entry");
+  }
+  const std::string agg = b["aggregate_name"].get<std::string>();
+  const auto speedup = read_speedup(b, file, at, agg == "mean");
+  if (h.error) return;
+  // GBench writes cv as a fraction (aggregate_unit "percentage"); the others are times.
+  const auto unit = b.find("aggregate_unit");
+  const bool fraction =
+      agg == "cv" || (unit != b.end() && unit->is_string() && *unit == "percentage");
+  p.aggregates_ns[agg] = fraction ? real_time : real_time * scale;
+  if (agg == "mean") {
+    for (const auto& [key, value] : b.items()) {
+      if (value.is_number() && !is_structural(key)) p.aggregate_counters[key] = value.get<double>();
+    }
+    p.aggregate_speedup = speedup;
+  }
+}
+
+// One run (iteration element) of `p`: its time, and from the first its counters and fields.
+void add_run(const nlohmann::json& b, const advise::ElementHeader& h, const std::string& file,
+             double scale, double real_time, Pending& p) {
+  const auto speedup = read_speedup(b, file, h.at, true);
+  ++p.runs;
+  if (h.error) {
+    ++p.errors;
+    p.error_message = h.error_message;
+    return;
+  }
+  p.rep_times_ns.push_back(real_time * scale);
+  if (p.rep_times_ns.size() != 1) return;
+  for (const auto& [key, value] : b.items()) {
+    if (value.is_number() && !is_structural(key)) p.counters[key] = value.get<double>();
+  }
+  p.speedup = speedup;
+  p.scale = scale;
+  p.unavailable = read_unavailable(b);
+  p.not_judged = advise::not_judged(b).text();
+  p.accuracy = read_accuracy(b, file, h.at);
+  p.setup = read_setup(b);
+}
+
+double sample_cv(const std::vector<double>& times) {
+  double mean = 0;
+  for (double t : times) mean += t;
+  mean /= static_cast<double>(times.size());
+  double var = 0;
+  for (double t : times) var += (t - mean) * (t - mean);
+  var /= static_cast<double>(times.size() - 1);
+  return mean > 0 ? std::sqrt(var) / mean : -1;
+}
+
+// Noise, most direct first: the entry's own sample CV (fusebench timing statistics), then GBench
+// repetition aggregates, then the spread of the repetitions themselves.
+void set_noise(Pending& p, Entry& e) {
+  for (const char* key : {"cv", "time_cv"}) {
+    if (e.counters.count(key) && e.counters[key] >= 0) {
+      e.rel_noise = e.counters[key];
+      e.noise_source = std::string("entry ") + key;
+      break;
+    }
+  }
+  if (e.rel_noise && e.counters.count("samples") && e.counters["samples"] >= 1)
+    e.noise_values = static_cast<int>(std::min(e.counters["samples"], 1e9));
+  // Repetitions of a run: their spread is over as many values as there are repetitions.
+  const std::optional<int> reps = p.rep_times_ns.size() >= 2
+                                      ? std::optional<int>(static_cast<int>(p.rep_times_ns.size()))
+                                      : std::nullopt;
+  if (!e.rel_noise && p.aggregates_ns.count("cv")) {
+    e.rel_noise = p.aggregates_ns["cv"];
+    e.noise_source = "repetitions cv";
+    e.noise_values = reps;
+  }
+  if (!e.rel_noise && p.aggregates_ns.count("stddev") && p.aggregates_ns.count("mean") &&
+      p.aggregates_ns["mean"] > 0) {
+    e.rel_noise = p.aggregates_ns["stddev"] / p.aggregates_ns["mean"];
+    e.noise_source = "repetitions stddev/mean";
+    e.noise_values = reps;
+  }
+  if (!e.rel_noise && p.rep_times_ns.size() >= 2) {
+    if (const double cv = sample_cv(p.rep_times_ns); cv >= 0) {
+      e.rel_noise = cv;
+      e.noise_source = "repetitions cv";
+      e.noise_values = reps;
+    }
+  }
+}
+
+// The entry of one run name from its elements; nullopt when they hold only aggregates we do not
+// understand, or nothing at all.
+std::optional<Entry> entry_of(const std::string& name, Pending& p) {
+  Entry e;
+  e.name = name;
+  e.samples = static_cast<int>(p.rep_times_ns.size());
+  e.error = p.runs > 0 && p.errors == p.runs;
+  e.error_message = p.error_message;
+  e.counters = p.counters.empty() ? p.aggregate_counters : p.counters;
+  e.speedup = p.counters.empty() ? p.aggregate_speedup : p.speedup;
+  e.counters_unavailable = p.unavailable;
+  e.not_judged = p.not_judged;
+  e.accuracy = p.accuracy;
+  e.setup = p.setup;
+  if (p.aggregates_ns.count("median")) {
+    e.time_ns = p.aggregates_ns["median"];
+  } else if (!p.rep_times_ns.empty()) {
+    e.time_ns = median_of(p.rep_times_ns);
+  } else if (p.aggregates_ns.count("mean")) {
+    e.time_ns = p.aggregates_ns["mean"];
+  } else if (!e.error) {
+    return std::nullopt;
+  }
+  set_noise(p, e);
+  // One run only: its median's own 95% interval (time_median_ci_low/high, in seconds as
+  // time_median, else in the entry's time unit), when it brackets the central time. Over
+  // repetitions the central time is their median and their spread is the interval's basis.
+  if (p.rep_times_ns.size() == 1 && !p.aggregates_ns.count("median"))
+    e.time_interval = median_interval(e.counters, e.time_ns, p.scale);
+  return e;
+}
+
+}  // namespace
+
 Report parse_report(std::string_view text, const std::string& file) {
   const nlohmann::json root = advise::parse_report_document(text, file);
-
   Report report;
   report.file = file;
   report.context = root.at("context");
   std::vector<std::string> order;
   std::map<std::string, Pending> pending;
-
   const auto& benchmarks = root.at("benchmarks");
   // The shared rules (every number finite, every time positive, one element per name):
   // fusebench/report_document.hpp, the advisor's reader applies the same.
@@ -203,129 +329,22 @@ Report parse_report(std::string_view text, const std::string& file) {
   for (std::size_t i = 0; i < benchmarks.size(); ++i) {
     const auto& b = benchmarks[i];
     const advise::ElementHeader& h = headers[i];
-    const std::string& at = h.at;
-    const std::string& run_name = h.run_name;
-    const std::string& run_type = h.run_type;
-    const bool error = h.error;
     double scale = 1.0;
     if (b.contains("time_unit")) {
-      if (!b["time_unit"].is_string()) fail(file, at + ".time_unit", "expected a string");
-      scale = unit_to_ns(file, at + ".time_unit", b["time_unit"].get<std::string>());
+      if (!b["time_unit"].is_string()) fail(file, h.at + ".time_unit", "expected a string");
+      scale = unit_to_ns(file, h.at + ".time_unit", b["time_unit"].get<std::string>());
     }
-    const double real_time = error ? 0 : b["real_time"].get<double>();
-
-    if (!pending.count(run_name)) order.push_back(run_name);
-    Pending& p = pending[run_name];
-    if (run_type == "aggregate") {
-      if (!b.contains("aggregate_name") || !b["aggregate_name"].is_string()) {
-        fail(file, at + ".aggregate_name", "missing or not a string on an aggregate entry");
-      }
-      const std::string agg = b["aggregate_name"].get<std::string>();
-      const auto speedup = read_speedup(b, file, at, agg == "mean");
-      if (error) continue;
-      // GBench writes cv as a fraction (aggregate_unit "percentage"); the others are times.
-      const auto unit = b.find("aggregate_unit");
-      const bool fraction =
-          agg == "cv" || (unit != b.end() && unit->is_string() && *unit == "percentage");
-      p.aggregates_ns[agg] = fraction ? real_time : real_time * scale;
-      if (agg == "mean") {
-        for (const auto& [key, value] : b.items()) {
-          if (value.is_number() && !is_structural(key))
-            p.aggregate_counters[key] = value.get<double>();
-        }
-        p.aggregate_speedup = speedup;
-      }
-      continue;
-    }
-    const auto speedup = read_speedup(b, file, at, true);
-    ++p.runs;
-    if (error) {
-      ++p.errors;
-      p.error_message = h.error_message;
-      continue;
-    }
-    p.rep_times_ns.push_back(real_time * scale);
-    if (p.rep_times_ns.size() == 1) {
-      for (const auto& [key, value] : b.items()) {
-        if (value.is_number() && !is_structural(key)) p.counters[key] = value.get<double>();
-      }
-      p.speedup = speedup;
-      p.scale = scale;
-      p.unavailable = read_unavailable(b);
-      p.not_judged = advise::not_judged(b).text();
-      p.accuracy = read_accuracy(b, file, at);
-      p.setup = read_setup(b);
+    const double real_time = h.error ? 0 : b["real_time"].get<double>();
+    if (!pending.count(h.run_name)) order.push_back(h.run_name);
+    Pending& p = pending[h.run_name];
+    if (h.run_type == "aggregate") {
+      add_aggregate(b, h, file, scale, real_time, p);
+    } else {
+      add_run(b, h, file, scale, real_time, p);
     }
   }
-
   for (const auto& name : order) {
-    Pending& p = pending[name];
-    Entry e;
-    e.name = name;
-    e.samples = static_cast<int>(p.rep_times_ns.size());
-    e.error = p.runs > 0 && p.errors == p.runs;
-    e.error_message = p.error_message;
-    e.counters = p.counters.empty() ? p.aggregate_counters : p.counters;
-    e.speedup = p.counters.empty() ? p.aggregate_speedup : p.speedup;
-    e.counters_unavailable = p.unavailable;
-    e.not_judged = p.not_judged;
-    e.accuracy = p.accuracy;
-    e.setup = p.setup;
-    if (p.aggregates_ns.count("median")) {
-      e.time_ns = p.aggregates_ns["median"];
-    } else if (!p.rep_times_ns.empty()) {
-      e.time_ns = median_of(p.rep_times_ns);
-    } else if (p.aggregates_ns.count("mean")) {
-      e.time_ns = p.aggregates_ns["mean"];
-    } else if (!e.error) {
-      // Only aggregates we do not understand, or nothing at all.
-      continue;
-    }
-    // Noise, most direct first: the entry's own sample CV (fusebench timing statistics), then
-    // GBench repetition aggregates, then the spread of the repetitions themselves.
-    for (const char* key : {"cv", "time_cv"}) {
-      if (e.counters.count(key) && e.counters[key] >= 0) {
-        e.rel_noise = e.counters[key];
-        e.noise_source = std::string("entry ") + key;
-        break;
-      }
-    }
-    if (e.rel_noise && e.counters.count("samples") && e.counters["samples"] >= 1)
-      e.noise_values = static_cast<int>(std::min(e.counters["samples"], 1e9));
-    // Repetitions of a run: their spread is over as many values as there are repetitions.
-    const std::optional<int> reps =
-        p.rep_times_ns.size() >= 2 ? std::optional<int>(static_cast<int>(p.rep_times_ns.size()))
-                                   : std::nullopt;
-    if (!e.rel_noise && p.aggregates_ns.count("cv")) {
-      e.rel_noise = p.aggregates_ns["cv"];
-      e.noise_source = "repetitions cv";
-      e.noise_values = reps;
-    }
-    if (!e.rel_noise && p.aggregates_ns.count("stddev") && p.aggregates_ns.count("mean") &&
-        p.aggregates_ns["mean"] > 0) {
-      e.rel_noise = p.aggregates_ns["stddev"] / p.aggregates_ns["mean"];
-      e.noise_source = "repetitions stddev/mean";
-      e.noise_values = reps;
-    }
-    if (!e.rel_noise && p.rep_times_ns.size() >= 2) {
-      double mean = 0;
-      for (double t : p.rep_times_ns) mean += t;
-      mean /= static_cast<double>(p.rep_times_ns.size());
-      double var = 0;
-      for (double t : p.rep_times_ns) var += (t - mean) * (t - mean);
-      var /= static_cast<double>(p.rep_times_ns.size() - 1);
-      if (mean > 0) {
-        e.rel_noise = std::sqrt(var) / mean;
-        e.noise_source = "repetitions cv";
-        e.noise_values = reps;
-      }
-    }
-    // One run only: its median's own 95% interval (time_median_ci_low/high, in seconds as
-    // time_median, else in the entry's time unit), when it brackets the central time. Over
-    // repetitions the central time is their median and their spread is the interval's basis.
-    if (p.rep_times_ns.size() == 1 && !p.aggregates_ns.count("median"))
-      e.time_interval = median_interval(e.counters, e.time_ns, p.scale);
-    report.entries.push_back(std::move(e));
+    if (auto e = entry_of(name, pending[name])) report.entries.push_back(std::move(*e));
   }
   return report;
 }
