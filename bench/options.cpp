@@ -156,7 +156,6 @@ void validate(const CLI::App& app, const Options& o) {
   reject_duplicates("--variants", o.variants);
   reject_duplicates("--tokens", o.tokens);
   reject_duplicates("--tp", o.tp);
-  reject_duplicates("--dtypes", o.dtypes);
   reject_duplicates("--timing", o.timing);
   if (o.collective_sweep && std::none_of(o.tp.begin(), o.tp.end(), [](int tp) { return tp > 1; })) {
     throw std::invalid_argument(
@@ -226,12 +225,14 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--expert", o.expert,
                  "routed expert of an MoE layer of --weights (layer:expert fixtures; default 0)")
       ->check(whole_number<std::int64_t>("a routed expert index >= 0", 0));
+  std::string routing_text = "router";   // Options::routing once parsed
+  std::vector<std::string> dtype_texts;  // Options::dtypes once parsed
   app.add_option("--ops", o.ops,
                  "ops: qkv,gate_up (default); moe (an MoE layer's routed experts); tp_attn,tp_mlp "
                  "(TP pipelines); allreduce,allgather")
       ->delimiter(',')
       ->check(checked_by([](const std::string& name) { find_op(name); }));
-  app.add_option("--routing", o.routing,
+  app.add_option("--routing", routing_text,
                  "routing of the moe op: router (the model's rule on random router weights and "
                  "hidden states; default) | uniform | balanced | zipf:S | file:PATH (docs/moe.md)")
       ->check(checked_by([](const std::string& value) { parse_routing(value); }));
@@ -248,27 +249,13 @@ int parse_options(int argc, char** argv, Options& o) {
       ->delimiter(',')
       ->check(
           whole_number<int>("tensor-parallel sizes are whole numbers >= 1, e.g. --tp=1,2,4", 1));
-  app.add_option("--dtypes", o.dtypes,
+  app.add_option("--dtypes", dtype_texts,
                  "bf16,fp16,fp32 (default: bf16 on a GPU, fp32,bf16 on the CPU), and for qkv "
                  "and gate_up the quantized fp8 and int8 as DTYPE[:WEIGHTS[:ACTIVATIONS]]"
                  "[:SCHEME], e.g. fp8, fp8:channel, fp8:block, int8:channel, fp8:tensor:static "
                  "(docs/quant.md)")
       ->delimiter(',')
-      ->check(checked_by([](const std::string& name) {
-        if (is_quant_spec(name)) {
-          (void)parse_quant_spec(name);
-          return;
-        }
-        try {
-          (void)parse_dtype(name);
-        } catch (const std::invalid_argument&) {
-          // parse_dtype lists the plain dtypes only (fusebench-region's --dtype takes no
-          // others); the sweep's message, as src/runner/sweep.cpp words it.
-          throw std::invalid_argument("unknown dtype '" + name +
-                                      "' (valid: bf16, fp16, fp32, fp8, int8; fp8 and int8 take "
-                                      "a granularity, e.g. fp8:channel, docs/quant.md)");
-        }
-      }));
+      ->check(checked_by([](const std::string& name) { DtypeChoice{name}; }));
   app.add_option("--report", o.report,
                  "write the JSON report here (atomically, after every entry)");
   std::string seed_text = "0";  // parsed by parse_seed: CLI11 would wrap "-1" around to 2^64-1
@@ -352,6 +339,10 @@ int parse_options(int argc, char** argv, Options& o) {
     app.parse(argc, argv);
     o.seed = parse_seed(seed_text);
     validate(app, o);
+    // Each flag becomes its type once, here: the sweep never parses a flag's text again.
+    o.routing = parse_routing(routing_text);
+    reject_duplicates("--dtypes", dtype_texts);
+    o.dtypes.assign(dtype_texts.begin(), dtype_texts.end());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return speak ? app.exit(e) : 0;  // --help
     if (speak) {

@@ -8,8 +8,22 @@
 #include <vector>
 
 #include "fusebench/backend.hpp"
+#include "fusebench/dtype.hpp"
+#include "fusebench/quant.hpp"
+#include "fusebench/routing.hpp"
 
 namespace fusebench::bench {
+
+// One --dtypes value, parsed once where the flag is read: a plain dtype or a quantized spec
+// (docs/quant.md); what the backend supports is the sweep's to check.
+struct DtypeChoice {
+  // Throws std::invalid_argument naming the value and the valid forms.
+  DtypeChoice(std::string value);  // NOLINT(google-explicit-constructor): o.dtypes = {"fp32"}
+  DtypeChoice(const char* value) : DtypeChoice(std::string(value)) {}  // NOLINT
+  std::string text;                                                    // as given, for messages
+  std::optional<DType> plain;
+  std::optional<QuantSpec> quant;
+};
 
 struct Options {
   std::string backend = "auto";
@@ -23,18 +37,18 @@ struct Options {
   std::vector<std::string> ops;  // empty: all
   // Where the moe op's routing comes from (routing.hpp parse_routing): router | uniform |
   // balanced | zipf:S | file:PATH.
-  std::string routing = "router";
+  RoutingSource routing;              // --routing, parsed (default: router)
   std::vector<std::string> variants;  // empty: all of each op
   std::vector<std::int64_t> tokens;   // empty: backend default
   std::vector<int> tp = {1};
-  std::vector<std::string> dtypes;  // empty: backend default
+  std::vector<DtypeChoice> dtypes;  // empty: backend default
   // How the front end names the dtype flag in its messages (fusebench-region takes one --dtype).
   std::string dtype_flag = "--dtypes";
-  std::string report;      // JSON report path; empty: none
-  std::uint64_t seed = 0;  // 0: fresh random seed, recorded in the report
-  bool verify = false;     // check every variant before the sweep
+  std::string report;        // JSON report path; empty: none
+  std::uint64_t seed = 0;    // 0: fresh random seed, recorded in the report
+  bool verify = false;       // check every variant before the sweep
   bool verify_only = false;  // check every variant, then stop (nothing timed)
-  bool list = false;       // print the fixtures and exit
+  bool list = false;         // print the fixtures and exit
   // With --list: the sweep as the cuda backend would form it (GPU defaults, regimes and one-launch
   // variants) on a machine without one, and each fixture's buffer bytes and groups (the device
   // check's --plan sizes its steps from them).

@@ -175,18 +175,14 @@ std::vector<QuantSpec> checkpoint_quant_specs(const Sweep& s, std::size_t i,
   const std::string own = q.spec.name();
   std::vector<QuantSpec> out;
   for (const auto& d : o.dtypes) {
-    std::optional<QuantSpec> asked;
-    try {
-      if (is_quant_spec(d)) asked = parse_quant_spec(d);
-    } catch (const std::invalid_argument&) {
-    }
+    const std::optional<QuantSpec>& asked = d.quant;
     const bool runs =
         asked && (*asked == q.spec ||
                   (asked->dtype == q.spec.dtype && asked->weights == q.spec.weights &&
                    asked->scheme == ActScheme::dynamic && q.spec.scheme == ActScheme::dynamic));
     if (!runs)
       throw std::invalid_argument(
-          o.dtype_flag + "=" + d + ": --weights " + s.checkpoint_dirs[i] +
+          o.dtype_flag + "=" + d.text + ": --weights " + s.checkpoint_dirs[i] +
           " is a quantized checkpoint (" + q.read_as + "), whose stored codes and scales run at " +
           own + " only (or, with dynamic activations, another activation granularity of the same " +
           "weights): give " + o.dtype_flag + "=" + own + " or leave " + o.dtype_flag + " out");
@@ -294,48 +290,27 @@ struct DtypeAxis {
   std::vector<QuantSpec> quant;
 };
 
-QuantSpec checked_spec(const SweepInputs& in, const std::string& d) {
-  QuantSpec spec;
-  try {
-    spec = parse_quant_spec(d);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(in.o.dtype_flag + ": " + e.what());
-  }
+// A --dtypes value (parsed with the flag) the backend runs; throws naming it and why not.
+void check_dtype(const SweepInputs& in, const DtypeChoice& d) {
   // --list-for=cuda lists a GPU's sweep from the CPU backend: the cuda backend's refusal.
-  if (const std::string why = in.quant_refusal(spec); !why.empty())
-    throw std::invalid_argument(in.o.dtype_flag + ": " + d + " is not supported here: " + why);
-  return spec;
-}
-
-DType checked_dtype(const SweepInputs& in, const std::string& d) {
-  DType dtype{};
-  try {
-    dtype = parse_dtype(d);
-  } catch (const std::invalid_argument&) {
-    // parse_dtype names only the plain dtypes (the region tool takes no others); the sweep
-    // also takes the quantized ones (docs/quant.md).
-    throw std::invalid_argument(in.o.dtype_flag + ": unknown dtype '" + d +
-                                "' (valid: bf16, fp16, fp32, fp8, int8; fp8 and int8 take a "
-                                "granularity, e.g. fp8:channel, docs/quant.md)");
-  }
-  if (auto why = in.backend.unsupported_reason(dtype); !why.empty())
-    throw std::invalid_argument(in.o.dtype_flag + ": " + d + " is not supported here: " + why);
-  return dtype;
+  const std::string why =
+      d.quant ? in.quant_refusal(*d.quant) : in.backend.unsupported_reason(*d.plain);
+  if (!why.empty())
+    throw std::invalid_argument(in.o.dtype_flag + ": " + d.text + " is not supported here: " + why);
 }
 
 DtypeAxis sweep_dtypes(const SweepInputs& in) {
-  std::vector<std::string> names = in.o.dtypes;
-  if (names.empty())
-    names = in.gpu ? std::vector<std::string>{"bf16"} : std::vector<std::string>{"fp32", "bf16"};
+  std::vector<DtypeChoice> asked = in.o.dtypes;
+  if (asked.empty())
+    asked = in.gpu ? std::vector<DtypeChoice>{"bf16"} : std::vector<DtypeChoice>{"fp32", "bf16"};
   DtypeAxis axis;
-  for (const auto& d : names) {
-    if (!is_quant_spec(d)) {
-      axis.plain.push_back(checked_dtype(in, d));
-      continue;
+  for (const auto& d : asked) {
+    check_dtype(in, d);
+    if (d.plain) {
+      axis.plain.push_back(*d.plain);
+    } else if (std::find(axis.quant.begin(), axis.quant.end(), *d.quant) == axis.quant.end()) {
+      axis.quant.push_back(*d.quant);
     }
-    const QuantSpec spec = checked_spec(in, d);
-    if (std::find(axis.quant.begin(), axis.quant.end(), spec) == axis.quant.end())
-      axis.quant.push_back(spec);
   }
   return axis;
 }
@@ -389,7 +364,7 @@ std::vector<ModelPreparers> setup_ops(const Sweep& s, const SweepInputs& in,
                                       const std::vector<std::string>& presets) {
   // The routing's seed: --seed when given, else 1, so that a routing is the same in every run
   // (only the tensors are fresh).
-  const RoutingSource routing = parse_routing(in.o.routing);
+  const RoutingSource& routing = in.o.routing;
   std::vector<ModelPreparers> out(s.models.size());
   for (std::size_t i = 0; i < s.models.size(); ++i) {
     ModelSetup m;
