@@ -16,6 +16,7 @@
 #include "fusebench/backend.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/shapes.hpp"
 
 namespace fusebench {
 namespace {
@@ -36,20 +37,12 @@ ShardShape shape512() {
   return s;
 }
 
-// The calls a plan's scaled GEMMs make, as the cuda backend asks for them (leading dimensions:
-// each view's buffer's columns; y bf16).
+// The calls a plan's scaled GEMMs make, as the cuda backend asks for them
+// (cuda::plan_scaled_gemm_calls), and their refusals.
 std::set<Sent> calls_of(const Plan& plan, std::vector<std::string>* refusals) {
   std::set<Sent> sent;
-  const auto ld = [&](const View& v) {
-    return plan.buffers[static_cast<std::size_t>(v.buffer)].cols;
-  };
-  for (const Step& step : plan.steps) {
-    const auto* g = std::get_if<ScaledGemmStep>(&step);
-    if (g == nullptr) continue;
-    const cuda::ScaledGemmShape shape{
-        g->y.rows, g->y.cols, g->x.codes.cols, ld(g->x.codes), ld(g->w.codes), ld(g->y), 2};
-    const cuda::ScaledGemmCall call = cuda::scaled_gemm_call(g->dtype, g->x.kind, g->w.kind, shape);
-    if (!call.refusal.empty()) refusals->push_back(call.refusal);
+  for (const auto& [label, call] : cuda::plan_scaled_gemm_calls(plan)) {
+    if (!call.refusal.empty()) refusals->push_back(label + ": " + call.refusal);
     sent.insert({call.a, call.b, call.alpha});
   }
   return sent;
@@ -194,6 +187,26 @@ TEST(QuantCudaCalls, ShapeRulesAreRefusedNamingTheNumbers) {
     EXPECT_NE(int8_why.find("multiple of 4"), std::string::npos) << n << " " << k << " " << ld_y;
     EXPECT_NE(int8_why.find("M=37 N=" + std::to_string(n)), std::string::npos) << int8_why;
   }
+}
+
+// A GPU sweep leaves out what the cuda backend would refuse, up front and naming the rule
+// (runner/sweep.cpp asks cuda::plan_refusal of every quantized entry): fp8 blocks at decode.
+TEST(QuantCudaCalls, PlanRefusalNamesTheStepAndTheRule) {
+  const ShardShape qwen = shard(find_model("qwen3-0.6b"), 1);
+  const QuantSpec block = parse_quant_spec("fp8:block");
+  const std::string why =
+      cuda::plan_refusal(build_plan("qkv", "fused", qwen, 1, DType::bf16, block));
+  EXPECT_NE(why.find("M and N multiples of 4"), std::string::npos) << why;
+  EXPECT_NE(why.find("M=1 N=4096 K=1024"), std::string::npos) << why;
+  EXPECT_EQ(cuda::plan_refusal(build_plan("qkv", "fused", qwen, 4, DType::bf16, block)), "");
+  EXPECT_EQ(cuda::plan_refusal(build_plan("qkv", "split", qwen, 1, DType::bf16,
+                                          parse_quant_spec("fp8:tensor:token"))),
+            "");
+  // One call per scaled GEMM step: fused gate_up is one.
+  EXPECT_EQ(cuda::plan_scaled_gemm_calls(
+                build_plan("gate_up", "fused", qwen, 4, DType::bf16, parse_quant_spec("fp8")))
+                .size(),
+            1u);
 }
 
 // cuBLASLt's heuristic assumes 256-byte aligned operands unless told: a quantized plan tells it

@@ -1,5 +1,7 @@
 #include "backends/cuda_scaled_gemm.hpp"
 
+#include <variant>
+
 namespace fusebench::cuda {
 namespace {
 
@@ -121,6 +123,28 @@ ScaledGemmCall scaled_gemm_call(QuantDType dtype, ScaleKind x, ScaleKind w,
   call.refusal = fp8_shape_refusal(shape);
   if (call.refusal.empty()) call.refusal = block_shape_refusal(shape);
   return call;
+}
+
+std::vector<PlanScaledGemm> plan_scaled_gemm_calls(const Plan& plan) {
+  const auto ld = [&](const View& v) {
+    return plan.buffers[static_cast<std::size_t>(v.buffer)].cols;
+  };
+  const auto y_bytes = static_cast<std::int64_t>(dtype_size(plan.dtype));
+  std::vector<PlanScaledGemm> calls;
+  for (const Step& step : plan.steps) {
+    const auto* g = std::get_if<ScaledGemmStep>(&step);
+    if (g == nullptr) continue;
+    const ScaledGemmShape shape{g->y.rows,      g->y.cols, g->x.codes.cols, ld(g->x.codes),
+                                ld(g->w.codes), ld(g->y),  y_bytes};
+    calls.push_back({g->label, scaled_gemm_call(g->dtype, g->x.kind, g->w.kind, shape)});
+  }
+  return calls;
+}
+
+std::string plan_refusal(const Plan& plan) {
+  for (const PlanScaledGemm& c : plan_scaled_gemm_calls(plan))
+    if (!c.call.refusal.empty()) return c.label + ": " + c.call.refusal;
+  return {};
 }
 
 std::uint32_t lt_alignment(const void* p, std::int64_t stride_elems, std::size_t elem_bytes) {

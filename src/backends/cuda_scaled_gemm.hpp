@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/cuda_scale_layout.hpp"  // group_scale_index: x's 1x128 scales, group-major
+#include "fusebench/plan.hpp"
 #include "fusebench/quant.hpp"
 
 namespace fusebench::cuda {
@@ -80,6 +81,18 @@ struct ScaledGemmShape {
 //  - a pair of kinds cuBLASLt has no mode for (block weights with other than 1x128 groups).
 ScaledGemmCall scaled_gemm_call(QuantDType dtype, ScaleKind x, ScaleKind w,
                                 const ScaledGemmShape& shape);
+
+// Every scaled GEMM step of `plan` as the cuda backend will ask for it (leading dimensions: each
+// view's buffer's columns; y in the plan's dtype), with its step's label.
+struct PlanScaledGemm {
+  std::string label;
+  ScaledGemmCall call;
+};
+std::vector<PlanScaledGemm> plan_scaled_gemm_calls(const Plan& plan);
+// The first refusal among them, naming its step ("qkv_proj: fp8 with ..."); "" when all run. A
+// GPU sweep leaves such an entry out up front with this reason, rather than failing it on the
+// device.
+std::string plan_refusal(const Plan& plan);
 
 // Byte alignment (a power of two, at most 256) of an operand starting at `p`: cuBLASLt's
 // heuristic assumes 256 unless told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), and views
