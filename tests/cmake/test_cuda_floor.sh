@@ -84,4 +84,6 @@ contains "real 12.4: built with FUSEBENCH_HAVE_CUDA" "-DFUSEBENCH_HAVE_CUDA" "$n
 lacks "real 12.4: no fp8 scaled GEMM" "-DFUSEBENCH_CUDA_FP8_GEMM" "$ninja_file"
 lacks "real 12.4: no grouped GEMM" "-DFUSEBENCH_CUDA_GROUPED_GEMM" "$ninja_file"
 lacks "real 12.4: no CUPTI passes" "measure/range_profiler.cpp" "$ninja_file"
+contains "real 12.4: the report will say why (CUPTI below its floor)" \
+  "-DFUSEBENCH_CUPTI_BELOW_FLOOR" "$ninja_file"
 exit "$fail"
