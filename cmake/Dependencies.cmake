@@ -53,13 +53,15 @@ if(FUSEBENCH_WITH_CUDA)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit 12.0 REQUIRED)
     set(FUSEBENCH_HAVE_CUDA ON)
+    include(${CMAKE_CURRENT_LIST_DIR}/CudaFeatures.cmake)
+    fusebench_cuda_features(${CUDAToolkit_VERSION})
   else()
     message(STATUS "fusebench: no CUDA compiler found, building the CPU backend only")
   endif()
 endif()
 
 set(FUSEBENCH_HAVE_CUPTI OFF)
-if(FUSEBENCH_HAVE_CUDA AND TARGET CUDA::cupti)
+if(FUSEBENCH_HAVE_CUDA AND FUSEBENCH_CUDA_RANGE_PROFILER AND TARGET CUDA::cupti)
   find_path(CUPTI_RANGE_PROFILER_INCLUDE cupti_range_profiler.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
             ${CUDAToolkit_TARGET_DIR}/extras/CUPTI/include)
   find_library(NVPERF_HOST_LIB nvperf_host HINTS ${CUDAToolkit_LIBRARY_DIR}

@@ -84,6 +84,10 @@ RULES = [
      "the default sweep after verification (minutes); `build/bin/fusebench --verify --tokens=1` runs"),
     (r"^fusebench --ops=tp_attn,tp_mlp --tp=1,2,4,8$", "skip",
      "the one-GPU recipe (tp 8 as 8 threads on 2 cores); its CPU form with --tp=1,2,4 runs"),
+    # docs/device-check.md
+    (r"^python3 scripts/device_plan\.py --time-references --build-dir build$", "skip",
+     "times the GpuQuant and GpuMoe cases on the CPU (minutes on 2 cores), to size the device "
+     "check's caps; its output is MEASURED_TEST_S in the script, which device_check_plan uses"),
     # docs/cpu-gemm.md
     (r"^python3 scripts/cpu_vs_numpy\.py --markdown=table\.md$", "skip",
      "the full fusebench-vs-numpy table (11 token counts, both ops and variants): 10-16 minutes "

@@ -6,7 +6,9 @@ tab-separated, and runs this on them. The work is counted, not guessed: the fixt
 groups, distinct workspaces and their bytes come from the suite itself
 (`fusebench --list --list-for=cuda --list-bytes` with the step's own arguments: the sweep a GPU
 run forms, each fixture's buffer bytes from its plan); the GPU tests from the test binaries'
-`--gtest_list_tests`; the build from `ninja -t commands` of the targets the check builds. The
+`--gtest_list_tests` under each item's filter (BINARY[:FILTER]), the heaviest at the host share
+a timed CPU run of the same cases measured (MEASURED_TEST_S, `--time-references`); the build from
+`ninja -t commands` of the targets the check builds. The
 rates that turn work into seconds are below, each with where it comes from; the first GPU run
 records each step's real time in gpu.txt, which is what to correct them with.
 
@@ -17,6 +19,7 @@ import argparse
 import collections
 import os
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -40,6 +43,22 @@ REFERENCE_S = 0.25        # the float64 reference's budget per shape (src/runner
                           # kReferenceMacBudget, "about a quarter of a second on one host core")
 GTEST_BINARY_S = 2.0      # assumed: process and CUDA context per test binary
 GTEST_TEST_S = 0.75       # assumed: per GPU test (small shapes: tiny models, <= 1000 tokens)
+# The GPU tests whose time is mostly the host's (random weights, their quantization, float64
+# references): each one's seconds measured by a timed CPU
+# run of the same cases (`scripts/device_plan.py --time-references`: the test binary with
+# FUSEBENCH_GPU_TESTS_ON_CPU=1, tests/gpu_test_backend.hpp), as its process's CPU time (user +
+# sys, so another build loading the machine does not inflate it; the CPU backend's GEMMs stand in
+# for the device's, an upper bound of the host's share), x HOST_MARGIN for a slower host core.
+# Measured here on the 2-core AMD EPYC machine (load about 10: 28.6, 61.9 and 32.9 s wall for the
+# 11.3, 9.6 and 5.3 s of CPU) before the GPU's first run; gpu.txt's step times correct them.
+HOST_MARGIN = 1.5
+MEASURED_TEST_S = {
+    "GpuQuant.QuantizeKernelsMatchTheHostBitForBit": 0.2,
+    "GpuQuant.Fp8VariantsMatchTheirDequantizedReference": 11.3,
+    "GpuQuant.BlockFp8AndInt8VariantsMatchTheirDequantizedReference": 9.6,
+    "GpuMoe.EveryVariantVerifiesOnTheDevice": 5.3,
+}
+TIMED_BINARIES = {"GpuQuant": "test_correctness", "GpuMoe": "test_moe"}
 NCU_REGION_S = 10.0       # assumed: ncu start, kernel replay per metric pass, one region
 TORCH_IMPORT_S = 8.0      # assumed: python3 -c "import torch" and CUDA init
 TORCH_SAMPLE_S = 0.0003   # assumed: one cold sample (2x L2 flush read + F.linear + sync)
@@ -116,20 +135,65 @@ def sweep_estimate(binary, args, kind):
     return seconds, work
 
 
-def gtest_estimate(build_dir, binaries):
-    tests = 0
-    counted = []
-    for b in binaries:
-        path = os.path.join(build_dir, "bin", b)
-        p = subprocess.run([path, "--gtest_list_tests", "--gtest_filter=*Gpu*"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"{path} --gtest_list_tests failed ({p.returncode})")
-        n = sum(1 for line in p.stdout.splitlines() if line.startswith("  "))
-        tests += n
-        counted.append(f"{b} {n}")
-    return (len(binaries) * GTEST_BINARY_S + tests * GTEST_TEST_S,
-            f"{tests} GPU tests ({', '.join(counted)})")
+def gtest_item(item):
+    """(binary, gtest filter) of a GPU-test step's item: binary[:filter], by default *Gpu*."""
+    binary, _, filt = item.partition(":")
+    return binary, filt or "*Gpu*"
+
+
+def list_tests(build_dir, binary, filt):
+    path = os.path.join(build_dir, "bin", binary)
+    p = subprocess.run([path, "--gtest_list_tests", f"--gtest_filter={filt}"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{path} --gtest_list_tests failed ({p.returncode})")
+    tests, suite = [], ""
+    for line in p.stdout.splitlines():
+        if not line.startswith(" "):
+            suite = line.split("#")[0].strip()
+        else:
+            tests.append(suite + line.split("#")[0].strip())
+    return tests
+
+
+def gtest_estimate(build_dir, items):
+    """One process per item; each test GTEST_TEST_S, or its measured host share (MEASURED_TEST_S)."""
+    seconds, tests, counted = 0.0, 0, []
+    for item in items:
+        binary, filt = gtest_item(item)
+        names = list_tests(build_dir, binary, filt)
+        tests += len(names)
+        seconds += GTEST_BINARY_S
+        for name in names:
+            measured = MEASURED_TEST_S.get(name)
+            seconds += GTEST_TEST_S if measured is None else measured * HOST_MARGIN
+        counted.append(f"{binary} {len(names)}")
+    return seconds, f"{tests} GPU tests ({', '.join(counted)})"
+
+
+def time_references(build_dir):
+    """The timed CPU run of the heaviest GPU tests' cases (MEASURED_TEST_S): each test alone, its
+    process's CPU time (user + sys: the work, whatever else loads the machine; its wall time is
+    printed beside it), as the dictionary to paste above."""
+    env = dict(os.environ, FUSEBENCH_GPU_TESTS_ON_CPU="1")
+    measured = {}
+    for name in MEASURED_TEST_S:
+        binary = os.path.join(build_dir, "bin", TIMED_BINARIES[name.split(".")[0]])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        p = subprocess.run([binary, f"--gtest_filter={name}", "--gtest_color=no"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        m = re.search(r"\[ +(?:OK|FAILED) +\] " + re.escape(name) + r" \((\d+) ms\)", p.stdout)
+        if m is None:
+            raise RuntimeError(f"{binary} --gtest_filter={name}: no time in its output:\n{p.stdout[-2000:]}")
+        measured[name] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        print(f"{name}: {measured[name]:.1f} s CPU, {int(m.group(1)) / 1000:.1f} s wall "
+              f"(exit {p.returncode})", file=sys.stderr)
+    print("MEASURED_TEST_S = {")
+    for name, s in measured.items():
+        print(f'    "{name}": {s:.1f},')
+    print("}")
+    return 0
 
 
 def build_estimate(build_dir, targets):
@@ -186,12 +250,18 @@ def estimate(kind, args, opts):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("steps", help="file: stage<TAB>name<TAB>cap_s<TAB>kind<TAB>arguments")
-    ap.add_argument("--bin", required=True, help="fusebench, for --list --list-for=cuda")
+    ap.add_argument("steps", nargs="?", help="file: stage<TAB>name<TAB>cap_s<TAB>kind<TAB>arguments")
+    ap.add_argument("--bin", help="fusebench, for --list --list-for=cuda")
     ap.add_argument("--build-dir", required=True, help="a configured build (ninja, test binaries)")
     ap.add_argument("--deps", default=".deps")
-    ap.add_argument("--budget", type=int, required=True, help="BUDGET_S of the check")
+    ap.add_argument("--budget", type=int, help="BUDGET_S of the check")
+    ap.add_argument("--time-references", action="store_true",
+                    help="time the heaviest GPU tests' cases on the CPU (MEASURED_TEST_S) and exit")
     opts = ap.parse_args()
+    if opts.time_references:
+        return time_references(opts.build_dir)
+    if opts.steps is None or opts.bin is None or opts.budget is None:
+        ap.error("a plan needs STEPS, --bin and --budget")
     rows, problems = [], []
     with open(opts.steps) as f:
         for line in f:

@@ -86,17 +86,24 @@ TEST(QuantCli, TpPipelinesRunQuantizedVerifiedOnEveryRankWithTheirAccuracy) {
 
 // A GPU's quantized sweep listed from here: fp8 at every granularity (128x128 blocks included)
 // and int8 per tensor and per channel run on cuda, every variant listed; int8 with 128x128
-// blocks is refused naming why.
+// blocks is refused naming why; 128x128 blocks at a token count that is no multiple of 4 are
+// left out naming cuBLASLt's block-scaling rule (backends/cuda_scaled_gemm.hpp).
 TEST(QuantCli, TheCudaListingRunsFp8BlocksAndInt8AndRefusesInt8BlocksNamingWhy) {
   const CliResult runs = run_fusebench(
       "--backend=cpu --models=qwen3-0.6b --ops=qkv --dtypes=fp8,fp8:channel,fp8:block,int8,"
-      "int8:channel --tokens=1 --timing=eager --list --list-for=cuda");
+      "int8:channel --tokens=1,4 --timing=eager --list --list-for=cuda");
   ASSERT_EQ(runs.exit_code, 0) << runs.output;
   const std::string head = "/model:qwen3-0.6b/layer:attention/tokens:1/tp:1/dtype:";
+  const std::string head4 = "/model:qwen3-0.6b/layer:attention/tokens:4/tp:1/dtype:";
+  EXPECT_EQ(runs.output.find("qkv/split" + head + "fp8:block/"), std::string::npos) << runs.output;
+  EXPECT_NE(runs.output.find("qkv/split dtype:fp8:block tokens:1 left out for qwen3-0.6b"),
+            std::string::npos)
+      << runs.output;
+  EXPECT_NE(runs.output.find("M and N multiples of 4"), std::string::npos) << runs.output;
   for (const std::string& entry :
        {"qkv/split" + head + "fp8:tensor/", "qkv/fused_channelwise" + head + "fp8:tensor/",
-        "qkv/fused" + head + "fp8:channel/", "qkv/split" + head + "fp8:block/",
-        "qkv/fused" + head + "fp8:block/", "qkv/split" + head + "int8:tensor/",
+        "qkv/fused" + head + "fp8:channel/", "qkv/split" + head4 + "fp8:block/",
+        "qkv/fused" + head4 + "fp8:block/", "qkv/split" + head + "int8:tensor/",
         "qkv/fused" + head + "int8:tensor/", "qkv/fused_channelwise" + head + "int8:tensor/",
         "qkv/split" + head + "int8:channel/", "qkv/fused" + head + "int8:channel/"})
     EXPECT_NE(runs.output.find(entry), std::string::npos) << entry << "\n" << runs.output;

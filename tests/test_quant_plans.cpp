@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backends/cpu_gemm.hpp"
-#include "backends/cuda_scaled_gemm.hpp"
 #include "error_of.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
@@ -89,109 +88,6 @@ TEST(QuantPlans, CpuLibraryCallsEqualTheModelsLaunches) {
           << spec << " " << variant;
     }
   }
-}
-
-// The cuda backend's scaled GEMM as data (backends/cuda_scaled_gemm.hpp), checked here where no
-// GPU runs it: which cuBLASLt scale mode each operand gets, how many launches, and what it refuses.
-TEST(QuantCudaCalls, ScaleModesPerGranularity) {
-  using cuda::LtScaleMode;
-  const auto call = [](QuantDType d, ScaleKind x, ScaleKind w, std::int64_t k = 1024) {
-    return cuda::scaled_gemm_call(d, x, w, 37, 2048, k, k, k, 2048);
-  };
-  const QuantDType fp8 = QuantDType::fp8_e4m3fn, int8 = QuantDType::int8;
-  // A is w (y^T = w x^T), B is x.
-  auto c = call(fp8, ScaleKind::tensor, ScaleKind::tensor);
-  EXPECT_EQ(c.a, LtScaleMode::scalar_32f);
-  EXPECT_EQ(c.b, LtScaleMode::scalar_32f);
-  EXPECT_EQ(c.launches, 1);
-  EXPECT_EQ(c.refusal, "");
-  c = call(fp8, ScaleKind::row, ScaleKind::row);
-  EXPECT_EQ(c.a, LtScaleMode::outer_vec_32f);
-  EXPECT_EQ(c.b, LtScaleMode::outer_vec_32f);
-  c = call(fp8, ScaleKind::tensor, ScaleKind::row);  // fused_channelwise
-  EXPECT_EQ(c.a, LtScaleMode::outer_vec_32f);
-  EXPECT_EQ(c.b, LtScaleMode::scalar_32f);
-  // 128x128 weight blocks are A's BLK128x128_32F, 1x128 activation groups B's VEC128_32F.
-  c = call(fp8, ScaleKind::group, ScaleKind::block);
-  EXPECT_EQ(c.a, LtScaleMode::blk128x128_32f);
-  EXPECT_EQ(c.b, LtScaleMode::vec128_32f);
-  EXPECT_EQ(c.launches, 1);
-  EXPECT_EQ(c.refusal, "");
-  EXPECT_EQ(cuda::to_string(c.a), "BLK128x128_32F");
-  EXPECT_EQ(cuda::to_string(c.b), "VEC128_32F");
-  EXPECT_NE(call(fp8, ScaleKind::tensor, ScaleKind::block).refusal, "");
-  // int8: no scale modes (our dequantize kernel applies them), two launches.
-  for (ScaleKind x : {ScaleKind::tensor, ScaleKind::row}) {
-    for (ScaleKind w : {ScaleKind::tensor, ScaleKind::row}) {
-      c = call(int8, x, w);
-      EXPECT_EQ(c.a, LtScaleMode::none);
-      EXPECT_EQ(c.b, LtScaleMode::none);
-      EXPECT_EQ(c.launches, 2);
-      EXPECT_EQ(c.launches, scaled_gemm_launches(int8));
-      EXPECT_EQ(c.refusal, "");
-    }
-  }
-  EXPECT_NE(call(int8, ScaleKind::group, ScaleKind::block).refusal.find("K-blocked int8 GEMM"),
-            std::string::npos);
-}
-
-TEST(QuantCudaCalls, ShapeRulesAreRefusedNamingTheNumbers) {
-  const QuantDType fp8 = QuantDType::fp8_e4m3fn, int8 = QuantDType::int8;
-  // BLK128x128_32F pads each block row's scales to a multiple of 4: our unpadded grid matches it
-  // when ceil(K/128) % 4 == 0 (qwen3-0.6b's 1024: 8; llama3-8b's 4096: 32) or N <= 128.
-  EXPECT_EQ(cuda::scaled_gemm_call(fp8, ScaleKind::group, ScaleKind::block, 1, 3072, 1024, 1024,
-                                   1024, 3072)
-                .refusal,
-            "");
-  EXPECT_EQ(
-      cuda::scaled_gemm_call(fp8, ScaleKind::group, ScaleKind::block, 1, 128, 256, 256, 256, 128)
-          .refusal,
-      "");
-  const std::string why =
-      cuda::scaled_gemm_call(fp8, ScaleKind::group, ScaleKind::block, 5, 256, 768, 768, 768, 256)
-          .refusal;
-  EXPECT_NE(why.find("M=5 N=256 K=768"), std::string::npos) << why;
-  EXPECT_NE(why.find("BLK128x128_32F"), std::string::npos) << why;
-  EXPECT_NE(why.find("(8), our scale grid has 6 per row"), std::string::npos) << why;
-  // int8 IMMA: N, K and the leading dimensions multiples of 4.
-  EXPECT_EQ(
-      cuda::scaled_gemm_call(int8, ScaleKind::row, ScaleKind::row, 37, 2048, 1024, 1024, 1024, 4096)
-          .refusal,
-      "");
-  for (const auto& [n, k, ld_y] :
-       {std::tuple<std::int64_t, std::int64_t, std::int64_t>{2046, 1024, 2046},
-        {2048, 1022, 2048},
-        {2048, 1024, 2050}}) {
-    const std::string int8_why =
-        cuda::scaled_gemm_call(int8, ScaleKind::row, ScaleKind::row, 37, n, k, k, k, ld_y).refusal;
-    EXPECT_NE(int8_why.find("multiple of 4"), std::string::npos) << n << " " << k << " " << ld_y;
-    EXPECT_NE(int8_why.find("M=37 N=" + std::to_string(n)), std::string::npos) << int8_why;
-  }
-}
-
-// The cuda backend's 1x128 activation scales lie group-major (cuBLASLt's VEC128_32F: stride 1
-// along M, M along K); one group (per-token) is the plain [M] vector.
-TEST(QuantCudaCalls, GroupScalesAreGroupMajor) {
-  EXPECT_EQ(cuda::group_scale_index(0, 0, 37), 0);
-  EXPECT_EQ(cuda::group_scale_index(5, 0, 37), 5);
-  EXPECT_EQ(cuda::group_scale_index(0, 1, 37), 37);
-  EXPECT_EQ(cuda::group_scale_index(36, 7, 37), 7 * 37 + 36);
-  // Every (row, group) of a [37, 8] grid lands once in the 37 * 8 scales.
-  std::vector<int> hits(37 * 8, 0);
-  for (std::int64_t r = 0; r < 37; ++r)
-    for (std::int64_t g = 0; g < 8; ++g)
-      ++hits[static_cast<std::size_t>(cuda::group_scale_index(r, g, 37))];
-  EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 37 * 8);
-}
-
-// What --list-for=cuda and the cuda backend refuse: int8 with block scales only.
-TEST(QuantCudaCalls, TheCudaBackendRefusesOnlyInt8Blocks) {
-  for (const char* spec :
-       {"fp8", "fp8:channel", "fp8:block", "fp8:tensor:static", "fp8:tensor:token", "int8",
-        "int8:channel", "int8:tensor:static", "int8:tensor:token", "int8:channel:tensor"})
-    EXPECT_EQ(cuda_quant_refusal(parse_quant_spec(spec)), "") << spec;
-  EXPECT_NE(cuda_quant_refusal(parse_quant_spec("int8:block")).find("K-blocked int8 GEMM"),
-            std::string::npos);
 }
 
 TEST(QuantPlans, VariantsPerGranularityAndRefusals) {

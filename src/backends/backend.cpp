@@ -45,6 +45,13 @@ std::string cuda_quant_refusal(const QuantSpec& spec) {
   // What the cuda backend's scaled GEMM takes (backends/cuda_scaled_gemm.hpp): fp8 at every
   // granularity, int8 per tensor and per channel/token. Shape rules (int8's multiples of 4, the
   // block scales' row stride) are the call's, named when it is made.
+#if defined(FUSEBENCH_HAVE_CUDA) && !defined(FUSEBENCH_CUDA_FP8_GEMM)
+  // cmake/CudaFeatures.cmake left it out: the toolkit this was built with is below 12.9.
+  if (spec.dtype == QuantDType::fp8_e4m3fn)
+    return "fp8 on cuda: this build's CUDA toolkit is older than 12.9, whose cuBLASLt first has "
+           "the scale modes (OUTER_VEC_32F, VEC128_32F, BLK128x128_32F) the fp8 scaled GEMM "
+           "sets; int8 and bf16 run";
+#endif
   if (spec.dtype == QuantDType::int8 && spec.weights == WeightScales::block)
     return "int8 with 128x128 weight blocks on cuda: cuBLASLt's int8 matmul applies no scales "
            "along K, and a K-blocked int8 GEMM is not written (int8 per tensor and per channel "

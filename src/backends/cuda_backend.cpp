@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -15,40 +14,20 @@
 
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
-#include "cuda_quant.hpp"
-#include "cuda_scaled_gemm.hpp"
+#include "cuda_lt_common.hpp"
+#include "cuda_lt_scaled.hpp"
 #include "fusebench/backend.hpp"
-#include "fusebench/local_device.hpp"
 
 namespace fusebench {
 namespace {
 
-constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLASLt workspace, as PyTorch uses on sm90
+using cuda::cuda_type;
+using cuda::describe_algo;
+using cuda::kMaxLoggedAlgorithms;
+using cuda::kWorkspaceBytes;
+using cuda::LtPlan;
+using cuda::refuse_inside_capture;
 constexpr int kTimedCandidates = 8;  // top heuristic candidates timed per shape ("timed" policy)
-constexpr std::size_t kMaxLoggedAlgorithms = 64;  // algorithm log entries kept between takes
-
-// cuda_scaled_gemm.hpp names cuBLASLt's scale modes by value (it is host code without cuBLASLt).
-static_assert(static_cast<int>(cuda::LtScaleMode::scalar_32f) ==
-              CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F);
-static_assert(static_cast<int>(cuda::LtScaleMode::outer_vec_32f) ==
-              CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F);
-static_assert(static_cast<int>(cuda::LtScaleMode::vec128_32f) ==
-              CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F);
-static_assert(static_cast<int>(cuda::LtScaleMode::blk128x128_32f) ==
-              CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F);
-
-cudaDataType_t cuda_type(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return CUDA_R_32F;
-    case DType::f16:
-      return CUDA_R_16F;
-    case DType::bf16:
-      return CUDA_R_16BF;
-  }
-  return CUDA_R_32F;
-}
-
 // Makes `device` current for a scope: a TP rank's backend may be called (teardown, timers,
 // allocations) from a thread whose current device is another rank's.
 class DeviceGuard {
@@ -67,17 +46,6 @@ class DeviceGuard {
   int previous_ = -1;
   bool switched_ = false;
 };
-
-// Throws when `stream` is being captured: `what` would allocate or synchronise, which breaks a
-// capture with an obscure error far from the cause.
-void refuse_inside_capture(cudaStream_t stream, const char* what) {
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  FUSEBENCH_CUDA(cudaStreamIsCapturing(stream, &capturing));
-  if (capturing != cudaStreamCaptureStatusNone) {
-    throw std::logic_error(std::string(what) +
-                           " inside a graph capture: run the region once before capturing it");
-  }
-}
 
 class EventTimer final : public RegionTimer {
  public:
@@ -106,40 +74,9 @@ class EventTimer final : public RegionTimer {
   cudaEvent_t begin_{}, end_{};
 };
 
-// One cuBLASLt matmul configuration per distinct shape, built once and reused.
-struct LtPlan {
-  cublasLtMatmulDesc_t desc{};
-  cublasLtMatrixLayout_t a{}, b{}, c{};
-  cublasLtMatmulAlgo_t algo{};
-  std::string algo_text;
-};
-
-std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
-  // Each attribute must be read at its own size (cublasLt.h): a mismatched sizeInBytes returns
-  // CUBLAS_STATUS_INVALID_VALUE and the report showed 0 (the cluster shape id is uint16_t).
-  const auto attr = [&]<class T>(cublasLtMatmulAlgoConfigAttributes_t which, T) -> long long {
-    T v = 0;
-    std::size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, which, &v, sizeof(v), &written);
-    return static_cast<long long>(v);
-  };
-  std::ostringstream out;
-  out << "algo=" << attr(CUBLASLT_ALGO_CONFIG_ID, std::int32_t{})
-      << " tile=" << attr(CUBLASLT_ALGO_CONFIG_TILE_ID, std::uint32_t{})
-      << " stages=" << attr(CUBLASLT_ALGO_CONFIG_STAGES_ID, std::uint32_t{})
-      << " splitk=" << attr(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, std::int32_t{})
-      << " cluster=" << attr(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, std::uint16_t{});
-  return out.str();
-}
-
-// Alignment in bytes (a power of two, at most 256) shared by every matrix of a strided batch that
-// starts at p. cuBLASLt's heuristic assumes 256 unless told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*),
-// and column views (o_proj's q slice, batch members at M*N offsets) can be less aligned.
+// Alignment shared by every matrix of a strided batch (cuda_scaled_gemm.hpp, lt_alignment).
 std::uint32_t alignment(const void* p, std::int64_t stride_elems, std::size_t elem) {
-  std::uint64_t bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)) | 256u;
-  if (stride_elems != 0)
-    bits |= static_cast<std::uint64_t>(stride_elems < 0 ? -stride_elems : stride_elems) * elem;
-  return static_cast<std::uint32_t>(bits & (~bits + 1));
+  return cuda::lt_alignment(p, stride_elems, elem);
 }
 
 class CudaBackend final : public Backend {
@@ -156,6 +93,8 @@ class CudaBackend final : public Backend {
       FUSEBENCH_CUBLAS(cublasCreate(&blas_));
       FUSEBENCH_CUDA(cudaMalloc(&blas_workspace_, kWorkspaceBytes));
       bind_blas(stream_);
+      scaled_ = std::make_unique<cuda::LtScaledGemm>(
+          lt_, workspace_, *this, [this](const std::string& text) { log_algorithm(text); });
     } catch (...) {
       release_handles();  // the destructor does not run for a half-built object
       throw;
@@ -173,14 +112,7 @@ class CudaBackend final : public Backend {
     }
     for (auto& [key, arrays] : pointer_arrays_) cudaFree(arrays);
     for (auto& [key, copy] : device_copies_) cudaFree(copy);
-    for (auto& [key, p] : quant_plans_) {
-      cublasLtMatrixLayoutDestroy(p.a);
-      cublasLtMatrixLayoutDestroy(p.b);
-      cublasLtMatrixLayoutDestroy(p.c);
-      cublasLtMatmulDescDestroy(p.desc);
-    }
-    cudaFree(amax_scratch_);
-    for (const Accumulator& acc : accumulators_) cudaFree(acc.data);
+    scaled_.reset();  // its plans and buffers, on this device
     for (cudaEvent_t e : lane_events_) {
       if (e != nullptr) cudaEventDestroy(e);
     }
@@ -278,11 +210,24 @@ class CudaBackend final : public Backend {
     void** dev = pointer_array(a.ptrs);
     const cudaDataType_t type = cuda_type(gemms[0].x.dtype);
     bind_blas(lane());
+    // Checked against cuBLAS's cublasGemmGroupedBatchedEx contract: transa/transb, m/n/k,
+    // alpha/beta, lda/ldb/ldc and group_size are host arrays of group_count; A/B/C are device
+    // arrays of pointers (one per problem: groups of one here); bf16/fp16/fp32 with
+    // CUBLAS_COMPUTE_32F and float alpha/beta. Not checked (no GPU): that cuBLAS 13.1 runs it
+    // without its own workspace allocation inside a capture (ours is set by bind_blas).
+#ifdef FUSEBENCH_CUDA_GROUPED_GEMM
     FUSEBENCH_CUBLAS(cublasGemmGroupedBatchedEx(
         blas_, a.ta.data(), a.tb.data(), a.m.data(), a.n.data(), a.k.data(), a.alpha.data(),
         const_cast<const void* const*>(dev), type, a.lda.data(),
         const_cast<const void* const*>(dev + n), type, a.ldb.data(), a.beta.data(), dev + 2 * n,
         type, a.ldc.data(), static_cast<int>(n), a.group_size.data(), CUBLAS_COMPUTE_32F));
+#else
+    (void)dev;
+    (void)type;
+    throw std::runtime_error(
+        "the grouped GEMM needs cublasGemmGroupedBatchedEx (cuBLAS 12.5+); this build's CUDA "
+        "toolkit is older (cmake/CudaFeatures.cmake left it out)");
+#endif
     if (algorithm_log_.size() < kMaxLoggedAlgorithms) {
       log_algorithm("cublasGemmGroupedBatchedEx groups=" + std::to_string(n) +
                     " (cuBLAS chooses the kernel; not timed)");
@@ -349,93 +294,8 @@ class CudaBackend final : public Backend {
            "GEMM), quantize kernels of fusebench's own";
   }
 
-  void quantize(const QuantizeArgs& a) override {
-    const QuantRef& o = a.out;
-    if (a.x.rows != o.rows || a.x.cols != o.cols)
-      throw std::invalid_argument("quantize: x and its codes differ in shape");
-    cuda::Quantize mode{};
-    if (a.static_scale) {
-      if (o.kind != ScaleKind::tensor)
-        throw std::invalid_argument("quantize: a static scale is one per-tensor scale");
-      mode = cuda::Quantize::static_tensor;
-    } else if (o.kind == ScaleKind::tensor) {
-      mode = cuda::Quantize::dynamic_tensor;
-    } else if (o.kind == ScaleKind::row) {
-      mode = cuda::Quantize::dynamic_row;
-    } else if (o.kind == ScaleKind::group) {
-      mode = cuda::Quantize::dynamic_group128;
-    } else {
-      throw std::invalid_argument(
-          "quantize on cuda: 128x128 blocks are weights' scales, made when the weights are "
-          "prepared, not in the region");
-    }
-    if (amax_scratch_ == nullptr) {
-      refuse_inside_capture(lane(), "allocating the quantize kernel's amax word");
-      FUSEBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&amax_scratch_), sizeof(unsigned)));
-    }
-    const cuda::Codes codes_of =
-        o.dtype == QuantDType::int8 ? cuda::Codes::int8 : cuda::Codes::fp8_e4m3;
-    FUSEBENCH_CUDA(cuda::launch_quantize(codes_of, mode, a.x.data, a.x.ld, a.x.dtype, o.codes, o.ld,
-                                         o.rows, o.cols, o.scales, amax_scratch_, lane()));
-  }
-
-  void scaled_gemm(const ScaledGemmArgs& a) override {
-    if (a.x.dtype != a.w.dtype || a.x.cols != a.w.cols || a.y.rows != a.x.rows ||
-        a.y.cols != a.w.rows)
-      throw std::invalid_argument("scaled_gemm: x [M, K], w [N, K] and y [M, N] do not agree");
-    const std::int64_t m = a.y.rows, n = a.y.cols, k = a.x.cols;
-    const cuda::ScaledGemmCall call =
-        cuda::scaled_gemm_call(a.x.dtype, a.x.kind, a.w.kind, m, n, k, a.x.ld, a.w.ld, a.y.ld);
-    if (!call.refusal.empty()) throw std::runtime_error(call.refusal);
-    if (m == 0 || n == 0) return;
-    const bool int8 = a.x.dtype == QuantDType::int8;
-    const auto key =
-        std::make_tuple(m, n, k, a.x.ld, a.w.ld, a.y.ld, static_cast<int>(a.y.dtype),
-                        static_cast<std::int32_t>(call.a), static_cast<std::int32_t>(call.b),
-                        alignment(a.w.codes, 0, 1) | alignment(a.x.codes, 0, 1) << 9 |
-                            alignment(a.y.data, 0, dtype_size(a.y.dtype)) << 18,
-                        static_cast<int>(a.x.dtype));
-    auto it = quant_plans_.find(key);
-    if (it == quant_plans_.end()) it = quant_plans_.emplace(key, make_quant_plan(a, call)).first;
-    const LtPlan& p = it->second;
-    // What a failure names: the cuBLASLt call, the shape and the scale modes.
-    const auto what = [&](const char* call_name) {
-      return std::string(call_name) + " (" + (int8 ? "int8" : "fp8 e4m3") +
-             " scaled GEMM, M=" + std::to_string(m) + " N=" + std::to_string(n) +
-             " K=" + std::to_string(k) + ", scale modes A (w) " +
-             std::string(cuda::to_string(call.a)) + " B (x) " +
-             std::string(cuda::to_string(call.b)) + ")";
-    };
-    // The message is made only on failure: this path is timed (the eager regime).
-    const auto check = [&](cublasStatus_t st, const char* call_name) {
-      if (st != CUBLAS_STATUS_SUCCESS) detail::check_cublas(st, what(call_name).c_str());
-    };
-    if (!int8) {
-      // This call's scales (a rotation copy's): host-side attributes, safe inside a capture.
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                           &a.w.scales, sizeof(a.w.scales)),
-            "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                           &a.x.scales, sizeof(a.x.scales)),
-            "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
-      const float alpha = 1.0f, beta = 0.0f;
-      check(cublasLtMatmul(lt_, p.desc, &alpha, a.w.codes, p.a, a.x.codes, p.b, &beta, a.y.data,
-                           p.c, a.y.data, p.c, &p.algo, workspace_, kWorkspaceBytes, lane()),
-            "cublasLtMatmul");
-      return;
-    }
-    // int8: the exact int32 product into this lane's accumulator, then our dequantize kernel.
-    std::int32_t* acc = accumulator(static_cast<std::size_t>(m * n) * sizeof(std::int32_t));
-    const std::int32_t alpha = 1, beta = 0;
-    check(cublasLtMatmul(lt_, p.desc, &alpha, a.w.codes, p.a, a.x.codes, p.b, &beta, acc, p.c, acc,
-                         p.c, &p.algo, workspace_, kWorkspaceBytes, lane()),
-          "cublasLtMatmul");
-    if (const cudaError_t e = cuda::launch_dequantize_int32(
-            acc, n, a.x.scales, a.x.kind == ScaleKind::row, a.w.scales, a.w.kind == ScaleKind::row,
-            a.y.data, a.y.ld, m, n, a.y.dtype, lane());
-        e != cudaSuccess)
-      detail::check_cuda(e, what("the dequantize kernel after cublasLtMatmul").c_str());
-  }
+  void quantize(const QuantizeArgs& a) override { scaled_->quantize(a, lane()); }
+  void scaled_gemm(const ScaledGemmArgs& a) override { scaled_->scaled_gemm(a, lane(), lane_); }
 
   // dst[i] = src[rows[i]] (zero where rows[i] < 0): one kernel; the indices are uploaded once per
   // distinct routing (a plan's routing is fixed, so a graph replays the routing it captured).
@@ -695,105 +555,6 @@ class CudaBackend final : public Backend {
     FUSEBENCH_CUBLAS(cublasLtMatmul(lt_, p.desc, &alpha, g.w.data, p.a, g.x.data, p.b, &beta,
                                     g.y.data, p.c, g.y.data, p.c, algo ? algo : &p.algo, workspace_,
                                     kWorkspaceBytes, lane()));
-  }
-
-  // A quantized matmul's descriptor: y^T = w x^T column-major (A = w transposed, B = x: the TN
-  // layout cuBLASLt's fp8 and int8 kernels require). fp8: e4m3 operands, fp32 accumulation, the
-  // scale modes of `call`, y in its dtype. int8: s8 operands, CUBLAS_COMPUTE_32I with int32
-  // alpha/beta, D an int32 [M, N] accumulator (ld N) for the dequantize kernel. The heuristic's
-  // first algorithm (logged); none is an error naming M, N, K and the scale modes.
-  LtPlan make_quant_plan(const ScaledGemmArgs& g, const cuda::ScaledGemmCall& call) {
-    const std::uint64_t m = static_cast<std::uint64_t>(g.y.rows),
-                        n = static_cast<std::uint64_t>(g.y.cols),
-                        k = static_cast<std::uint64_t>(g.x.cols);
-    const bool int8 = g.x.dtype == QuantDType::int8;
-    const std::string what =
-        std::string(int8 ? "int8 (s8 x s8 -> s32, CUBLAS_COMPUTE_32I)" : "fp8 e4m3") +
-        " scaled GEMM M=" + std::to_string(m) + " N=" + std::to_string(n) +
-        " K=" + std::to_string(k) + " (ld x=" + std::to_string(g.x.ld) +
-        " w=" + std::to_string(g.w.ld) + " y=" + std::to_string(g.y.ld) + "), scale modes A (w) " +
-        std::string(cuda::to_string(call.a)) + " B (x) " + std::string(cuda::to_string(call.b));
-    LtPlan p;
-    const auto destroy = [&p] {
-      if (p.a != nullptr) cublasLtMatrixLayoutDestroy(p.a);
-      if (p.b != nullptr) cublasLtMatrixLayoutDestroy(p.b);
-      if (p.c != nullptr) cublasLtMatrixLayoutDestroy(p.c);
-      if (p.desc != nullptr) cublasLtMatmulDescDestroy(p.desc);
-    };
-    const auto check = [&](cublasStatus_t st, const char* call_name) {
-      if (st == CUBLAS_STATUS_SUCCESS) return;
-      destroy();
-      detail::check_cublas(st, (std::string(call_name) + " for the " + what).c_str());
-    };
-    check(cublasLtMatmulDescCreate(&p.desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
-                                   int8 ? CUDA_R_32I : CUDA_R_32F),
-          "cublasLtMatmulDescCreate");
-    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    check(
-        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)),
-        "cublasLtMatmulDescSetAttribute(TRANSA)");
-    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
-                                         sizeof(no_trans)),
-          "cublasLtMatmulDescSetAttribute(TRANSB)");
-    if (!int8) {
-      const auto a_mode = static_cast<std::int32_t>(call.a),
-                 b_mode = static_cast<std::int32_t>(call.b);
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
-                                           sizeof(a_mode)),
-            "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)");
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
-                                           sizeof(b_mode)),
-            "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)");
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                           &g.w.scales, sizeof(g.w.scales)),
-            "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
-      check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                           &g.x.scales, sizeof(g.x.scales)),
-            "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
-    }
-    const cudaDataType_t operand = int8 ? CUDA_R_8I : CUDA_R_8F_E4M3;
-    check(cublasLtMatrixLayoutCreate(&p.a, operand, k, n, g.w.ld), "cublasLtMatrixLayoutCreate(A)");
-    check(cublasLtMatrixLayoutCreate(&p.b, operand, k, m, g.x.ld), "cublasLtMatrixLayoutCreate(B)");
-    check(int8 ? cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32I, n, m, static_cast<std::int64_t>(n))
-               : cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.y.dtype), n, m, g.y.ld),
-          "cublasLtMatrixLayoutCreate(C/D)");
-    cublasLtMatmulPreference_t pref{};
-    check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    const std::size_t ws = kWorkspaceBytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                         sizeof(ws));
-    cublasLtMatmulHeuristicResult_t result{};
-    int returned = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref,
-                                                             1, &result, &returned);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
-      destroy();
-      throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for the " + what +
-                               " (status " + cublasLtGetStatusName(st) + ", " +
-                               std::to_string(returned) + " returned)");
-    }
-    p.algo = result.algo;
-    p.algo_text = std::string(int8 ? "int8 " : "fp8 ") + describe_algo(p.algo);
-    if (!int8)
-      p.algo_text += " scales A=" + std::string(cuda::to_string(call.a)) +
-                     " B=" + std::string(cuda::to_string(call.b));
-    if (algorithm_log_.size() < kMaxLoggedAlgorithms) log_algorithm(p.algo_text);
-    return p;
-  }
-
-  // This lane's int8 accumulator, grown (outside a capture) to `bytes`: a region's first run
-  // allocates it, a graph captures the later ones.
-  std::int32_t* accumulator(std::size_t bytes) {
-    Accumulator& acc = accumulators_[static_cast<std::size_t>(lane_)];
-    if (acc.bytes >= bytes) return acc.data;
-    refuse_inside_capture(lane(), "growing the int8 GEMM's int32 accumulator");
-    FUSEBENCH_CUDA(cudaStreamSynchronize(lane()));  // the old one may still be read
-    cudaFree(acc.data);
-    acc = {};
-    void* p = allocate(bytes);  // OutOfMemory names the size and what is free
-    acc = {static_cast<std::int32_t*>(p), bytes};
-    return acc.data;
   }
 
   // Batched GEMM of one shape over pointer arrays (cublasGemmBatchedEx), for members at no
@@ -1059,19 +820,8 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_{};
   void* blas_workspace_ = nullptr;
   std::map<std::vector<const void*>, void**> pointer_arrays_;
-  // The quantized matmuls' descriptors, per shape, output dtype, scale modes, alignments and
-  // code dtype.
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      std::int64_t, int, std::int32_t, std::int32_t, std::uint32_t, int>,
-           LtPlan>
-      quant_plans_;
-  unsigned* amax_scratch_ = nullptr;  // the dynamic per-tensor quantize's reduction word
-  // int8's int32 accumulators, one per lane (two lanes' GEMMs may overlap).
-  struct Accumulator {
-    std::int32_t* data = nullptr;
-    std::size_t bytes = 0;
-  };
-  std::array<Accumulator, 2> accumulators_{};
+  // The quantized calls' plans and buffers (cuda_lt_scaled.hpp).
+  std::unique_ptr<cuda::LtScaledGemm> scaled_;
   // device_copy's uploads by content (a routing's row indices, its combine's map).
   std::map<std::string, void*> device_copies_;
   // gemm_grouped's host arguments, reused from call to call (see there).
@@ -1105,53 +855,6 @@ std::unique_ptr<Backend> make_cuda_backend_on(int device, std::string* why) {
     if (why) *why = e.what();
     return nullptr;
   }
-}
-
-int cuda_device_count() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
-
-namespace {
-
-std::string cuda_version_text(int version) {
-  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-}
-
-// Why cudaGetDeviceCount found no GPU, in words. Without any driver the runtime says "CUDA driver
-// version is insufficient for CUDA runtime version", as it does for a driver that is only too
-// old: cudaDriverGetVersion tells the two apart (0 when no driver is installed).
-std::string no_gpu_reason(cudaError_t err) {
-  if (err == cudaErrorInsufficientDriver) {
-    int driver = 0, runtime = 0;
-    cudaDriverGetVersion(&driver);
-    cudaRuntimeGetVersion(&runtime);
-    if (driver == 0)
-      return "no NVIDIA driver found (libcuda.so.1, the driver's library, could not be loaded)";
-    return "the NVIDIA driver supports CUDA up to " + cuda_version_text(driver) +
-           ", older than this build's CUDA runtime " + cuda_version_text(runtime) +
-           ": update the driver";
-  }
-  if (err == cudaErrorNoDevice || err == cudaSuccess) {
-    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    return std::string("the NVIDIA driver is installed but sees no GPU") +
-           (visible != nullptr ? " (CUDA_VISIBLE_DEVICES=" + std::string(visible) + ")" : "");
-  }
-  return std::string("CUDA unusable (cudaGetDeviceCount: ") + cudaGetErrorName(err) + ", " +
-         cudaGetErrorString(err) + ")";
-}
-
-}  // namespace
-
-std::unique_ptr<Backend> make_cuda_backend(std::string* why) {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    if (why) *why = no_gpu_reason(err);
-    return nullptr;
-  }
-  // Under mpirun/srun the launcher's local rank chose the device (local_device.hpp).
-  return make_cuda_backend_on(pinned_cuda_device(), why);
 }
 
 }  // namespace fusebench

@@ -186,8 +186,12 @@ cudaError_t launch(Quantize mode, const void* xv, std::int64_t ld_x, std::uint8_
       break;
     }
     case Quantize::dynamic_tensor: {
-      // As many blocks as can be resident at once (a cooperative launch's limit), at most one
-      // per kThreads elements.
+      // A cooperative launch starts only when all its blocks can be resident at once. Sized to
+      // the whole GPU (every SM's resident limit) it would wait for lane 1's kernels (the
+      // overlapped collective, docs/tp.md) to leave, serializing the two lanes; one block per SM
+      // (a fraction of that limit) leaves room beside them. Capped too by the
+      // resident limit (cudaLaunchCooperativeKernel refuses more) and by one block per kThreads
+      // elements. What it does to `overlap` is not measured yet (no GPU run so far).
       int device = 0, sms = 0, per_sm = 0;
       if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
       if (const cudaError_t e =
@@ -199,8 +203,8 @@ cudaError_t launch(Quantize mode, const void* xv, std::int64_t ld_x, std::uint8_
           e != cudaSuccess)
         return e;
       const std::int64_t wanted = (rows * cols + kThreads - 1) / kThreads;
-      const dim3 grid(static_cast<unsigned>(
-          std::clamp<std::int64_t>(wanted, 1, static_cast<std::int64_t>(sms) * per_sm)));
+      const dim3 grid(static_cast<unsigned>(std::clamp<std::int64_t>(
+          wanted, 1, std::max<std::int64_t>(1, std::min<std::int64_t>(sms, sms * per_sm)))));
       void* args[] = {&x, &ld_x, &codes, &ld_codes, &rows, &cols, &scales, &amax_scratch};
       return cudaLaunchCooperativeKernel(reinterpret_cast<void*>(quantize_tensor_kernel<Q, T>),
                                          grid, dim3(kThreads), args, 0, stream);

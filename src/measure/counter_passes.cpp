@@ -14,6 +14,17 @@
 namespace fusebench {
 namespace {
 
+#ifndef FUSEBENCH_HAVE_CUPTI
+// Why this build has no CUPTI passes (cmake/CudaFeatures.cmake, cmake/Dependencies.cmake).
+#ifdef FUSEBENCH_CUPTI_BELOW_FLOOR
+constexpr const char* kBuiltWithoutCupti =
+    "built without CUPTI: the CUDA toolkit is older than 12.6 (the Range Profiler API)";
+#else
+constexpr const char* kBuiltWithoutCupti =
+    "built without CUPTI (cupti_range_profiler.h or nvperf_host not found)";
+#endif
+#endif
+
 const std::vector<std::string> kLaunchPassCounters = {"launches", "kernels", "memcpys", "memsets"};
 const std::vector<std::string> kDramPassCounters = {"dram_read_bytes", "dram_write_bytes",
                                                     "l2_bytes", "profiled_gpu_time_ns"};
@@ -58,7 +69,7 @@ CounterPasses make_counter_passes(Backend& backend, const CounterPassOptions& o)
                                       {"iterations", o.launch_count_iterations}};
     }
 #else
-    launch_why = "built without CUPTI (cupti_range_profiler.h or nvperf_host not found)";
+    launch_why = kBuiltWithoutCupti;
 #endif
   }
   if (cpu && o.launch_counts) {
@@ -88,7 +99,7 @@ CounterPasses make_counter_passes(Backend& backend, const CounterPassOptions& o)
     }
     passes.setup["dram"] = setup;
 #else
-    dram_why = "built without CUPTI (cupti_range_profiler.h or nvperf_host not found)";
+    dram_why = kBuiltWithoutCupti;
 #endif
   }
   mark(passes.status, kDramPassCounters, dram_why);

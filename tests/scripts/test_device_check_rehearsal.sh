@@ -19,7 +19,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/repo/tests/configs" "$work/repo/.deps" "$work/deb/DEBIAN" "$work/deb/usr/share/fusebench-rehearsal"
 cp -r "$src/scripts" "$work/repo/"
 cp "$stubs/torch_linear_baseline.py" "$work/repo/scripts/"
-cp "$src/tests/configs/gpt-oss-20b.json" "$work/repo/tests/configs/"
+cp "$src/tests/configs/gpt-oss-20b.json" "$src/tests/configs/tiny-qwen3-moe.json" "$work/repo/tests/configs/"
 printf 'Package: fusebench-rehearsal\nVersion: 1\nArchitecture: all\nMaintainer: none <none@example.com>\nDescription: rehearsal\n' \
   > "$work/deb/DEBIAN/control"
 echo rehearsal > "$work/deb/usr/share/fusebench-rehearsal/file"
@@ -66,16 +66,32 @@ for r in build "sweep: verify \+ counters \+ timing" "PyTorch F.linear baseline"
   "suspicion: grouped GEMM, timing:graph" "suspicion: split-K \(launches_vs_model != 1\)" \
   "suspicion: CUPTI records of captured graphs" "suspicion: delay kernel accuracy \(10/25 us\)" \
   "suspicion: nvidia-smi clock-limit field" "suspicion: g\+\+ version" \
-  "GpuTp.ModelledDelaySpinLastsItsTimeWithinTwoPercent"; do
+  "GpuTp.ModelledDelaySpinLastsItsTimeWithinTwoPercent" "GpuQuant.First" "GpuMoe.First" \
+  "quantized sweep: fp8/int8 verify" "moe sweep: verify"; do
   check "pass: row '$r' PASS" row "$r" PASS
 done
+# The newest paths first: GpuQuant, GpuMoe, the quantized and moe sweeps, then the bf16 tests.
+stage1_order() { # the steps begun, in order, of those named GPU tests or sweeps
+  sed -n 's/^=== \[[0-9]*s\] \(.*\) (cap [0-9]* s)$/\1/p' "$console" | grep -E "GPU tests|sweep" |
+    tr '\n' '|'
+}
+want_order="GPU tests: GpuQuant|GPU tests: GpuMoe|quantized sweep (verify)|moe sweep (verify)|"
+want_order+="GPU tests (bf16)|sweep (verify, counters, 4 regimes)|family sweep|"
+check "pass: GpuQuant, GpuMoe, the quantized and moe sweeps before the bf16 rows (got: $(stage1_order))" \
+  [ "$(stage1_order)" = "$want_order" ]
+for step in "GPU tests: GpuQuant" "GPU tests: GpuMoe" "GPU tests (bf16)" "quantized sweep (verify)" \
+  "moe sweep (verify)"; do
+  check "pass: gpu.txt times '$step' against its own cap" \
+    grep -qF "step $step: " "$out/gpu.txt"
+done
 check "pass: the field this driver answers" grep -q "answers clocks_event_reasons.active" "$out/summary.txt"
-for v in "driver: 580" "nvcc: .*13.0" "g\\+\\+: " "cmake: " "step build: [0-9]+ s \(cap 115 s\), exit 0" \
+for v in "driver: 580" "nvcc: .*13.0" "g\\+\\+: " "cmake: " "step build: [0-9]+ s \(cap 118 s\), exit 0" \
   "step sweep \(verify, counters, 4 regimes\): [0-9]+ s" "step ncu: " "total: [0-9]+ s, 0 FAIL"; do
   check "pass: gpu.txt has '$v'" grep -Eq "^$v" "$out/gpu.txt"
 done
 tar -tzf "$out/logs.tar.gz" > "$work/listed"
-for f in checks.txt bench-console.txt torch.json ncu.csv summary-stage1.txt; do
+for f in checks.txt bench-console.txt torch.json ncu.csv summary-stage1.txt report-quant.json \
+  report-moe.json; do
   check "pass: logs.tar.gz holds $f" grep -q "/$f\$" "$work/listed"
 done
 check "pass: no temp file left" bash -c "! ls '$out' | grep -q tmp"
@@ -85,10 +101,12 @@ run fail CAP_SCALE=20
 check "fail: exit 1 (got $rc)" [ "$rc" -eq 1 ]
 check "fail: blocks cut by its cap" row "blocks on the GPU" "FAIL +exit 124:"
 check "fail: the failed GPU test" row "Gputest_correctness.Second" FAIL
+check "fail: the failed GpuQuant test" row "GpuQuant.Second" FAIL
+check "fail: GpuMoe still ran after it" row "GpuMoe.Second" PASS
 check "fail: split-K" row "suspicion: split-K \(launches_vs_model != 1\)" FAIL
 check "fail: older field name taken" grep -q "answers clocks_throttle_reasons.active" "$out/summary.txt"
 check "fail: stage 1's table kept" grep -q '^##### stage 1 (written before stage 2 began)' "$out/summary.txt"
-check "fail: stage 1's report back" [ -s "$out/report.json" ]
+check "fail: the bf16 sweep's report back" [ -s "$out/report.json" ]
 check "fail: no temp file left" bash -c "! ls '$out' | grep -q tmp"
 n=$(find "$out" -type f | wc -l)
 check "fail: at most 8 files (got $n)" [ "$n" -le 8 ]

@@ -6,6 +6,7 @@ scripts/device_plan.py's refusals (an estimate over its cap, stage 1 over 240 s)
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -118,11 +119,59 @@ class Plan(unittest.TestCase):
         self.assertIn("caps 430 s over 420 s", out)
         self.assertIn("caps 430 s over BUDGET_S 400 s", out)
 
+    def test_gpu_tests_by_filter_at_their_measured_host_share(self):
+        # BINARY:FILTER lists what the filter selects; GpuQuant's tests are sized from their timed
+        # CPU run (MEASURED_TEST_S), not the 0.75 s a small GPU test is assumed to take.
+        sys.path.insert(0, os.path.join(SRC, "scripts"))
+        import device_plan
+        quant = [n for n in device_plan.MEASURED_TEST_S if n.startswith("GpuQuant.")]
+        rc, out = self.plan([(1, "quant", 200, "gtest", "test_correctness:GpuQuant.*")])
+        self.assertEqual(rc, 0, out)
+        self.assertIn(f"{len(quant)} GPU tests (test_correctness {len(quant)})", out)
+        want = device_plan.GTEST_BINARY_S + device_plan.HOST_MARGIN * sum(
+            device_plan.MEASURED_TEST_S[n] for n in quant)
+        self.assertRegex(out, rf"quant\s+200\s+{round(want)}\s")
+        self.assertGreater(want, device_plan.GTEST_BINARY_S + len(quant) * device_plan.GTEST_TEST_S)
+        rc, out = self.plan([(1, "rest", 200, "gtest", "test_correctness:*Gpu*:-GpuQuant.*")])
+        self.assertEqual(rc, 0, out)
+        rest = int(re.search(r"(\d+) GPU tests", out).group(1))
+        rc, out = self.plan([(1, "all", 200, "gtest", "test_correctness")])
+        self.assertIn(f"{rest + len(quant)} GPU tests", out)
+
     def test_a_sweep_the_suite_refuses_cannot_be_estimated(self):
         rc, out = self.plan([(1, "sweep", 60, "sweep", "--models=no-such-model")])
         self.assertEqual(rc, 1, out)
         self.assertIn("cannot estimate", out)
         self.assertIn("no-such-model", out)
+
+
+class TheCheck(unittest.TestCase):
+    """scripts/device-check.sh --plan on this build: the newest paths first, in stage 1, each
+    with its own cap, the older bf16 rows after them, and the whole plan within its limits."""
+
+    def test_stage1_reports_quant_and_moe_first_and_fits(self):
+        env = dict(os.environ, FUSEBENCH_BIN=BIN, PLAN_BUILD_DIR=BUILD)
+        p = subprocess.run(["bash", os.path.join(SRC, "scripts/device-check.sh"), "--plan"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("plan: OK", p.stdout)
+        lines = p.stdout.splitlines()
+
+        def row(name):
+            for i, line in enumerate(lines):
+                m = re.match(r"^(\d)\s+" + re.escape(name) + r"\s+(\d+)\s+(\d+)\s", line)
+                if m:
+                    return i, int(m.group(1)), int(m.group(2)), int(m.group(3))
+            self.fail(f"no row {name!r} in:\n{p.stdout}")
+
+        order = ["GPU tests: GpuQuant", "GPU tests: GpuMoe", "quantized sweep (verify)",
+                 "moe sweep (verify)", "GPU tests (bf16)", "sweep (verify, counters, 4 regimes)"]
+        rows = [row(n) for n in order]
+        self.assertEqual([r[0] for r in rows], sorted(r[0] for r in rows), p.stdout)
+        for name, (_, stage, cap, est) in zip(order, rows):
+            self.assertEqual(stage, 2 if name.startswith("sweep") else 1, name)
+            self.assertLessEqual(est, cap, name)
+        self.assertRegex(p.stdout, r"stage 1: caps (\d+) s \(limit 240\)")
 
 
 if __name__ == "__main__":
