@@ -154,15 +154,14 @@ void add_quant_fixtures(Sweep& s, const SweepInputs& in, const OpInfo& op, const
           }
           // The cuda backend's shape rules (backends/cuda_scaled_gemm.hpp: fp8's K % 16, block
           // scaling's M % 4, ...): left out up front, naming the rule, not failed on the device.
-          if (const std::string why = gpu ? cuda::plan_refusal(build_plan(op.name, variant, shard,
-                                                                          m, DType::bf16, spec))
-                                          : std::string();
+          if (const std::string why = in.gpu ? cuda::plan_refusal(build_plan(
+                                                   op.name, variant, shard, m, DType::bf16, spec))
+                                             : std::string();
               !why.empty()) {
-            const std::string what =
-                op.name + "/" + variant + " dtype:" + spec.name() + " tokens:" + std::to_string(m);
-            if (std::none_of(s.refused.begin(), s.refused.end(),
-                             [&](const auto& r) { return r.model == model.name && r.op == what; }))
-              s.refused.push_back({model.name, what, why});
+            add_refusal_once(
+                s, model.name,
+                op.name + "/" + variant + " dtype:" + spec.name() + " tokens:" + std::to_string(m),
+                why);
             continue;
           }
           Fixture f{op.name, variant, model, shard, m, DType::bf16, t};
