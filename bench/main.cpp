@@ -34,6 +34,7 @@
 #include "runner/progress.hpp"
 #include "runner/quant_fields.hpp"
 #include "runner/report_writer.hpp"
+#include "runner/run_files.hpp"
 #include "runner/sweep.hpp"
 #include "runner/timing_setup.hpp"
 #include "runner/verification.hpp"
@@ -73,10 +74,15 @@ int main(int argc, char** argv) {
     if (bench::speaks_for_the_job()) std::cerr << "fusebench: error: " << e.what() << "\n";
     return 2;
   }
-  benchmark::Initialize(&argc, argv);
+  // --benchmark_out is the suite's to check and write (run_files.hpp): Google Benchmark never sees
+  // it.
+  std::vector<char*> gbench_argv = bench::argv_for_gbench(argc, argv);
+  int gbench_argc = static_cast<int>(gbench_argv.size()) - 1;
+  benchmark::Initialize(&gbench_argc, gbench_argv.data());
   bench::Options options;
   options.list = gbench.list;  // --benchmark_list_tests is --list
-  if (int code = bench::parse_options(argc, argv, options); code >= 0) return code;
+  if (int code = bench::parse_options(gbench_argc, gbench_argv.data(), options); code >= 0)
+    return code;
   // Bad input (std::invalid_argument) is the same on every rank: rank 0 alone says it. Anything
   // else is this process's own failure, said with its rank.
   bool measuring = false;
@@ -125,14 +131,9 @@ int main(int argc, char** argv) {
     }
     // A report path that cannot take a report is refused before anything is measured; missing
     // directories are created, and said (rank 0 alone writes the report).
-    if (!options.report.empty() && bench::speaks_for_the_job()) {
-      std::vector<std::pair<std::string, std::string>> inputs;
-      for (const auto& c : options.model_configs) inputs.emplace_back("a --models config", c);
-      for (const auto& w : options.weights) inputs.emplace_back("read by --weights", w);
-      refuse_output_over_input(options.report, "--report", inputs);
-      for (const auto& dir : prepare_report_path(options.report, "--report"))
-        std::cerr << "fusebench: creating directory " << dir << " for --report\n";
-    }
+    // Neither may be an input of the run or the other output (input_files.hpp).
+    OutputTarget benchmark_out;
+    if (bench::speaks_for_the_job()) benchmark_out = bench::check_run_files(options, display.out);
     // Checkpoint values that a narrower run dtype cannot hold: refused before anything runs.
     bench::check_checkpoint_values(selected);
     measuring = true;  // from here on a failure can be this rank's own (its memory, its GPU)
@@ -284,8 +285,14 @@ int main(int argc, char** argv) {
     // the measured blocks within the timing policy's bounds (progress.hpp, SweepEta).
     const bench::BlockPolicy policy{groups.blocks(), timing.settings.engine.rule.min_time_s,
                                     timing.settings.engine.rule.max_time_s};
-    bench::ReportWriter writer(options.report, context, fields,
-                               bench::make_display_reporter(display),
+    std::unique_ptr<benchmark::BenchmarkReporter> shown = bench::make_display_reporter(display);
+    bench::BenchmarkOutTee* out_file = nullptr;  // owned by the writer
+    if (!display.out.empty() && bench::speaks_for_the_job()) {
+      auto tee = std::make_unique<bench::BenchmarkOutTee>(std::move(shown), display.out_format);
+      out_file = tee.get();
+      shown = std::move(tee);
+    }
+    bench::ReportWriter writer(options.report, context, fields, std::move(shown),
                                bench::Progress(std::move(planned), std::cerr,
                                                bench::Progress::stderr_is_terminal(), policy));
     groups.set_observer(&writer.progress());
@@ -336,6 +343,9 @@ int main(int argc, char** argv) {
       std::cerr << "fusebench: report written to " << options.report
                 << (signal != 0 ? " (context.interrupted: true)" : "") << "\n";
     }
+    if (out_file != nullptr &&
+        !bench::write_benchmark_out(benchmark_out, display.out, out_file->text()))
+      return 2;
     if (writer.failures() > 0)
       std::cerr << bench::failure_summary(writer.failures(), options.report) << "\n";
     if (signal != 0) {

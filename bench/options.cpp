@@ -88,6 +88,12 @@ void reject_duplicates(const char* flag, const std::vector<T>& values) {
   }
 }
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
 std::string number(double v) {
   std::ostringstream out;
   out << v;
@@ -160,6 +166,14 @@ void validate(const CLI::App& app, const Options& o) {
     throw std::invalid_argument(
         "--collective-sweep adds nothing at tp=1 (there is nothing to exchange): add a tp >= 2, "
         "e.g. --tp=1,2");
+  }
+  // A flag of one op only, with no op asked that reads it, would be dropped without a word (a
+  // malformed routing file included).
+  if (app.count("--routing") > 0 && std::find(o.ops.begin(), o.ops.end(), "moe") == o.ops.end()) {
+    throw std::invalid_argument(
+        "--routing=" + o.routing + " applies to the moe op only, and no op asked runs it (--ops=" +
+        (o.ops.empty() ? std::string("qkv,gate_up, the default") : "") + join(o.ops) +
+        "): add moe to --ops, e.g. --ops=moe --routing=" + o.routing + ", or drop --routing");
   }
   reject_duplicates("--weights", o.weights);
   if (o.weights.empty() && app.count("--layer") > 0) {

@@ -258,6 +258,10 @@ Report parse_report(std::string_view text, const std::string& file) {
         }
       }
     }
+    if (const auto q = b.find("quant"); q != b.end() && q->is_object()) {
+      if (const auto v = q->find("spec"); v != q->end())
+        e.quant_spec = v->is_string() ? v->get<std::string>() : v->dump();
+    }
     if (e.op.empty() || e.variant.empty() || !tokens || e.model.empty()) {
       report.skipped.push_back(e.name +
                                ": no op, variant, model or tokens (not a fusebench fixture)");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -10,6 +9,7 @@
 #include "checkpoint_weights.hpp"
 #include "comm/tp_run.hpp"
 #include "fusebench/checkpoint_router.hpp"
+#include "fusebench/input_files.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
@@ -364,12 +364,9 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
         !layer->serves(LayerKind::expert))
       continue;
     const std::string path = s.checkpoint_dirs[i] + "/config.json";
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
     RoutingRule rule;
     try {
-      rule = routing_rule_from_config(text.str(), path);
+      rule = routing_rule_from_config(read_input_file(path, "the checkpoint config"), path);
     } catch (const std::invalid_argument&) {
       continue;  // moe_refusal says why
     }
@@ -391,10 +388,7 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
       const std::string path = model_index < model_names.size() + o.model_configs.size()
                                    ? o.model_configs[model_index - model_names.size()]
                                    : s.checkpoint_dirs[model_index] + "/config.json";
-      std::ifstream in(path);
-      std::stringstream text;
-      text << in.rdbuf();
-      b->rule = routing_rule_from_config(text.str(), path);
+      b->rule = routing_rule_from_config(read_input_file(path, "the model config"), path);
       b->config_name = path;
     }
     b->source = routing;
@@ -410,6 +404,13 @@ Sweep build_sweep(const Options& o, const Backend& backend, const CommSettings* 
     try {
       ShardShape sh = shard(model, tp, LayerKind::expert);
       sh.moe = moe_block(model_index);
+      // A routing file is checked where it is used, at the sweep's own token counts (a
+      // tokens_per_expert file fits one M): this probe at M=1 routes uniformly.
+      if (sh.moe->source.kind == RoutingKind::file) {
+        auto probe = std::make_shared<MoeBlock>(*sh.moe);
+        probe->source.kind = RoutingKind::uniform;
+        sh.moe = std::move(probe);
+      }
       build_plan("moe", "per_expert", sh, 1, DType::f32);  // the block's own refusals
     } catch (const std::invalid_argument& e) {
       return e.what();
