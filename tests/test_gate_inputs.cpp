@@ -103,3 +103,21 @@ TEST_F(GateInputs, Issue37AnEntryOfAnotherDtypeIsRefusedNamingTheField) {
   EXPECT_NE(err.find(kA + ": dtype differs: "), std::string::npos) << err;
   EXPECT_NE(err.find("--allow-identity-mismatch=quant"), std::string::npos) << err;
 }
+
+// The advice rule's own guard: when both reports hold comparisons and none matches (here the
+// entries' model field changed under the same names), the rule compared nothing: NOT JUDGED, not
+// a pass.
+TEST_F(GateInputs, Issue37AnAdviceRuleThatComparedNothingIsNotAPass) {
+  const auto side = [](const std::string& model_field) {
+    json b = json::array();
+    fusebench::test::Fixture f;
+    for (std::int64_t t : {1, 16}) fusebench::test::add_pair(b, f, t, 1.3, 1.25, 1.35);
+    for (auto& e : b) e["model"] = model_field;
+    return json{{"context", fusebench::test::context()}, {"benchmarks", b}};
+  };
+  EXPECT_EQ(run(side("qwen3-0.6b"), side("qwen3-0.6b")), 0) << out << err;
+  EXPECT_EQ(run(side("qwen3-0.6b"), side("another")), 3) << out << err;
+  EXPECT_NE(out.find("advice rule: none of the baseline's 1 comparison(s) is in the current"),
+            std::string::npos)
+      << out;
+}
