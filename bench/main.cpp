@@ -35,6 +35,7 @@
 #include "runner/progress.hpp"
 #include "runner/report_writer.hpp"
 #include "runner/run_context.hpp"
+#include "runner/run_files.hpp"
 #include "runner/sweep.hpp"
 #include "runner/timing_setup.hpp"
 #include "runner/verification.hpp"
@@ -74,16 +75,12 @@ void list_fixtures(const std::vector<bench::Fixture>& selected, bool bytes) {
   }
 }
 
-// A report path that cannot take a report is refused before anything is measured; missing
-// directories are created, and said (rank 0 alone writes the report).
-void prepare_report(const bench::Options& options) {
-  if (options.report.empty() || !bench::speaks_for_the_job()) return;
-  std::vector<std::pair<std::string, std::string>> inputs;
-  for (const auto& c : options.model_configs) inputs.emplace_back("a --models config", c);
-  for (const auto& w : options.weights) inputs.emplace_back("read by --weights", w);
-  refuse_output_over_input(options.report, "--report", inputs);
-  for (const auto& dir : prepare_report_path(options.report, "--report"))
-    std::cerr << "fusebench: creating directory " << dir << " for --report\n";
+// --report and --benchmark_out: neither may be an input of the run or the other output
+// (input_files.hpp); --report's missing directories are created, and said. Rank 0 alone writes
+// them. Returns how to write --benchmark_out (unset when not given).
+OutputTarget check_outputs(const bench::Options& options, const bench::DisplayOptions& display) {
+  if (!bench::speaks_for_the_job()) return {};
+  return bench::check_run_files(options, display.out);
 }
 
 // Every rank needs rank 0's seed (their shards are slices of the same tensors). True on the other
@@ -226,8 +223,16 @@ void refresh_load_and_ceilings(bench::ReportWriter& writer, const bench::GroupRu
 
 // After the sweep: the tallies, the report's last write and the exit code (128 + the signal of
 // an interrupted run, the shell's convention: 130 for SIGINT, 143 for SIGTERM).
+// --benchmark_out: where it goes, as given, and what the tee collected (null: not asked).
+struct BenchmarkOut {
+  const OutputTarget& target;
+  const std::string& flag_value;
+  const bench::BenchmarkOutTee* tee = nullptr;
+};
+
 int finish_run(const bench::Options& options, bench::ReportWriter& writer,
-               const bench::GroupRunner& groups, std::size_t entries_planned) {
+               const bench::GroupRunner& groups, std::size_t entries_planned,
+               const BenchmarkOut& out) {
   std::cerr << "fusebench: " << groups.tally_text() << "\n";
   if (const std::string line = groups.contention_text(); !line.empty())
     std::cerr << "fusebench: " << line << "\n";
@@ -250,6 +255,9 @@ int finish_run(const bench::Options& options, bench::ReportWriter& writer,
     std::cerr << "fusebench: report written to " << options.report
               << (signal != 0 ? " (context.interrupted: true)" : "") << "\n";
   }
+  if (out.tee != nullptr &&
+      !bench::write_benchmark_out(out.target, out.flag_value, out.tee->text()))
+    return 2;
   if (writer.failures() > 0)
     std::cerr << bench::failure_summary(writer.failures(), options.report) << "\n";
   if (signal != 0) {
@@ -302,7 +310,7 @@ int run_sweep(const std::vector<std::string>& args, const bench::Options& option
     list_fixtures(selected, options.list_bytes);
     return 0;
   }
-  prepare_report(options);
+  const OutputTarget benchmark_out = check_outputs(options, display);
   // Checkpoint values that a narrower run dtype cannot hold: refused before anything runs.
   bench::check_checkpoint_values(selected);
   measuring = true;  // from here on a failure can be this rank's own (its memory, its GPU)
@@ -343,7 +351,14 @@ int run_sweep(const std::vector<std::string>& args, const bench::Options& option
   // measured blocks within the timing policy's bounds (progress.hpp, SweepEta).
   const bench::BlockPolicy policy{groups.blocks(), timing.settings.engine.rule.min_time_s,
                                   timing.settings.engine.rule.max_time_s};
-  bench::ReportWriter writer(options.report, context, fields, bench::make_display_reporter(display),
+  std::unique_ptr<benchmark::BenchmarkReporter> shown = bench::make_display_reporter(display);
+  bench::BenchmarkOutTee* out_file = nullptr;  // owned by the writer
+  if (!display.out.empty() && bench::speaks_for_the_job()) {
+    auto tee = std::make_unique<bench::BenchmarkOutTee>(std::move(shown), display.out_format);
+    out_file = tee.get();
+    shown = std::move(tee);
+  }
+  bench::ReportWriter writer(options.report, context, fields, std::move(shown),
                              bench::Progress(std::move(planned), std::cerr,
                                              bench::Progress::stderr_is_terminal(), policy));
   groups.set_observer(&writer.progress());
@@ -352,7 +367,8 @@ int run_sweep(const std::vector<std::string>& args, const bench::Options& option
   groups.release();
   TpRun::release_followers(comm);
   if (writer.first_write_failed()) return 2;  // said; nothing was measured
-  return finish_run(options, writer, groups, entries_planned);
+  return finish_run(options, writer, groups, entries_planned,
+                    {benchmark_out, display.out, out_file});
 }
 
 }  // namespace
@@ -377,10 +393,15 @@ int main(int argc, char** argv) {
     if (bench::speaks_for_the_job()) std::cerr << "fusebench: error: " << e.what() << "\n";
     return 2;
   }
-  benchmark::Initialize(&argc, argv);
+  // --benchmark_out is the suite's to check and write (run_files.hpp): Google Benchmark never sees
+  // it.
+  std::vector<char*> gbench_argv = bench::argv_for_gbench(argc, argv);
+  int gbench_argc = static_cast<int>(gbench_argv.size()) - 1;
+  benchmark::Initialize(&gbench_argc, gbench_argv.data());
   bench::Options options;
   options.list = gbench.list;  // --benchmark_list_tests is --list
-  if (int code = bench::parse_options(argc, argv, options); code >= 0) return code;
+  if (int code = bench::parse_options(gbench_argc, gbench_argv.data(), options); code >= 0)
+    return code;
   // Bad input (std::invalid_argument) is the same on every rank: rank 0 alone says it. Anything
   // else is this process's own failure, said with its rank.
   bool measuring = false;

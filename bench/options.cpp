@@ -88,6 +88,37 @@ void reject_duplicates(const char* flag, const std::vector<T>& values) {
   }
 }
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+// A flag only some ops read (OpInfo::own_flags), with no op asked that reads it, would be dropped
+// without a word (a malformed routing file included): refused, naming the ops that read it.
+void reject_unread_flags(const CLI::App& app, const Options& o) {
+  std::vector<std::string> asked = o.ops, defaults;
+  for (const auto& op : op_registry())
+    if (op.in_default_sweep) defaults.push_back(op.name);
+  if (asked.empty()) asked = defaults;
+  for (const auto& op : op_registry()) {
+    for (const auto& flag : op.own_flags) {
+      const auto* option = app.get_option_no_throw(flag);
+      if (option == nullptr || option->count() == 0) continue;
+      const bool read = std::any_of(op_registry().begin(), op_registry().end(), [&](const auto& r) {
+        return std::find(asked.begin(), asked.end(), r.name) != asked.end() &&
+               std::find(r.own_flags.begin(), r.own_flags.end(), flag) != r.own_flags.end();
+      });
+      if (read) continue;
+      const std::string given = flag + "=" + option->as<std::string>();
+      throw std::invalid_argument(
+          given + " applies to the " + op.name + " op only, and no op asked runs it (--ops=" +
+          (o.ops.empty() ? join(defaults) + ", the default" : join(o.ops)) + "): add " + op.name +
+          " to --ops, e.g. --ops=" + op.name + " " + given + ", or drop " + flag);
+    }
+  }
+}
+
 std::string number(double v) {
   std::ostringstream out;
   out << v;
@@ -339,6 +370,7 @@ int parse_options(int argc, char** argv, Options& o) {
     app.parse(argc, argv);
     o.seed = parse_seed(seed_text);
     validate(app, o);
+    reject_unread_flags(app, o);
     // Each flag becomes its type once, here: the sweep never parses a flag's text again.
     o.routing = parse_routing(routing_text);
     reject_duplicates("--dtypes", dtype_texts);

@@ -736,3 +736,33 @@ TEST(Advise, MalformedAccuracyNamesTheField) {
   r["benchmarks"][1]["quant_error"] = "small";
   EXPECT_THROW(table_of({r}), InputError);
 }
+
+// Issue 37: reports whose quant.spec differ are other experiments under one name: pooling them
+// mixed their speedups (the gate refuses such a pair too).
+TEST(Advise, ReportsOfAnotherQuantSpecAreNotPooled) {
+  const auto with_spec = [](const std::string& spec) {
+    json r = quant_report(0.0361);
+    for (auto& b : r["benchmarks"]) b["quant"] = {{"spec", spec}};
+    return r;
+  };
+  EXPECT_NO_THROW(table_of({with_spec("fp8:tensor"), with_spec("fp8:tensor")}));
+  try {
+    table_of({with_spec("fp8:tensor"), with_spec("fp8:channel")});
+    ADD_FAILURE() << "pooled reports of two quant specs";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("quant.spec: fp8:channel, but r0.json has fp8:tensor"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(AdviseCli, Issue37HostileReportFilesAreRefused) {
+  const std::string deep = write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(run({deep}), 2);
+  EXPECT_NE(err.find("JSON nested deeper than 64 levels"), std::string::npos) << err;
+  EXPECT_EQ(run({"/dev/zero"}), 2);
+  EXPECT_NE(err.find("/dev/zero: file: is a character device"), std::string::npos) << err;
+  const std::string r = write("r.json", must_show_report().dump());
+  EXPECT_EQ(run({r, "-o", "/dev/full"}), 2) << out;
+  EXPECT_NE(err.find("/dev/full"), std::string::npos) << err;
+}

@@ -3,7 +3,9 @@
 // bad value; none measures anything. Adding a case is adding a row.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,9 +22,9 @@ using fusebench::testing::CliResult;
 
 // A file a case needs, under the case's own temporary directory.
 struct CaseFile {
-  enum Kind { text, directory, fifo };
+  enum Kind { text, directory, fifo, symlink };
   std::string path;     // relative to the case directory
-  std::string content;  // for text: written as is (bytes)
+  std::string content;  // for text: written as is (bytes); for a symlink: its target
   Kind kind = text;
 };
 
@@ -55,6 +57,9 @@ void make_files(const fs::path& dir, const std::vector<CaseFile>& files) {
       case CaseFile::text:
         std::ofstream(p, std::ios::binary) << f.content;
         break;
+      case CaseFile::symlink:
+        fs::create_symlink(f.content, p);
+        break;
     }
   }
 }
@@ -72,7 +77,10 @@ void check(const HostileCase& c, std::size_t row) {
     EXPECT_NE(r.output.find("fusebench: error: "), std::string::npos);
     EXPECT_EQ(r.output.find("elapsed"), std::string::npos);  // nothing measured
   }
-  for (const auto& s : c.says) EXPECT_NE(r.output.find(s), std::string::npos) << "missing: " << s;
+  for (const auto& said : c.says) {
+    const std::string s = replace_all(said, "{dir}", dir.string());
+    EXPECT_NE(r.output.find(s), std::string::npos) << "missing: " << s;
+  }
   for (const auto& s : c.never) EXPECT_EQ(r.output.find(s), std::string::npos) << "present: " << s;
   fs::remove_all(dir);
 }
@@ -120,6 +128,13 @@ std::string llama_safetensors(const std::string& poisoned, std::size_t at, const
   std::string length(8, '\0');
   for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
   return length + header + data;
+}
+
+// moe_config with the router fields the moe op reads: a model the moe op runs.
+std::string moe_run_config() {
+  std::string c = moe_config("2");
+  c.insert(c.rfind('}'), R"(, "norm_topk_prob": true)");
+  return c;
 }
 
 constexpr char kNaN[4] = {0, 0, '\xc0', '\x7f'};  // F32 quiet NaN, little-endian
@@ -280,7 +295,7 @@ TEST(HostileInputs, EachIsRefusedNamingTheBadValue) {
        "--model-config={dir}/m/config.json --report={dir}/m/config.json --ops=qkv --tokens=1",
        llama,
        2,
-       {"--report=", "is a --models config", "never replaces an input"}},
+       {"--report=", "is a --model-config file", "never replaces an input"}},
       {"27.3 --report over a checkpoint's config.json",
        "--weights={dir}/m --report={dir}/m/config.json --ops=qkv --tokens=1",
        with_llama({{"m/model.safetensors", llama_safetensors("", 0, kNaN)}}),
@@ -349,4 +364,189 @@ TEST(HostileInputs, TheValidNeighboursStillRun) {
        {"verification passed"}},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) check(cases[i], 100 + i);
+}
+
+// Issue 37: every file the run reads is protected, every reader is bounded. One row per case of
+// the issue; each failed before the fix (data replaced, a crash, a hang, a silent wrong result).
+TEST(HostileInputs, Issue37InputsAreProtectedAndReadersBounded) {
+  const std::string moe = "--model-config={dir}/moe.json --ops=moe ";
+  const CaseFile moe_json{"moe.json", moe_run_config()};
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::vector<HostileCase> cases = {
+      // Outputs over inputs: --benchmark_out went to Google Benchmark unchecked.
+      {"37 --benchmark_out over the --model-config",
+       "--model-config={dir}/m/config.json --benchmark_out={dir}/m/config.json --ops=qkv "
+       "--tokens=1",
+       {{"m/config.json", llama_config()}},
+       2,
+       {"--benchmark_out={dir}/m/config.json is a --model-config file", "never replaces an input"}},
+      {"37 --benchmark_out over the routing file",
+       moe + "--routing=file:{dir}/r.json --tokens=4 --benchmark_out={dir}/r.json",
+       {moe_json, {"r.json", R"({"tokens_per_expert": [2, 2, 2, 2]})"}},
+       2,
+       {"--benchmark_out={dir}/r.json is the --routing=file: file", "never replaces an input"}},
+      {"37 --report over the routing file",
+       moe + "--routing=file:{dir}/r.json --tokens=4 --report={dir}/r.json",
+       {moe_json, {"r.json", R"({"tokens_per_expert": [2, 2, 2, 2]})"}},
+       2,
+       {"--report={dir}/r.json is the --routing=file: file"}},
+      {"37 --benchmark_out over a checkpoint's model.safetensors",
+       "--weights={dir}/m --ops=qkv --tokens=1 --benchmark_out={dir}/m/model.safetensors",
+       {{"m/config.json", llama_config()}, {"m/model.safetensors", llama_safetensors("", 0, kNaN)}},
+       2,
+       {"model.safetensors is read by --weights"}},
+      {"37 --report and --benchmark_out at one path",
+       "--ops=qkv --tokens=1 --report={dir}/run.json --benchmark_out={dir}/run.json",
+       {},
+       2,
+       {"--benchmark_out={dir}/run.json is the file --report={dir}/run.json writes"}},
+      {"37 --report and --benchmark_out at one path, through a symlink",
+       "--ops=qkv --tokens=1 --report={dir}/run.json --benchmark_out={dir}/link.json",
+       {{"run.json", "{}"}, {"link.json", "run.json", CaseFile::symlink}},
+       2,
+       {"is the file --report={dir}/run.json writes"}},
+      // Readers bounded: /dev/zero, a fifo, 100,000 levels of JSON.
+      {"37 --routing=file:/dev/zero (read until the OOM killer)",
+       moe + "--routing=file:/dev/zero --tokens=4 --list",
+       {moe_json},
+       2,
+       {"/dev/zero: is a character device", "256 MiB"}},
+      {"37 --routing=file: a fifo (blocked in open)",
+       moe + "--routing=file:{dir}/fifo.json --tokens=4 --list",
+       {moe_json, {"fifo.json", "", CaseFile::fifo}},
+       2,
+       {"fifo.json: is a fifo"}},
+      {"37 --routing=file: nested 100,000 deep (segfault)",
+       moe + "--routing=file:{dir}/deep.json --tokens=4 --list",
+       {moe_json, {"deep.json", deep}},
+       2,
+       {"JSON nested deeper than 64 levels"}},
+      {"37 --model-config nested 100,000 deep",
+       "--model-config={dir}/deep.json --list",
+       {{"deep.json", R"({"a": )" + deep + "}"}},
+       2,
+       {"JSON nested deeper than 64 levels"}},
+      // The routing file's keys.
+      {"37 routing file: an unknown key",
+       moe + "--routing=file:{dir}/r.json --tokens=4 --list",
+       {moe_json, {"r.json", R"({"tokens_per_expert": [2, 2, 2, 2], "expert_idz": [[0, 1]]})"}},
+       2,
+       {"unknown key \"expert_idz\""}},
+      {"37 routing file: expert_ids twice",
+       moe + "--routing=file:{dir}/r.json --tokens=4 --list",
+       {moe_json, {"r.json", R"({"expert_ids": [[0, 1]], "expert_ids": [[2, 3]]})"}},
+       2,
+       {"key \"expert_ids\" appears twice"}},
+      {"37 tokens_per_expert 2^64-1 printed as read",
+       moe + "--routing=file:{dir}/r.json --tokens=4 --list",
+       {moe_json, {"r.json", R"({"tokens_per_expert": [18446744073709551615, 0, 0, 0]})"}},
+       2,
+       {"tokens_per_expert[0] = 18446744073709551615 is not in 0..M=4"},
+       {"= -1"}},
+      // Flags of one op with no op asked that uses them.
+      {"37 --routing without --ops=moe",
+       "--routing=uniform --list",
+       {},
+       2,
+       {"--routing=uniform applies to the moe op only", "--ops=moe"}},
+      {"37 a malformed routing file without --ops=moe",
+       "--ops=qkv --routing=file:{dir}/r.json --list",
+       {{"r.json", "{"}},
+       2,
+       {"applies to the moe op only"}},
+      // The MoE block in the memory preflight.
+      {"37 --ops=moe --tokens=2^30 --list (allocated until killed)",
+       "--models=qwen3-30b-a3b --ops=moe --tokens=1073741824 --list",
+       {},
+       2,
+       {"routing 1073741824 tokens", "of host memory", "use fewer tokens"},
+       {"bad_alloc"}},
+      {"37 --ops=moe --tokens=2^36 --list (bare std::bad_alloc)",
+       "--models=qwen3-30b-a3b --ops=moe --tokens=68719476736 --list",
+       {},
+       2,
+       {"routing 68719476736 tokens", "use fewer tokens"},
+       {"bad_alloc"}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) check(cases[i], 200 + i);
+}
+
+// Issue 37's valid neighbours: what crashed or was refused and is valid runs.
+TEST(HostileInputs, Issue37ValidInputsRun) {
+  const std::string moe = "--model-config={dir}/moe.json --ops=moe ";
+  const CaseFile moe_json{"moe.json", moe_run_config()};
+  std::vector<HostileCase> cases;
+  for (const std::string s : {"1100", "1e10", "1e308"}) {
+    cases.push_back({"37 zipf:" + s + " (free(): invalid pointer)",
+                     moe + "--routing=zipf:" + s + " --tokens=1,16 --list",
+                     {moe_json},
+                     0,
+                     {"moe/"}});
+  }
+  cases.push_back({"37 zipf:400 on qwen3-30b-a3b",
+                   "--models=qwen3-30b-a3b --ops=moe --routing=zipf:400 --tokens=1,64 --list",
+                   {},
+                   0,
+                   {"moe/"}});
+  cases.push_back({"37 a tokens_per_expert file valid at --tokens=16 (refused at M=1)",
+                   moe + "--routing=file:{dir}/r.json --tokens=16 --list",
+                   {moe_json, {"r.json", R"({"tokens_per_expert": [16, 8, 8, 0]})"}},
+                   0,
+                   {"tokens:16"}});
+  for (std::size_t i = 0; i < cases.size(); ++i) check(cases[i], 300 + i);
+}
+
+// A tokens_per_expert file at a token count it does not fit is refused naming the run's M.
+TEST(HostileInputs, Issue37TokensPerExpertIsCheckedAtTheSweepsTokenCounts) {
+  check({"37 tokens_per_expert at --tokens=1,16",
+         "--model-config={dir}/moe.json --ops=moe --routing=file:{dir}/r.json --tokens=1,16 --list",
+         {{"moe.json", moe_run_config()}, {"r.json", R"({"tokens_per_expert": [16, 8, 8, 0]})"}},
+         2,
+         {"tokens_per_expert[0] = 16 is not in 0..M=1"}},
+        400);
+}
+
+// --benchmark_out is written by the suite, and a failed write is exit 2 naming it.
+TEST(HostileInputs, Issue37BenchmarkOutIsCheckedAndWritten) {
+  const std::string run =
+      "--backend=cpu --ops=qkv --variants=fused --tokens=1 --dtypes=fp32 "
+      "--timing-max-time=0.02 --timing-blocks=1 --launch-counts=off ";
+  const fs::path dir = fusebench::testing::temp_path("fusebench_hostile", "gbench_out");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const CliResult ok = fusebench::testing::run_fusebench(
+      run + "--report=" + (dir / "r.json").string() +
+      " --benchmark_out=" + (dir / "g.json").string() + " --benchmark_out_format=json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  const nlohmann::json g = fusebench::testing::load_json(dir / "g.json");
+  EXPECT_TRUE(g.contains("context")) << g.dump();
+  ASSERT_TRUE(g.contains("benchmarks")) << g.dump();
+  EXPECT_FALSE(g["benchmarks"].empty());
+  fs::remove_all(dir);
+  if (::access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full here";
+  const CliResult full = fusebench::testing::run_fusebench(run + "--benchmark_out=/dev/full");
+  EXPECT_EQ(full.exit_code, 2) << full.output;
+  EXPECT_NE(full.output.find("--benchmark_out=/dev/full: cannot write /dev/full: " +
+                             std::string(std::strerror(ENOSPC))),
+            std::string::npos)
+      << full.output;
+}
+
+// A fifo without a reader as --report or --benchmark_out: exit 2 at once, never blocked (the
+// open used to wait with the signals masked, so SIGTERM did nothing).
+TEST(HostileInputs, Issue37AnOutputFifoWithoutAReaderNeverBlocks) {
+  const fs::path dir = fusebench::testing::temp_path("fusebench_hostile", "out_fifo");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "out").c_str(), 0600), 0);
+  for (const std::string flag : {"--report", "--benchmark_out"}) {
+    const CliResult r = fusebench::testing::run_command(
+        "timeout -s KILL 60 " + std::string(FUSEBENCH_BIN_DIR) +
+        "/fusebench --backend=cpu --ops=qkv --variants=fused --tokens=1 --dtypes=fp32 "
+        "--timing-max-time=0.02 --timing-blocks=1 --launch-counts=off " +
+        flag + "=" + (dir / "out").string() + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.output;
+    EXPECT_NE(r.output.find("no reader"), std::string::npos) << r.output;
+  }
+  fs::remove_all(dir);
 }

@@ -498,10 +498,18 @@ TEST(QuantReference, ProductsAndErrorMetricsOnHandComputedCases) {
   EXPECT_EQ(e[1], 0.0);
   // vs split: relative to split's output (the second argument).
   EXPECT_DOUBLE_EQ(quant_error_vs_split(ref, y, 2, {4})[0], std::sqrt(0.25 / 62.25));
-  // A zero reference: 0 when equal, +inf otherwise.
+  // A zero reference: vs split, 0 when equal and +inf otherwise; quant_error has no figure
+  // (NaN), never the 0.0 that reads as exact, and none for a non-finite output (issue 37).
   const std::vector<double> zero(2, 0.0), one = {0.0, 1.0};
-  EXPECT_EQ(quant_error(zero, zero, 1, {2})[0], 0.0);
-  EXPECT_TRUE(std::isinf(quant_error(one, zero, 1, {2})[0]));
+  EXPECT_EQ(quant_error_vs_split(zero, zero, 1, {2})[0], 0.0);
+  EXPECT_TRUE(std::isinf(quant_error_vs_split(one, zero, 1, {2})[0]));
+  EXPECT_TRUE(std::isnan(quant_error(zero, zero, 1, {2})[0]));
+  EXPECT_TRUE(std::isnan(quant_error(one, zero, 1, {2})[0]));
+  const std::vector<double> inf_out = {std::numeric_limits<double>::infinity(), 1.0},
+                            nan_out = {1.0, std::numeric_limits<double>::quiet_NaN()};
+  EXPECT_TRUE(std::isnan(quant_error(inf_out, one, 1, {2})[0]));
+  EXPECT_TRUE(std::isnan(quant_error(nan_out, one, 1, {2})[0]));
+  EXPECT_TRUE(std::isnan(quant_error(one, inf_out, 1, {2})[0]));
   EXPECT_NE(error_of([&] {
               quant_error(y, ref, 2, {2, 3});
             }).find("rows of 5 columns"),

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -274,6 +276,41 @@ TEST(QuantCheckpoints, AMissingOrMisshapenScaleIsRefusedNamingTheTensor) {
         << e.what();
   }
   fs::remove_all(dir);
+}
+
+// Issue 37: a finite positive scale whose products overflow (3e38: the outputs were inf and
+// quant_error read 0.0) or underflow (1e-45 zeroed the projection) float32 is refused naming the
+// tensor and the value.
+TEST(QuantCheckpoints, AScaleWhoseProductsOverflowOrUnderflowIsRefusedNamingTheTensor) {
+  const std::string scale = "model.layers.0.self_attn.q_proj.weight_scale";
+  for (const float bad : {3e38f, 1e-45f}) {
+    const fs::path dir = temp_path("quant_ckpt", "badscale");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy_file(kDir / "fp8-tensor" / "config.json", dir / "config.json");
+    std::ifstream in(kDir / "fp8-tensor" / "model.safetensors", std::ios::binary);
+    std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    std::uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    const auto header = nlohmann::json::parse(bytes.substr(8, n));
+    ASSERT_EQ(header.at(scale).at("dtype"), "F32");
+    const std::size_t at = 8 + n + header.at(scale).at("data_offsets")[0].get<std::size_t>();
+    std::memcpy(bytes.data() + at, &bad, 4);
+    std::ofstream(dir / "model.safetensors", std::ios::binary) << bytes;
+    const std::string d = dir.string();
+    const ModelShape model = load_hf_config(d + "/config.json");
+    try {
+      HfLayerWeights layer(std::make_shared<const Checkpoint>(d), find_layer_family(model.family),
+                           model, 0, 0, read_checkpoint_quant_file(d + "/config.json"));
+      ADD_FAILURE() << "accepted scale " << bad;
+    } catch (const CheckpointError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("tensor '" + scale + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("is outside"), std::string::npos) << what;
+      EXPECT_NE(what.find("overflow or underflow float32"), std::string::npos) << what;
+    }
+    fs::remove_all(dir);
+  }
 }
 
 }  // namespace

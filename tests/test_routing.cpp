@@ -507,3 +507,49 @@ TEST(RoutingPadding, ExpectedActiveExpertsMatchesSimulation) {
 }
 
 }  // namespace
+
+// Issue 37: zipf with a large finite exponent. p = rank^-S underflowed to 0 for all but fewer
+// than k experts and the draw walked below index 0 (free(): invalid pointer); drawn in log space,
+// every token gets k distinct experts, and at a huge S the k most popular ones.
+TEST(RoutingSources, ZipfWithAHugeExponentDrawsKDistinctExperts) {
+  for (const double s : {400.0, 1100.0, 1e10, 1e308}) {
+    const auto z = zipf_routing(64, 128, 8, s, 3);  // qwen3-30b-a3b's experts and top-k
+    ASSERT_EQ(z.expert_ids.size(), 64u * 8u);
+    std::vector<std::int32_t> first(z.expert_ids.begin(), z.expert_ids.begin() + 8);
+    std::sort(first.begin(), first.end());
+    for (std::int64_t t = 0; t < 64; ++t) {
+      std::vector<std::int32_t> ids(z.expert_ids.begin() + t * 8, z.expert_ids.begin() + t * 8 + 8);
+      std::sort(ids.begin(), ids.end());
+      EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << "S=" << s;
+      for (auto e : ids) EXPECT_TRUE(e >= 0 && e < 128) << e;
+      if (s >= 1100) {
+        EXPECT_EQ(ids, first) << "S=" << s << ": the k most popular, every token";
+      }
+    }
+  }
+  // An ordinary exponent still spreads the tokens over many experts, the hot ones hotter.
+  EXPECT_GT(routing_stats(zipf_routing(256, 128, 8, 1.2, 1)).active_experts, 16);
+}
+
+// Issue 37: a routing file's keys and counts, read as the file wrote them.
+TEST(RoutingSources, FileKeysAndCountsAreReadStrictly) {
+  const auto refused = [](const std::string& text, std::int64_t tokens = 4) {
+    return error_of([&] { (void)file_routing(text, "r.json", tokens, 4, 2, 1); });
+  };
+  EXPECT_NE(refused(R"({"expert_ids": [[0, 1]], "expert_ids": [[2, 3]]})")
+                .find("routing file r.json: key \"expert_ids\" appears twice"),
+            std::string::npos);
+  EXPECT_NE(
+      refused(R"({"tokens_per_expert": [2, 2, 2, 2], "seed": 1})").find("unknown key \"seed\""),
+      std::string::npos);
+  const std::string huge = refused(R"({"tokens_per_expert": [18446744073709551615, 0, 0, 0]})");
+  EXPECT_NE(huge.find("tokens_per_expert[0] = 18446744073709551615 is not in 0..M=4"),
+            std::string::npos)
+      << huge;
+  EXPECT_NE(refused(R"({"expert_ids": [[18446744073709551615, 1]]})")
+                .find("expert_ids[0][0] = 18446744073709551615 is out of range"),
+            std::string::npos);
+  // Valid at its own M, at any M it fits.
+  EXPECT_NO_THROW(
+      (void)file_routing(R"({"tokens_per_expert": [16, 8, 8, 0]})", "r.json", 16, 4, 2, 1));
+}

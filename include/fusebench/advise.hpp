@@ -65,6 +65,8 @@ struct Entry {
   // The moe op's routing as the entry records it (moe.routing: source and seed), e.g.
   // "routing router, seed 1"; reports pooled must agree on it.
   std::string routing;
+  // A quantized entry's quant.spec (e.g. "fp8:channel"); reports pooled must agree on it too.
+  std::string quant_spec;
 };
 
 struct Ceilings {

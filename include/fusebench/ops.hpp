@@ -73,6 +73,9 @@ struct OpInfo {
   // Whether a sweep without --ops runs it (the TP pipelines, the collectives and moe, whose
   // every expert's weights are 1.2 GB for qwen3-30b-a3b in bf16, run on request).
   bool in_default_sweep = true;
+  // The flags only this op reads (moe: --routing): given without an op that reads them, the run
+  // is refused naming them, not run with the flag dropped.
+  std::vector<std::string> own_flags = {};
   // Whether it reads every routed expert of a checkpoint's layer (else --expert's alone).
   bool reads_all_experts = false;
   // Whether its one-launch variants (grouped GEMMs) are what its comparison is about on every

@@ -7,7 +7,8 @@
 //     a link; a dangling link's target is created);
 //   - "-", /dev/stdout, /dev/stderr and /dev/fd/N (or /proc/self/fd/N) go to that descriptor,
 //     and a fifo or a character device (/dev/null, a terminal) is opened and streamed to:
-//     written once, at the end, and not atomically (said in `note`);
+//     written once, at the end, and not atomically (said in `note`); opened with O_NONBLOCK,
+//     so a fifo without a reader is an error (ENXIO), never a wait with signals masked;
 //   - a directory, a block device or a socket is refused, naming the path and what is valid.
 // Nothing that is not a regular file is ever replaced.
 #include <string>
@@ -34,7 +35,13 @@ OutputTarget resolve_output(const std::string& path, const std::string& flag);
 // else in one stream. Throws std::runtime_error with the reason when the write fails.
 void write_output(const OutputTarget& target, const std::string& content);
 
-// Refuses (std::invalid_argument naming both) an output that is one of the inputs: `inputs`
+// Appends `content` to `target` (created when absent, never truncated: GitHub's step summary has
+// several writers), opened as write_output opens a stream. Throws std::runtime_error with the
+// reason when the open or a write fails.
+void append_output(const OutputTarget& target, const std::string& content);
+
+// Refuses (std::invalid_argument naming both) an output that is one of the inputs (the same
+// comparison as check_output, input_files.hpp, on a list of its own): `inputs`
 // holds {what, path} pairs ("the baseline report", "base.json"); a directory (a checkpoint)
 // stands for the .json and .safetensors files directly in it.
 // Compared by file identity (device and inode) where both exist, and by their resolved paths,

@@ -181,8 +181,9 @@ std::vector<double> concat_columns(const std::vector<std::vector<double>>& parts
                                    std::int64_t rows);
 
 // rms(y - ref) / rms(ref) over each shard's columns of [rows, sum(widths)] matrices (0 when both
-// are zero, +inf when only ref is). quant_error: ref = the unquantized float64 product;
-// quant_error_vs_split: y = a fused variant's output, ref = split's.
+// are zero, +inf when only ref is). quant_error: ref = the unquantized float64 product, and NaN
+// (no figure, never 0.0) for a shard whose output or reference is not finite or whose reference
+// is all zero; quant_error_vs_split: y = a fused variant's output, ref = split's.
 std::vector<double> relative_rms_per_shard(const std::vector<double>& y,
                                            const std::vector<double>& ref, std::int64_t rows,
                                            const std::vector<std::int64_t>& widths);

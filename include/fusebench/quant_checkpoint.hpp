@@ -52,7 +52,13 @@ struct QuantScaleNames {
 QuantScaleNames check_quant_scales(const Checkpoint& checkpoint, const CheckpointQuant& quant,
                                    const std::string& weight);
 
-// A whole (small) tensor's values as floats: a scale. Throws CheckpointError naming it.
+// The range of a checkpoint's scale: a dequantized value (code x scale, |code| <= 448) and the
+// product of two stay normal float32 numbers, summed over any K the suite runs.
+inline constexpr float kMinQuantScale = 0x1p-56f;
+inline constexpr float kMaxQuantScale = 0x1p47f;
+
+// A whole (small) tensor's values as floats: a scale, each > 0 and within
+// kMinQuantScale..kMaxQuantScale. Throws CheckpointError naming the tensor and the value.
 std::vector<float> read_scale_values(const Checkpoint& checkpoint, const std::string& name);
 
 // Rows [row0, row0 + rows) x columns [col0, col0 + cols) of stored weight `weight` as its codes

@@ -527,10 +527,20 @@ namespace {
 
 // The moe op's routing is part of what an entry measured, but not of its name: reports pooled
 // must have routed alike (the same --routing and --seed), or their speedups mix experiments.
+// A quantized entry's quant.spec likewise (the gate refuses such a pair as well).
 void refuse_mixed_routing(const std::vector<Report>& reports) {
-  std::map<std::string, std::pair<std::string, const Report*>> seen;  // name -> routing, report
+  std::map<std::string, std::pair<std::string, const Report*>> seen;   // name -> routing, report
+  std::map<std::string, std::pair<std::string, const Report*>> specs;  // name -> spec, report
   for (const auto& r : reports) {
     for (const auto& e : r.entries) {
+      if (!e.quant_spec.empty()) {
+        const auto [it, added] = specs.try_emplace(e.name, e.quant_spec, &r);
+        if (!added && it->second.first != e.quant_spec)
+          throw InputError(r.file + ": " + e.name + ": quant.spec: " + e.quant_spec + ", but " +
+                           it->second.second->file + " has " + it->second.first +
+                           ": reports are pooled only when they quantized alike (the same "
+                           "--dtypes); advise them separately");
+      }
       if (e.routing.empty()) continue;
       const auto [it, added] = seen.try_emplace(e.name, e.routing, &r);
       if (added || it->second.first == e.routing) continue;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "fusebench/advise.hpp"
+#include "fusebench/input_files.hpp"
 #include "fusebench/output_path.hpp"
 
 namespace fusebench::advise {
@@ -55,12 +56,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     // Before anything is read or written: neither the output nor its temporary file may be an
     // input (issue 27: `-o base.json` replaced the report it read).
     OutputTarget target;
+    reset_file_registry();  // one call is one run (tests play several in one process)
+    for (const auto& p : paths) register_input("an input report", p);
     if (!output.empty()) {
-      std::vector<std::pair<std::string, std::string>> inputs;
-      for (const auto& p : paths) inputs.emplace_back("an input report", p);
       try {
-        refuse_output_over_input(output, "-o", inputs);
-        target = resolve_output(output, "-o");
+        target = check_output(output, "-o");
       } catch (const std::invalid_argument& e) {
         throw InputError(e.what());
       }

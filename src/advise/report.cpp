@@ -264,6 +264,10 @@ std::optional<Entry> read_entry(const std::string& file, const nlohmann::json& b
   if (const auto em = b.find("emulated"); em != b.end() && em->is_boolean())
     e.emulated = em->get<bool>();
   e.routing = routing_text(b);
+  if (const auto q = b.find("quant"); q != b.end() && q->is_object()) {
+    if (const auto v = q->find("spec"); v != q->end())
+      e.quant_spec = v->is_string() ? v->get<std::string>() : v->dump();
+  }
   if (e.op.empty() || e.variant.empty() || !tokens || e.model.empty()) {
     skipped.push_back(e.name + ": no op, variant, model or tokens (not a fusebench fixture)");
     return std::nullopt;

@@ -4,10 +4,11 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <tuple>
+
+#include "fusebench/input_files.hpp"
 
 namespace fusebench::advise {
 namespace {
@@ -34,18 +35,22 @@ std::string read_report_file(const std::string& path) {
                   ? " (this directory has one: " + inside.string() + ")"
                   : std::string(" (fusebench --report=FILE writes one)")));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "file", "cannot be opened");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (!in.good() && !in.eof()) fail(path, "file", "cannot be read");
-  return buf.str();
+  try {
+    // Registered, bounded, a fifo or device refused without waiting (input_files.hpp).
+    return read_input_file(path, "the report");
+  } catch (const InputFileError& e) {
+    // As the reader's other errors: "<file>: file: <what is wrong>".
+    const std::string what = e.what(), prefix = "the report " + path + ": ";
+    fail(path, "file", what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+  }
 }
 
 nlohmann::json parse_report_document(std::string_view text, const std::string& file) {
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(text.begin(), text.end());
+    root = parse_input_json(text, file);
+  } catch (const InputFileError& e) {
+    throw InputError(e.what());
   } catch (const nlohmann::json::exception& e) {
     std::string hint;
     if (text.find("NaN") != std::string_view::npos ||

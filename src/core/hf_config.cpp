@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "fusebench/file_kind.hpp"
+#include "fusebench/input_files.hpp"
 #include "fusebench/printable.hpp"
 #include "fusebench/shapes.hpp"
 #include "hf_config_reader.hpp"
@@ -287,6 +288,10 @@ nlohmann::json parse_unique_keys(std::string_view text, const std::string& name)
     switch (event) {
       case Event::object_start:
       case Event::array_start: {
+        if (open.size() >= static_cast<std::size_t>(kMaxJsonDepth))  // input_files.hpp
+          throw std::invalid_argument(name + ": JSON nested deeper than " +
+                                      std::to_string(kMaxJsonDepth) +
+                                      " levels (the limit for any input, docs/usage.md)");
         Level level;
         level.object = event == Event::object_start;
         if (!open.empty()) level.path = path_of_child(open.back());
@@ -424,8 +429,8 @@ std::string model_name_for_config(const std::string& path, std::string_view json
     return clean(stem);
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception&) {
+    root = parse_input_json(json_text, path);
+  } catch (const std::exception&) {
     root = nullptr;  // parse_hf_config reports it
   }
   if (root.is_object()) {
@@ -457,12 +462,9 @@ ModelShape load_hf_config(const std::string& path) {
   if (const auto what = not_a_regular_file(path); !what.empty() && what != "does not exist")
     throw std::invalid_argument("model config '" + path + "' " + what +
                                 "; expected a regular file");
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot read model config '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  ModelShape m = parse_hf_config(buffer.str(), path);
-  m.name = model_name_for_config(path, buffer.str());
+  const std::string text = read_input_file(path, "the model config");  // bounded, registered
+  ModelShape m = parse_hf_config(text, path);
+  m.name = model_name_for_config(path, text);
   return m;
 }
 

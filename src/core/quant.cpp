@@ -668,7 +668,28 @@ std::vector<double> relative_rms_per_shard(const std::vector<double>& y,
 
 std::vector<double> quant_error(const std::vector<double>& y, const std::vector<double>& exact,
                                 std::int64_t rows, const std::vector<std::int64_t>& widths) {
-  return relative_rms_per_shard(y, exact, rows, widths);
+  std::vector<double> out = relative_rms_per_shard(y, exact, rows, widths);
+  // An inf or NaN output, or a zero reference (a projection zeroed), has no relative error: NaN,
+  // never the 0.0 that reads as exact (issue 37).
+  std::int64_t total = 0;
+  for (std::int64_t w : widths) total += w;
+  std::int64_t col = 0;
+  for (std::size_t s = 0; s < widths.size(); ++s) {
+    bool broken = true;  // stays true when the reference is all zero
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = col; c < col + widths[s]; ++c) {
+        const auto i = static_cast<std::size_t>(r * total + c);
+        if (!std::isfinite(y[i]) || !std::isfinite(exact[i])) {
+          broken = true;
+          r = rows;
+          break;
+        }
+        if (exact[i] != 0) broken = false;
+      }
+    if (broken) out[s] = std::numeric_limits<double>::quiet_NaN();
+    col += widths[s];
+  }
+  return out;
 }
 
 std::vector<double> quant_error_vs_split(const std::vector<double>& fused,

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "fusebench/input_files.hpp"
+
 namespace fusebench {
 
 namespace {
@@ -219,25 +221,24 @@ RoutingAssignment zipf_routing(std::int64_t tokens, std::int64_t experts, std::i
   std::vector<std::int32_t> by_rank(static_cast<std::size_t>(experts));
   for (std::int64_t e = 0; e < experts; ++e) by_rank[e] = static_cast<std::int32_t>(e);
   for (std::int64_t i = experts - 1; i > 0; --i) std::swap(by_rank[i], by_rank[rng.below(i + 1)]);
-  std::vector<double> p(static_cast<std::size_t>(experts));
-  for (std::int64_t r = 0; r < experts; ++r) p[by_rank[r]] = std::pow(double(r + 1), -s);
-  std::vector<double> left(p.size());
+  // Drawn in log space (Gumbel-top-k: the k largest log p_e + G_e, G_e Gumbel, are k draws
+  // without replacement by p), where p = rank^-S itself underflows to 0 for all but the first
+  // experts at a large S (zipf:1100; zipf:400 at 128 experts). Above S = 1 the keys are divided
+  // by S (-log(rank) + G/S, the same order), so they stay finite for any finite S; ties at a huge
+  // S go to the lower rank, the limit of the distribution.
+  const double rank_scale = std::min(s, 1.0), noise_scale = 1.0 / std::max(s, 1.0);
+  std::vector<double> log_rank(static_cast<std::size_t>(experts));
+  for (std::int64_t r = 0; r < experts; ++r) log_rank[r] = -rank_scale * std::log(double(r + 1));
+  std::vector<std::pair<double, std::int64_t>> keys(static_cast<std::size_t>(experts));
   for (std::int64_t t = 0; t < tokens; ++t) {
-    left = p;
-    double total = 0;
-    for (double x : left) total += x;
-    for (std::int64_t i = 0; i < top_k; ++i) {  // draw without replacement
-      double u = rng.uniform() * total;
-      std::int64_t e = 0;
-      for (; e < experts - 1; ++e) {
-        if (left[e] > 0 && u < left[e]) break;
-        u -= left[e];
-      }
-      while (left[e] == 0) --e;  // rounding ran past the last expert still in play
-      a.expert_ids[t * top_k + i] = static_cast<std::int32_t>(e);
-      total -= left[e];
-      left[e] = 0;
+    for (std::int64_t r = 0; r < experts; ++r) {
+      const double u = std::max(rng.uniform(), 0x1.0p-60);  // (0, 1): log(0) is -inf
+      keys[r] = {log_rank[r] - noise_scale * std::log(-std::log(u)), -r};
     }
+    std::partial_sort(keys.begin(), keys.begin() + top_k, keys.end(),
+                      [](const auto& x, const auto& y) { return x > y; });
+    for (std::int64_t i = 0; i < top_k; ++i)
+      a.expert_ids[t * top_k + i] = by_rank[static_cast<std::size_t>(-keys[i].second)];
   }
   random_weights(a, rng);
   index_by_expert(a);
@@ -253,7 +254,8 @@ RoutingAssignment file_routing(std::string_view json_text, const std::string& na
   };
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(json_text);
+    // Bounded depth, and a key given twice refused: JSON would keep the last one silently.
+    root = parse_input_json(json_text, "routing file " + name, {.unique_keys = true});
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("not valid JSON (") + e.what() + ")");
   }
@@ -263,8 +265,18 @@ RoutingAssignment file_routing(std::string_view json_text, const std::string& na
     fail(
         "needs exactly one of \"expert_ids\" ([[e, ..], ..], k ids per token) or "
         "\"tokens_per_expert\" ([n_0, ..], one count per expert)");
+  for (const auto& [key, value] : root.items()) {
+    if (key != "expert_ids" && key != "tokens_per_expert")
+      fail("unknown key \"" + key +
+           "\" (valid: \"expert_ids\" or \"tokens_per_expert\", one of them; a misspelt "
+           "field would be ignored)");
+  }
+  // Read as the file wrote it: 2^64-1 is an unsigned value, and is printed as such, not as -1.
   const auto integer = [&](const nlohmann::json& v, const std::string& where) -> std::int64_t {
     if (!v.is_number_integer()) fail(where + " = " + v.dump() + " is not an integer");
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      fail(where + " = " + v.dump() + " is out of range (at most " + std::to_string(INT64_MAX) +
+           ")");
     return v.get<std::int64_t>();
   };
   if (ids) {
@@ -299,10 +311,14 @@ RoutingAssignment file_routing(std::string_view json_text, const std::string& na
     std::int64_t sum = 0;
     std::vector<std::int64_t> n(static_cast<std::size_t>(experts));
     for (std::int64_t e = 0; e < experts; ++e) {
-      n[e] = integer(list[e], "tokens_per_expert[" + std::to_string(e) + "]");
+      const std::string where = "tokens_per_expert[" + std::to_string(e) + "]";
+      if (list[e].is_number_unsigned() && list[e].get<std::uint64_t>() > std::uint64_t(tokens))
+        fail(where + " = " + list[e].dump() + " is not in 0..M=" + std::to_string(tokens) +
+             " (a token takes an expert once)");
+      n[e] = integer(list[e], where);
       if (n[e] < 0 || n[e] > tokens)
-        fail("tokens_per_expert[" + std::to_string(e) + "] = " + std::to_string(n[e]) +
-             " is not in 0..M=" + std::to_string(tokens) + " (a token takes an expert once)");
+        fail(where + " = " + list[e].dump() + " is not in 0..M=" + std::to_string(tokens) +
+             " (a token takes an expert once)");
       sum += n[e];
     }
     if (sum != tokens * top_k)
@@ -340,11 +356,8 @@ RoutingAssignment make_routing(const RoutingSource& source, const RoutingRule& r
     case RoutingKind::zipf:
       return zipf_routing(tokens, rule.experts, rule.top_k, source.zipf_s, seed);
     case RoutingKind::file: {
-      std::ifstream in(source.path);
-      if (!in) throw std::invalid_argument("--routing=file: cannot read '" + source.path + "'");
-      std::stringstream text;
-      text << in.rdbuf();
-      return file_routing(text.str(), source.path, tokens, rule.experts, rule.top_k, seed);
+      const std::string text = read_input_file(source.path, "the routing file");
+      return file_routing(text, source.path, tokens, rule.experts, rule.top_k, seed);
     }
   }
   throw std::logic_error("make_routing: unknown kind");

@@ -61,6 +61,7 @@ void check_entry_setup(const Entry& base, const Entry& cur, const Report& baseli
     throw InputError(base.name + ": " + field + " differs: " + baseline.file + " has " + b + ", " +
                      current.file + " has " + c + "; the " +
                      (group == "routing" ? std::string("routing decides each expert's rows")
+                      : field == "dtype" ? std::string("dtype decides the kernels")
                                          : std::string("quantized dtype decides the kernels")) +
                      ", so the entries are not compared: measure both with the same " +
                      (group == "routing" ? "--routing and --seed" : "--dtypes") +

@@ -72,6 +72,15 @@ void compare_advice(const advise::Table& baseline, const advise::Table& current,
                (run.flip ? " (the decision flipped)" : " (reported, not failed)")});
     }
   }
+  // Both reports hold comparisons and none matched: the rule compared nothing, which is no pass
+  // (issue 37: every entry's dtype changed under its name, and the gate passed).
+  if (r.advice.comparisons == 0 && !baseline.comparisons.empty() && !current.comparisons.empty()) {
+    r.unjudged.push_back(
+        "advice rule: none of the baseline's " + std::to_string(baseline.comparisons.size()) +
+        " comparison(s) is in the current report (their op, model, layer, dtype, tp or backend "
+        "differ), so nothing was compared, e.g. " +
+        without_device(baseline.comparisons[0].key));
+  }
 }
 
 std::string advice_rule_summary(const Result& r) {

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
+#include "fusebench/input_files.hpp"
 #include "fusebench/output_path.hpp"
 #include "fusebench/report_document.hpp"
 
@@ -61,11 +62,23 @@ std::set<std::string> parse_identity_fields(const std::vector<std::string>& valu
   return out;
 }
 
-void write_md(const std::string& path, const Result& result, const Options& o) {
-  // Appends, as GitHub's step summary expects several writers.
-  std::ofstream md(path, std::ios::app);
-  if (!md) throw InputError("--summary-md: cannot write " + path);
+// Appends, as GitHub's step summary expects several writers; a failed write (a full disk,
+// /dev/full) is an error naming the path, never a silent pass.
+struct SummaryWriteError : InputError {
+  using InputError::InputError;
+};
+void append_md(const OutputTarget& target, const std::string& text) {
+  try {
+    append_output(target, text);
+  } catch (const std::exception& e) {
+    throw SummaryWriteError("--summary-md: " + std::string(e.what()));
+  }
+}
+
+void write_md(const OutputTarget& target, const Result& result, const Options& o) {
+  std::ostringstream md;
   write_markdown(result, o, md);
+  append_md(target, md.str());
 }
 
 }  // namespace
@@ -138,11 +151,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     const int code = app.exit(e, out, err);
     return code == 0 ? 0 : 2;
   }
+  reset_file_registry();  // one call is one run (tests play several in one process)
+  OutputTarget md_target;
   try {
-    // Before anything is read or written: no output may be an input (issue 27).
-    refuse_output_over_input(
-        summary_md, "--summary-md",
-        {{"the baseline report", baseline_path}, {"the current report", current_path}});
+    // Before anything is read or written: no output may be an input (issues 27, 37).
+    register_input("the baseline report", baseline_path);
+    register_input("the current report", current_path);
+    if (!summary_md.empty()) md_target = check_output(summary_md, "--summary-md");
   } catch (const std::invalid_argument& e) {
     err << "fusebench-gate: refused: " << e.what() << "\n";
     return kExitUnusable;
@@ -178,7 +193,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       }
       const Result result = no_baseline_result(baseline_path, current, o);
       print_table(result, out, verbose);
-      if (!summary_md.empty()) write_md(summary_md, result, o);
+      if (!summary_md.empty()) write_md(md_target, result, o);
       return result.exit_code();
     }
     const Report baseline = parse_report(baseline_text, baseline_path);
@@ -193,13 +208,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
           result);
     }
     print_table(result, out, verbose);
-    if (!summary_md.empty()) write_md(summary_md, result, o);
+    if (!summary_md.empty()) write_md(md_target, result, o);
     return result.exit_code();
+  } catch (const SummaryWriteError& e) {
+    err << "fusebench-gate: error: " << e.what() << "\n";
+    return kExitUnusable;
   } catch (const InputError& e) {
     err << "fusebench-gate: unusable input: " << e.what() << "\n";
     if (!summary_md.empty()) {
-      std::ofstream md(summary_md, std::ios::app);
-      md << "## fusebench gate: unusable input\n\n```\n" << e.what() << "\n```\n";
+      try {
+        append_md(md_target,
+                  "## fusebench gate: unusable input\n\n```\n" + std::string(e.what()) + "\n```\n");
+      } catch (const SummaryWriteError& failed) {
+        err << "fusebench-gate: " << failed.what() << "\n";
+      }
     }
     return kExitUnusable;
   }

@@ -158,6 +158,9 @@ std::map<std::string, std::string> read_setup(const nlohmann::json& b) {
     if (const auto v = q->find("spec"); v != q->end()) out["quant.spec"] = text(*v);
   }
   if (const auto v = b.find("emulated"); v != b.end()) out["emulated"] = text(*v);
+  // The dtype too: an entry of the same name in another dtype matches no comparison of the
+  // advice rule, which would then compare nothing and pass (issue 37).
+  if (const auto v = b.find("dtype"); v != b.end()) out["dtype"] = text(*v);
   return out;
 }
 

@@ -657,6 +657,7 @@ OpInfo moe_op() {
             "per_expert_split"};
   op.in_default_sweep = false;  // every expert's weights: on request
   op.reads_all_experts = true;
+  op.own_flags = {"--routing"};
   // Grouped and padded are what its comparison is about on every backend (the CPU's grouped
   // GEMM: one parallel region, docs/measured.md).
   op.one_launch_everywhere = true;

@@ -1,21 +1,12 @@
 // The moe op's per-model set-up: the routing block each of its shards carries (the rule read from
 // the model's own config, the routing source, the seed, a checkpoint's router) and what the block
 // refuses. The sweep calls it through OpInfo::setup and names no op (docs/adding-an-op.md).
-#include <fstream>
-#include <sstream>
-
+#include "fusebench/input_files.hpp"
 #include "op_list.hpp"
 
 namespace fusebench::ops {
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A checkpoint's router (--weights, --routing=router): read before anything runs, so that a
 // missing or misshapen router tensor is bad input naming it (a model whose rule is refused is
@@ -25,7 +16,7 @@ std::shared_ptr<const RouterWeights> checkpoint_router(const ModelSetup& m) {
   const std::string path = m.checkpoint_dir + "/config.json";
   RoutingRule rule;
   try {
-    rule = routing_rule_from_config(read_text(path), path);
+    rule = routing_rule_from_config(read_input_file(path, "the checkpoint config"), path);
   } catch (const std::invalid_argument&) {
     return nullptr;  // the preparer says why
   }
@@ -44,7 +35,7 @@ std::shared_ptr<const MoeBlock> moe_block(const ModelSetup& m,
   } else {
     const std::string path =
         !m.config_path.empty() ? m.config_path : m.checkpoint_dir + "/config.json";
-    b->rule = routing_rule_from_config(read_text(path), path);
+    b->rule = routing_rule_from_config(read_input_file(path, "the model config"), path);
     b->config_name = path;
   }
   b->source = m.routing;
@@ -65,7 +56,11 @@ ShardPreparer moe_setup(const ModelSetup& m) {
     std::string why;  // the block's own refusals, at one token
     try {
       ShardShape probe = shard;
-      probe.moe = moe_block(m, router);
+      auto block = std::make_shared<MoeBlock>(*moe_block(m, router));
+      // A routing file is checked where it is used, at the sweep's own token counts (a
+      // tokens_per_expert file fits one M): this probe at M=1 routes uniformly.
+      if (block->source.kind == RoutingKind::file) block->source.kind = RoutingKind::uniform;
+      probe.moe = std::move(block);
       build_plan(op, "per_expert", probe, 1, DType::f32);
     } catch (const std::invalid_argument& e) {
       why = e.what();

@@ -55,6 +55,30 @@ void write_all(int fd, const std::string& content, const std::string& what) {
   }
 }
 
+// Opens `path` with `flags` without blocking (a fifo without a reader fails with ENXIO rather
+// than wait, signals masked, for one that may never come), then writes `content` blocking, every
+// return value checked (a full disk, /dev/full, is an error naming the path).
+void write_stream(const std::string& path, int flags, const std::string& content) {
+  const int fd = ::open(path.c_str(), flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    throw std::runtime_error(
+        "cannot open " + path + ": " + std::strerror(err) +
+        (err == ENXIO ? " (a fifo with no reader: start its reader first)" : ""));
+  }
+  try {
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+      throw std::runtime_error("cannot set up " + path + ": " + std::strerror(errno));
+    write_all(fd, content, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0)
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+}
+
 void write_atomically(const OutputTarget& t, const std::string& content) {
   const fs::path target(t.path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
@@ -76,7 +100,11 @@ void write_atomically(const OutputTarget& t, const std::string& content) {
     ::unlink(tmp.c_str());
     throw;
   }
-  ::close(fd);
+  if (::close(fd) != 0) {
+    const std::string err = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + tmp + ": " + err);
+  }
   // The target is checked again: a fifo or device put there since resolve_output is not replaced.
   if (::lstat(t.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     ::unlink(tmp.c_str());
@@ -170,51 +198,15 @@ void write_output(const OutputTarget& t, const std::string& content) {
     return;
   }
   // A fifo or character device: opened as it is, never created or truncated.
-  const int fd = ::open(t.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("cannot open " + t.path + ": " + std::strerror(errno));
-  try {
-    write_all(fd, content, t.path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
+  write_stream(t.path, O_WRONLY, content);
 }
 
-void refuse_output_over_input(const std::string& output, const std::string& flag,
-                              const std::vector<std::pair<std::string, std::string>>& inputs) {
-  if (output.empty() || output == "-") return;
-  std::error_code ec;
-  const auto resolved = [&](const fs::path& p) {
-    const fs::path c = fs::weakly_canonical(p, ec);
-    return ec ? fs::absolute(p, ec).lexically_normal() : c;
-  };
-  // The files an input stands for: itself, or for a directory (a checkpoint) the JSON and
-  // safetensors files directly in it.
-  std::vector<std::pair<std::string, fs::path>> files;
-  for (const auto& [what, path] : inputs) {
-    if (path.empty() || path == "-") continue;
-    if (fs::is_directory(path, ec)) {
-      for (const auto& e : fs::directory_iterator(path, ec)) {
-        const std::string name = e.path().filename().string();
-        const bool read = name.ends_with(".json") || name.ends_with(".safetensors");
-        if (read && e.is_regular_file(ec)) files.emplace_back(what, e.path());
-      }
-    } else {
-      files.emplace_back(what, path);
-    }
+void append_output(const OutputTarget& t, const std::string& content) {
+  if (t.fd >= 0) {
+    write_all(t.fd, content, descriptor_name(t.fd));
+    return;
   }
-  struct stat out {};
-  const bool out_exists = ::stat(output.c_str(), &out) == 0;
-  const fs::path out_path = resolved(output);
-  for (const auto& [what, path] : files) {
-    struct stat in {};
-    const bool same_inode = out_exists && ::stat(path.c_str(), &in) == 0 &&
-                            in.st_dev == out.st_dev && in.st_ino == out.st_ino;
-    if (same_inode || resolved(path) == out_path)
-      throw std::invalid_argument(flag + "=" + output + " is " + what + " (" + path.string() +
-                                  "): an output never replaces an input; write it elsewhere");
-  }
+  write_stream(t.path, O_WRONLY | O_APPEND | O_CREAT, content);
 }
 
 }  // namespace fusebench

@@ -68,7 +68,9 @@ DisplayOptions display_options(const std::vector<std::string>& args) {
   DisplayOptions o;
   o.format = string_flag(args, "benchmark_format", "console");
   check_format("benchmark_format", o.format);
-  check_format("benchmark_out_format", string_flag(args, "benchmark_out_format", "json"));
+  o.out = string_flag(args, "benchmark_out", "");
+  o.out_format = string_flag(args, "benchmark_out_format", "json");
+  check_format("benchmark_out_format", o.out_format);
   const std::string color = string_flag(args, "benchmark_color", "auto");
   o.color = color == "auto" ? stdout_is_color_terminal() : gbench_truthy(color);
   o.tabular = bool_flag(args, "benchmark_counters_tabular", false);

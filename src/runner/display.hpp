@@ -15,6 +15,9 @@ struct DisplayOptions {
   std::string format = "console";  // console | json | csv
   bool color = false;
   bool tabular = false;  // counters as columns (Google Benchmark's default: name=value)
+  // --benchmark_out and its format: written by the suite (run_files.hpp), not Google Benchmark.
+  std::string out;
+  std::string out_format = "json";
 };
 
 // Reads the flags from the command line as given (Google Benchmark's Initialize removes them from

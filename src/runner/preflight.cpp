@@ -1,11 +1,13 @@
 #include "preflight.hpp"
 
 #include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include "fusebench/checked_size.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
 
 namespace fusebench::bench {
@@ -33,7 +35,55 @@ std::string fitting_advice(const Fixture& f) {
          "activations stay whole)";
 }
 
+// The kernel's estimate of what the host can allocate without swapping; 0 when unknown.
+std::uint64_t host_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  std::uint64_t kib = 0;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+// The host memory the moe op takes to route its tokens, before its plan (and its buffers) exist:
+// per slot (token x top_k) an expert id, a weight, a slot index, a row's token, scale and input
+// scale (routing.hpp, ops/moe.cpp), and for the router source the hidden states and logits.
+std::uint64_t moe_routing_bytes(const Fixture& f) {
+  const MoeBlock& b = *f.shard.moe;
+  const auto what = [&] {
+    return "moe/" + f.variant + " at --tokens=" + std::to_string(f.tokens) + ": the routing";
+  };
+  const std::uint64_t slots = size_mul(f.tokens, b.rule.top_k, what);
+  std::uint64_t bytes = size_mul(slots, 4 + 4 + 8 + 8 + 4 + 4, what);
+  if (b.source.kind == RoutingKind::router)
+    bytes = size_add(
+        bytes, size_mul(size_mul(f.tokens, f.shard.hidden + b.rule.experts, what), 4, what), what);
+  return bytes;
+}
+
 }  // namespace
+
+void check_moe_routing_fits(const std::vector<Fixture>& fixtures) {
+  std::uint64_t available = 0;
+  bool read = false;
+  for (const auto& f : fixtures) {
+    if (f.op != "moe" || !f.shard.moe) continue;
+    if (!read) {
+      available = host_available_bytes();
+      read = true;
+    }
+    const std::uint64_t bytes = moe_routing_bytes(f);
+    if (available > 0 && bytes > available) {
+      throw std::invalid_argument(
+          f.name() + ": routing " + std::to_string(f.tokens) + " tokens to " +
+          std::to_string(f.shard.moe->rule.top_k) + " experts each needs " +
+          gib(static_cast<double>(bytes)) + " of host memory before any buffer, but " +
+          gib(static_cast<double>(available)) +
+          " is available (MemAvailable in /proc/meminfo): use fewer tokens (--tokens)");
+    }
+  }
+}
 
 std::uint64_t fixture_bytes(const Fixture& f) {
   try {
@@ -51,6 +101,7 @@ std::uint64_t fixture_bytes(const Fixture& f) {
 }
 
 void check_sizes(const std::vector<Fixture>& fixtures) {
+  check_moe_routing_fits(fixtures);  // before fixture_bytes builds (and routes) a plan
   for (const auto& f : fixtures) fixture_bytes(f);
 }
 

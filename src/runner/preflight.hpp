@@ -15,8 +15,14 @@ namespace fusebench::bench {
 // check_fits_in_memory weighs.
 std::uint64_t fixture_bytes(const Fixture& f);
 
-// fixture_bytes of every fixture: build_sweep refuses a sweep whose sizes overflow before anything
-// is listed or allocated (a wrapped size would allocate, index and report the wrong size).
+// Throws std::invalid_argument naming the first moe fixture whose routing alone (its host
+// arrays, sized per token x top_k slot) needs more host memory than is available: its plan could
+// not even be built to be listed (issue 37: --ops=moe --tokens=2^30 allocated until killed).
+void check_moe_routing_fits(const std::vector<Fixture>& fixtures);
+
+// fixture_bytes of every fixture, after check_moe_routing_fits: build_sweep refuses a sweep whose
+// sizes overflow before anything is listed or allocated (a wrapped size would allocate, index and
+// report the wrong size).
 void check_sizes(const std::vector<Fixture>& fixtures);
 
 // Throws std::invalid_argument naming the largest fixture that does not fit, its size and what

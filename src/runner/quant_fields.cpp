@@ -1,5 +1,7 @@
 #include "runner/quant_fields.hpp"
 
+#include <cmath>
+
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
@@ -86,6 +88,10 @@ void add_quant_accuracy(const Fixture& f, const ShardOutputs& got, const ShardOu
   for (const auto& [name, y] : got) {
     const auto cols = static_cast<std::int64_t>(y.size()) / rows;
     error[name] = quant_error(widened(y), exact.at(name), rows, {cols})[0];
+    if (std::isnan(error[name].get<double>()))  // dropped from the report as non-finite: say why
+      fields["quant_error_note"][name] =
+          "no quant_error: the output or its float64 reference is not finite, or the reference "
+          "is all zero";
     if (split != nullptr && f.variant != find_op(f.op).quant_split && split->count(name))
       vs_split[name] = quant_error_vs_split(widened(y), widened(split->at(name)), rows, {cols})[0];
   }

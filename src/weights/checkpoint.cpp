@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "fusebench/input_files.hpp"
+
 namespace fusebench {
 namespace fs = std::filesystem;
 namespace {
@@ -20,11 +22,11 @@ std::string read_text(const fs::path& path) {
   // A fifo would block the read, a directory reads as empty: say what it is instead.
   if (const auto what = not_a_regular_file(path.string()); !what.empty())
     throw CheckpointError(path.string() + " " + what + "; expected a regular file (JSON)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError(path.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  try {
+    return read_input_file(path.string(), "the checkpoint file");
+  } catch (const InputFileError& e) {
+    throw CheckpointError(e.what());
+  }
 }
 
 // A weight_map value must name a file inside the directory: relative, no "..". Symbolic links
@@ -67,7 +69,9 @@ Checkpoint::Checkpoint(const std::string& dir) : dir_(dir) {
     index_text_ = read_text(index_path_);
     nlohmann::json index;
     try {
-      index = nlohmann::json::parse(index_text_);
+      index = parse_input_json(index_text_, index_path_);
+    } catch (const InputFileError& e) {
+      throw CheckpointError(e.what());
     } catch (const nlohmann::json::exception& e) {
       throw CheckpointError(index_path_ + ": not valid JSON: " + printable(e.what()));
     }

@@ -30,10 +30,24 @@ std::vector<float> read_scale_values(const Checkpoint& checkpoint, const std::st
   flat.shape = {static_cast<std::int64_t>(t.info.elements())};
   auto values =
       read_window(t.file.path(), t.file.bytes(t.info), flat, 0, 0, flat.shape[0], 1, DType::f32);
-  for (std::size_t i = 0; i < values.size(); ++i)
+  for (std::size_t i = 0; i < values.size(); ++i) {
     if (!(values[i] > 0))
       fail("scale " + std::to_string(values[i]) + " at element " + std::to_string(i) +
            " is not > 0 (a scale multiplies every code of its tile)");
+    // A finite positive scale can still overflow or underflow what it multiplies: 3e38 times a
+    // code is inf, 1e-45 zeroes it. The range keeps a dequantized value (at most 448 x scale)
+    // and the product of two of them (an activation times a weight, summed over K) normal
+    // float32 numbers.
+    if (values[i] < kMinQuantScale || values[i] > kMaxQuantScale) {
+      char text[256];
+      std::snprintf(text, sizeof(text),
+                    "scale %g at element %zu is outside %g..%g (2^-56..2^47): its products with "
+                    "the codes would overflow or underflow float32",
+                    static_cast<double>(values[i]), i, static_cast<double>(kMinQuantScale),
+                    static_cast<double>(kMaxQuantScale));
+      fail(text);
+    }
+  }
   return values;
 }
 

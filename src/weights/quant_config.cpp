@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "fusebench/input_files.hpp"
 #include "fusebench/quant_checkpoint.hpp"
 
 namespace fusebench {
@@ -219,13 +220,11 @@ std::optional<CheckpointQuant> read_checkpoint_quant(const nlohmann::json& confi
 }
 
 std::optional<CheckpointQuant> read_checkpoint_quant_file(const std::string& config_path) {
-  std::ifstream in(config_path);
-  if (!in) throw CheckpointError(config_path + ": cannot be opened");
-  std::stringstream text;
-  text << in.rdbuf();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.str());
+    j = parse_input_json(read_input_file(config_path, "the checkpoint config"), config_path);
+  } catch (const InputFileError& e) {
+    throw CheckpointError(e.what());
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(config_path + ": not JSON: " + e.what());
   }

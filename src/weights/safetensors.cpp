@@ -14,6 +14,7 @@
 #include <set>
 
 #include "fusebench/checked_size.hpp"
+#include "fusebench/input_files.hpp"
 
 namespace fusebench {
 namespace {
@@ -289,6 +290,9 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, const std::
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  // Mapped, not read: the size limit of read_input_file does not apply (a shard is gigabytes),
+  // but it is one of the run's inputs, which no output may replace.
+  register_input("a checkpoint shard", path, InputNamedBy::reader);
   // O_NONBLOCK: opening a fifo must not wait for a writer (it is refused below, as not regular).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw CheckpointError(path + ": cannot open: " + std::strerror(errno));
