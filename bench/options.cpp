@@ -125,19 +125,8 @@ std::string number(double v) {
   return out.str();
 }
 
-// Checks what CLI11 cannot see: ranges, duplicates, combinations. Throws std::invalid_argument.
-void validate(const CLI::App& app, const Options& o) {
-  if ((!o.list_for.empty() || o.list_bytes) && !o.list) {
-    throw std::invalid_argument(std::string(o.list_bytes ? "--list-bytes" : "--list-for") +
-                                " only changes what --list prints: add --list");
-  }
-  if (o.list && (o.verify || o.verify_only)) {
-    const std::string flag = o.verify_only ? "--verify-only" : "--verify";
-    throw std::invalid_argument("--list and " + flag +
-                                ": --list prints the fixtures and runs nothing, so nothing would "
-                                "be verified; drop --list to verify (then the sweep runs), or " +
-                                flag + " to list");
-  }
+// The timing flags' ranges and combinations (CLI11 sees each value alone).
+void validate_timing(const CLI::App& app, const Options& o) {
   if (app.count("--timing-target-cv") > 0) {
     throw std::invalid_argument(
         "--timing-target-cv is retired: variants are measured interleaved and the stopping rule "
@@ -177,6 +166,22 @@ void validate(const CLI::App& app, const Options& o) {
                                   "' is invalid (auto, or a whole number of blocks 1..100)");
     }
   }
+}
+
+// Checks what CLI11 cannot see: ranges, duplicates, combinations. Throws std::invalid_argument.
+void validate(const CLI::App& app, const Options& o) {
+  if ((!o.list_for.empty() || o.list_bytes) && !o.list) {
+    throw std::invalid_argument(std::string(o.list_bytes ? "--list-bytes" : "--list-for") +
+                                " only changes what --list prints: add --list");
+  }
+  if (o.list && (o.verify || o.verify_only)) {
+    const std::string flag = o.verify_only ? "--verify-only" : "--verify";
+    throw std::invalid_argument("--list and " + flag +
+                                ": --list prints the fixtures and runs nothing, so nothing would "
+                                "be verified; drop --list to verify (then the sweep runs), or " +
+                                flag + " to list");
+  }
+  validate_timing(app, o);
   if (o.cpu_threads != "auto" && !parse_cpu_threads(o.cpu_threads)) {
     throw std::invalid_argument("--cpu-threads: '" + o.cpu_threads +
                                 "' is invalid (auto, or a whole number of threads 1..1024)");

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-LAYERS = ["core", "weights", "ops", "backends", "exec", "measure", "comm", "report", "cli",
+LAYERS = ["io", "core", "weights", "ops", "backends", "exec", "measure", "comm", "report", "cli",
           "runner", "advise", "gate", "bench"]
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
