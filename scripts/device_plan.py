@@ -63,10 +63,11 @@ NCU_REGION_S = 10.0       # assumed: ncu start, kernel replay per metric pass, o
 TORCH_IMPORT_S = 8.0      # assumed: python3 -c "import torch" and CUDA init
 TORCH_SAMPLE_S = 0.0003   # assumed: one cold sample (2x L2 flush read + F.linear + sync)
 BUILD_CONFIGURE_S = 20.0  # assumed: CMake configure with CUDA language checks
-BUILD_CXX_S = 12.0        # measured here, CCACHE_DISABLE, at a load of 5 on 2 cores: 60 s for
-                          # src/runner/group_runner.cpp, 17 s for tests/test_tp.cpp (about a third
-                          # of that unloaded); 12 s is their unloaded mean, rounded up
-BUILD_LONGEST_S = 20.0    # the longest unit (group_runner.cpp unloaded): the build's floor
+BUILD_CXX_S = 8.0         # measured here, CCACHE_DISABLE, a quiet fresh Release build on 2 cores
+                          # (2026-12-05, after the op-descriptor redesign split the larger units):
+                          # 3.0 s the mean src/ unit (-O3), 4.2 s the mean tests/ unit (-O1);
+                          # twice the larger, rounded up, for a device CPU we have not timed
+BUILD_LONGEST_S = 22.0    # the longest unit, twice bench/options.cpp's 10.6 s measured with it
 BUILD_CUDA_S = 15.0       # measured here: 5 s for src/backends/cuda_kernels.cu (sm_90), x3
 BUILD_LINK_S = 2.0        # assumed: one link
 BUILD_LINK_TAIL_S = 5.0   # assumed: the links after the last compile
