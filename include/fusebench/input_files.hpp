@@ -51,6 +51,10 @@ std::string read_input_file(const std::string& path, const std::string& what,
 struct JsonInputRules {
   int max_depth = kMaxJsonDepth;
   bool unique_keys = false;  // refuse a key given twice in one object (JSON keeps the last)
+  // How the repeated key and its path are quoted in that message; null: the key in double
+  // quotes, the path as is. (The config reader passes printable.hpp's quote_name, which also
+  // escapes what a terminal would act on.)
+  std::string (*quote)(std::string_view) = nullptr;
 };
 // Parses `text` (from `name`, for errors). Throws InputFileError for nesting deeper than
 // rules.max_depth or, with unique_keys, a repeated key (naming it and where); a syntax error is

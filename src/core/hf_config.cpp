@@ -4,7 +4,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -268,60 +267,7 @@ void read_mla(const ConfigReader& c, const Family& f, ModelShape& m) {
 // would run with whichever came last; refused instead, naming the key and where it is (any
 // nesting level), as the checkpoint reader refuses a tensor named twice.
 nlohmann::json parse_unique_keys(std::string_view text, const std::string& name) {
-  struct Level {
-    bool object = false;
-    std::string path;  // where this object or array is, e.g. "text_config" or "a[2]"
-    std::set<std::string> keys;
-    std::string last_key;   // the key whose value is being parsed
-    std::size_t index = 0;  // the array element being parsed
-  };
-  std::vector<Level> open;
-  const auto path_of_child = [](const Level& parent) {
-    if (!parent.object) return parent.path + "[" + std::to_string(parent.index) + "]";
-    return parent.path.empty() ? parent.last_key : parent.path + "." + parent.last_key;
-  };
-  const auto next_element = [&] {
-    if (!open.empty() && !open.back().object) ++open.back().index;
-  };
-  using Event = nlohmann::json::parse_event_t;
-  const auto callback = [&](int, Event event, nlohmann::json& parsed) {
-    switch (event) {
-      case Event::object_start:
-      case Event::array_start: {
-        if (open.size() >= static_cast<std::size_t>(kMaxJsonDepth))  // input_files.hpp
-          throw std::invalid_argument(name + ": JSON nested deeper than " +
-                                      std::to_string(kMaxJsonDepth) +
-                                      " levels (the limit for any input, docs/usage.md)");
-        Level level;
-        level.object = event == Event::object_start;
-        if (!open.empty()) level.path = path_of_child(open.back());
-        open.push_back(std::move(level));
-        break;
-      }
-      case Event::key: {
-        Level& level = open.back();
-        std::string key = parsed.get<std::string>();
-        if (!level.keys.insert(key).second) {
-          throw std::invalid_argument(
-              name + ": key " + quote_name(key) + " appears twice" +
-              (level.path.empty() ? "" : " in " + quote_name(level.path)) +
-              " (JSON would keep the last one silently; keep the one you mean)");
-        }
-        level.last_key = std::move(key);
-        break;
-      }
-      case Event::object_end:
-      case Event::array_end:
-        open.pop_back();
-        next_element();
-        break;
-      case Event::value:
-        next_element();
-        break;
-    }
-    return true;
-  };
-  return nlohmann::json::parse(text, callback);
+  return parse_input_json(text, name, {kMaxJsonDepth, /*unique_keys=*/true, quote_name});
 }
 
 // tp_mlp is a dense column/row pair: refused where the model has no gate/up pair, or no dense

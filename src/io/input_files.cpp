@@ -199,10 +199,13 @@ nlohmann::json parse_input_json(std::string_view text, const std::string& name,
         if (!rules.unique_keys || open.empty()) break;
         Level& level = open.back();
         std::string key = parsed.get<std::string>();
-        if (!level.keys.insert(key).second)
-          throw InputFileError(name + ": key \"" + key + "\" appears twice" +
-                               (level.path.empty() ? "" : " in " + level.path) +
+        if (!level.keys.insert(key).second) {
+          const std::string shown_key = rules.quote ? rules.quote(key) : "\"" + key + "\"";
+          const std::string shown_path = rules.quote ? rules.quote(level.path) : level.path;
+          throw InputFileError(name + ": key " + shown_key + " appears twice" +
+                               (level.path.empty() ? "" : " in " + shown_path) +
                                " (JSON would keep the last one silently; keep the one you mean)");
+        }
         level.last_key = std::move(key);
         break;
       }
