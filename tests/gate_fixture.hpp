@@ -40,9 +40,13 @@ class Gate : public ::testing::Test {
   }
   int run_text(const std::string& base, const std::string& cur,
                std::vector<std::string> flags = {}) {
-    std::vector<std::string> args = {"fusebench-gate", write("base.json", base),
-                                     write("cur.json", cur)};
+    std::vector<std::string> args = {write("base.json", base), write("cur.json", cur)};
     args.insert(args.end(), flags.begin(), flags.end());
+    return run_paths(std::move(args));
+  }
+  // The gate's command line as given (the paths and flags after the program's name).
+  int run_paths(std::vector<std::string> args) {
+    args.insert(args.begin(), "fusebench-gate");
     std::vector<const char*> argv;
     for (const auto& a : args) argv.push_back(a.c_str());
     std::ostringstream o, e;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fusebench/gate.hpp"
+#include "gate_fixture.hpp"
 #include "report_fixtures.hpp"
 
 using nlohmann::json;
@@ -24,43 +25,10 @@ using fusebench::test::report;
 
 namespace {
 
-class GateInputs : public ::testing::Test {
- protected:
-  fs::path dir;
-  std::string out, err;
-  void SetUp() override {
-    dir = fs::temp_directory_path() /
-          ("fusebench_gate_inputs_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) {
-    const auto p = (dir / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
-  int run_paths(std::vector<std::string> args) {
-    args.insert(args.begin(), "fusebench-gate");
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::ostringstream o, e;
-    const int rc = fusebench::gate::run_cli(static_cast<int>(argv.size()), argv.data(), o, e);
-    out = o.str();
-    err = e.str();
-    return rc;
-  }
-  int run(const json& base, const json& cur, std::vector<std::string> flags = {}) {
-    std::vector<std::string> args = {write("base.json", base.dump()),
-                                     write("cur.json", cur.dump())};
-    args.insert(args.end(), flags.begin(), flags.end());
-    return run_paths(args);
-  }
-};
-
-const std::string kA = "qkv/split/model:m/tokens:1/tp:1/dtype:bf16/manual_time";
-const std::string kB = "qkv/fused/model:m/tokens:1/tp:1/dtype:bf16/manual_time";
+// The gate's fixture (gate_fixture.hpp), under the name these tests were written with.
+class GateInputs : public fusebench::test::Gate {};
+using fusebench::test::kA;
+using fusebench::test::kB;
 
 }  // namespace
 
