@@ -48,25 +48,37 @@ std::shared_ptr<const MoeBlock> moe_block(const ModelSetup& m,
 }  // namespace
 
 ShardPreparer moe_setup(const ModelSetup& m) {
+  const std::string op = "moe";
   const auto router = checkpoint_router(m);
-  return [m, router](ShardShape& shard, const std::vector<QuantSpec>& specs) {
-    const std::string op = "moe";
+  // The block, once per model (its config is read once): read-only, shared by every shard. What
+  // makes it unreadable (a rule the suite refuses, an unreadable config) is the op's refusal.
+  std::shared_ptr<const MoeBlock> block;
+  std::string unreadable;
+  if (!op_layers(op, *m.model).empty()) {
+    try {
+      block = moe_block(m, router);
+    } catch (const std::invalid_argument& e) {
+      unreadable = e.what();
+    }
+  }
+  return [m, op, block, unreadable](ShardShape& shard, const std::vector<QuantSpec>& specs) {
     if (op_layers(op, *m.model).empty())
       return std::vector<OpRefusal>{{op, "the model has no routed experts"}};
+    if (!block) return std::vector<OpRefusal>{{op, unreadable}};
     std::string why;  // the block's own refusals, at one token
     try {
       ShardShape probe = shard;
-      auto block = std::make_shared<MoeBlock>(*moe_block(m, router));
+      auto uniform = std::make_shared<MoeBlock>(*block);
       // A routing file is checked where it is used, at the sweep's own token counts (a
       // tokens_per_expert file fits one M): this probe at M=1 routes uniformly.
-      if (block->source.kind == RoutingKind::file) block->source.kind = RoutingKind::uniform;
-      probe.moe = std::move(block);
+      if (uniform->source.kind == RoutingKind::file) uniform->source.kind = RoutingKind::uniform;
+      probe.moe = std::move(uniform);
       build_plan(op, "per_expert", probe, 1, DType::f32);
     } catch (const std::invalid_argument& e) {
       why = e.what();
     }
     if (why.empty()) {
-      shard.moe = moe_block(m, router);
+      shard.moe = block;
       return std::vector<OpRefusal>{};
     }
     // Left out with the reason, never an error: a sweep over dense and MoE models, or a GPU
@@ -76,7 +88,7 @@ ShardPreparer moe_setup(const ModelSetup& m) {
     for (const QuantSpec& spec : specs) {
       try {
         ShardShape q = shard;
-        q.moe = moe_block(m, router);
+        q.moe = block;
         build_plan(op, "per_expert", q, 1, DType::bf16, spec);
       } catch (const std::invalid_argument& e) {
         if (why != e.what()) out.push_back({op + " dtype:" + spec.name(), e.what()});
