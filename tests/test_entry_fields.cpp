@@ -2,7 +2,11 @@
 // says of the time, the interval, contention and the comparison, without running anything.
 #include <gtest/gtest.h>
 
+#include "fusebench/cost_model.hpp"
+#include "fusebench/ops.hpp"
+#include "fusebench/shapes.hpp"
 #include "runner/entry_fields.hpp"
+#include "runner/step_profile.hpp"
 
 namespace fb = fusebench;
 namespace m = fusebench::measure;
@@ -147,4 +151,34 @@ TEST(EntryFields, ClocksAndModelCost) {
   EXPECT_DOUBLE_EQ(r.counters.at("model_intensity"), 2);
   EXPECT_DOUBLE_EQ(r.counters.at("tokens"), 16);
   EXPECT_DOUBLE_EQ(r.counters.at("tp"), 2);
+}
+
+// The step profile (runner/step_profile.hpp) of gate_up's split plan: two GEMMs and the
+// activation, their shares of the steps' sum, the activation's bytes against the copy ceiling.
+TEST(StepProfile, SharesByKindNonGemmShareAndCopyFraction) {
+  const fb::Plan plan = fb::build_plan(
+      "gate_up", "split", fb::shard(fb::find_model("qwen3-0.6b"), 1), 64, fb::DType::bf16);
+  const std::vector<fb::StepCostEntry> costs = fb::step_costs(plan);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[0].kind, "gemm");
+  EXPECT_EQ(costs[2].kind, "activation");
+  fb::bench::EntryResult r;
+  // GEMMs 3 ms each, the activation 4 ms: glue dominates.
+  fb::bench::add_step_profile(plan, {3e-3, 3e-3, 4e-3}, 10e9, 0.02, r);
+  const auto& p = r.fields.at("step_profile");
+  ASSERT_EQ(p.at("kinds").size(), 2u);
+  EXPECT_EQ(p.at("kinds")[0].at("kind"), "gemm");
+  EXPECT_EQ(p.at("kinds")[0].at("steps"), 2);
+  EXPECT_DOUBLE_EQ(p.at("kinds")[0].at("share").get<double>(), 0.6);
+  EXPECT_EQ(p.at("dominant"), "gemm");
+  EXPECT_DOUBLE_EQ(r.counters.at("non_gemm_share"), 0.4);
+  EXPECT_DOUBLE_EQ(p.at("sum_of_entry_time").get<double>(), 0.5);
+  const auto& act = p.at("kinds")[1];
+  EXPECT_DOUBLE_EQ(act.at("of_copy_bandwidth").get<double>(),
+                   costs[2].bytes / 4e-3 / 10e9);                // 3 M N bytes over its time
+  EXPECT_FALSE(p.at("kinds")[0].contains("of_copy_bandwidth"));  // a GEMM is judged by FLOPs
+  // No time at all (a plan whose steps were not timed): no profile rather than a share of 0/0.
+  fb::bench::EntryResult none;
+  fb::bench::add_step_profile(plan, {0, 0, 0}, 10e9, 0.02, none);
+  EXPECT_FALSE(none.fields.contains("step_profile"));
 }

@@ -4,6 +4,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "fusebench/link_model.hpp"
 #include "fusebench/plan.hpp"
@@ -62,6 +64,15 @@ struct Ceilings {
   std::string source;     // "measured", "nominal:<gpu>", ...
   double ridge() const { return bandwidth > 0 ? peak_flops / bandwidth : 0; }
 };
+
+// One step's share of a plan's cost, in plan order (step_costs), and what kind of step it is, as
+// step profiles name them: gemm, scaled_gemm (a quantized GEMM with its scale epilogue),
+// activation, bias, norm, quantize, gather, combine, gate, collective.
+struct StepCostEntry {
+  std::string_view kind;
+  double flops = 0, bytes = 0, comm_bytes = 0;
+};
+std::vector<StepCostEntry> step_costs(const Plan& plan);
 
 // Roofline time of a plan: each step bound by max(flops/peak, bytes/bandwidth), summed, plus
 // `per_launch_s` for every launch.

@@ -112,6 +112,11 @@ class Workspace {
   // lane 1 runs on this workspace's communication thread while the calling thread runs lane 0;
   // the call returns when both are done, and rethrows the first failure of either.
   void run_on(std::span<void* const> buffers, Communicator* comm = nullptr);
+  // Each step's seconds when run alone, in plan order: `runs` runs of the plan with the backend's
+  // timer around every step (so a GPU backend waits after each), each step's median. What a
+  // step profile reports (which step kind dominates); the steps of a plan with collectives need
+  // every rank, so such a plan is refused (std::invalid_argument).
+  std::vector<double> time_steps(int runs);
   MatRef ref(const View& view) const { return ref_in(buffers_, view); }
   // A view of `buffers` (laid out as this plan's buffers).
   MatRef ref_in(std::span<void* const> buffers, const View& view) const;

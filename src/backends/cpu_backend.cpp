@@ -1,6 +1,6 @@
 // CPU backend: GEMMs through cpu_gemm (OpenBLAS sgemv for one-row fp32 products, oneDNN matmul
-// otherwise; see cpu_gemm.hpp), elementwise steps as loops. Used where no GPU is present, and as
-// a second implementation the tests compare against.
+// otherwise; see cpu_gemm.hpp), elementwise steps vectorized and threaded (cpu_elementwise.hpp).
+// Used where no GPU is present, and as a second implementation the tests compare against.
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,26 +18,15 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu_elementwise.hpp"
 #include "backends/cpu_gemm.hpp"
 #include "backends/cpu_memory.hpp"
 #include "backends/cpu_quant.hpp"
-#include "backends/host_mat.hpp"
 #include "fusebench/backend.hpp"
 #include "fusebench/cost_model.hpp"
 
 namespace fusebench {
 namespace {
-
-// y[r, c] += bias[r] of a [N, 1] bias (y.cols contiguous elements of y's dtype): the separate
-// bias add (BiasAddStep). A GEMM's own bias is added inside its library call (cpu_gemm.cpp).
-void add_bias(const MatRef& y, const MatRef& bias) {
-  if (bias.rows != y.cols || bias.dtype != y.dtype)
-    throw std::invalid_argument("bias of " + std::to_string(bias.rows) + " elements for " +
-                                std::to_string(y.cols) + " columns");
-  for (std::int64_t r = 0; r < y.rows; ++r) {
-    for (std::int64_t c = 0; c < y.cols; ++c) store(y, r, c, load(y, r, c) + load(bias, c, 0));
-  }
-}
 
 class SteadyTimer final : public RegionTimer {
  public:
@@ -134,29 +123,7 @@ class CpuBackend final : public Backend {
       throw std::invalid_argument("gather_rows: " + std::to_string(rows.size()) + " rows for " +
                                   std::to_string(dst.rows) + ", or src and dst differ");
     ++calls_;
-    if (!scale.empty()) {  // dst row i = scale[i] * src row rows[i], rounded to dst's dtype
-      for (std::int64_t i = 0; i < dst.rows; ++i) {
-        const std::int64_t r = rows[static_cast<std::size_t>(i)];
-        const float w = scale[static_cast<std::size_t>(i)];
-        for (std::int64_t c = 0; c < dst.cols; ++c)
-          store(dst, i, c, r < 0 ? 0.0f : w * load(src, r, c));
-      }
-      return;
-    }
-    const std::size_t row = static_cast<std::size_t>(dst.cols) * dtype_size(dst.dtype);
-    for (std::int64_t i = 0; i < dst.rows; ++i) {
-      auto* to = static_cast<std::byte*>(dst.data) +
-                 static_cast<std::size_t>(i * dst.ld) * dtype_size(dst.dtype);
-      const std::int64_t r = rows[static_cast<std::size_t>(i)];
-      if (r < 0) {
-        std::memset(to, 0, row);  // zero in every dtype
-      } else {
-        std::memcpy(to,
-                    static_cast<const std::byte*>(src.data) +
-                        static_cast<std::size_t>(r * src.ld) * dtype_size(src.dtype),
-                    row);
-      }
-    }
+    cpu::gather_scaled(src, dst, rows, scale, gemm_.threads());
   }
 
   void scatter_add(const MatRef& src, const MatRef& dst, std::span<const std::int64_t> rows,
@@ -166,58 +133,19 @@ class CpuBackend final : public Backend {
       throw std::invalid_argument("scatter_add: " + std::to_string(rows.size()) + " rows for " +
                                   std::to_string(src.rows) + ", or src and dst differ");
     ++calls_;
-    if (zero_dst) {
-      for (std::int64_t r = 0; r < dst.rows; ++r)
-        for (std::int64_t c = 0; c < dst.cols; ++c) store(dst, r, c, 0.0f);
-    }
-    // In dst's dtype after every add, as a combine kernel accumulating into its output does.
-    for (std::int64_t i = 0; i < src.rows; ++i) {
-      const std::int64_t r = rows[static_cast<std::size_t>(i)];
-      if (r < 0) continue;
-      const float w = scale[static_cast<std::size_t>(i)];
-      for (std::int64_t c = 0; c < src.cols; ++c)
-        store(dst, r, c, load(dst, r, c) + w * load(src, i, c));
-    }
+    cpu::scatter_add(src, dst, rows, scale, zero_dst, gemm_.threads());
   }
 
   void sigmoid_gate_rows(const MatRef& x, const MatRef& gate) override {
     if (gate.rows != x.rows || gate.cols != 1)
       throw std::invalid_argument("sigmoid_gate_rows: the gate is not one column per row of x");
     ++calls_;
-    for (std::int64_t r = 0; r < x.rows; ++r) {
-      const float g = 1.0f / (1.0f + std::exp(-load(gate, r, 0)));
-      for (std::int64_t c = 0; c < x.cols; ++c) store(x, r, c, g * load(x, r, c));
-    }
+    cpu::sigmoid_gate_rows(x, gate, gemm_.threads());
   }
 
   void act_and_mul(const ActAndMulArgs& a) override {
     ++calls_;
-    const std::int64_t st = a.col_stride;
-    const auto limit = static_cast<float>(a.limit);
-    const auto alpha = static_cast<float>(kSwigluOaiAlpha);
-    for (std::int64_t r = 0; r < a.out.rows; ++r) {
-      for (std::int64_t c = 0; c < a.out.cols; ++c) {
-        const float g = load(a.gate, r, c * st), u = load(a.up, r, c * st);
-        float v = 0;
-        switch (a.act) {
-          case Activation::silu:
-            v = g / (1.0f + std::exp(-g)) * u;
-            break;
-          case Activation::gelu_tanh:
-            v = 0.5f * g * (1.0f + std::tanh(0.7978845608f * (g + 0.044715f * g * g * g))) * u;
-            break;
-          case Activation::gelu:
-            v = 0.5f * g * (1.0f + std::erf(g * 0.70710678f)) * u;
-            break;
-          case Activation::swigluoai: {
-            const float gc = std::min(g, limit), uc = std::clamp(u, -limit, limit);
-            v = (uc + 1.0f) * gc / (1.0f + std::exp(-alpha * gc));
-            break;
-          }
-        }
-        store(a.out, r, c, v);
-      }
-    }
+    cpu::act_and_mul(a, gemm_.threads());
   }
 
   // int8 through oneDNN where it can, fp8 (and int8 without it) as exact emulations
@@ -249,7 +177,7 @@ class CpuBackend final : public Backend {
   // One library call for all members, as the GPU's one launch.
   void bias_add(std::span<const BiasAddArgs> members) override {
     ++calls_;
-    for (const auto& m : members) add_bias(m.y, m.bias);
+    for (const auto& m : members) cpu::add_bias(m.y, m.bias, gemm_.threads());
   }
 
   void rms_norm(const MatRef& x, const MatRef& weight, const MatRef& out, float eps) override {
@@ -257,13 +185,7 @@ class CpuBackend final : public Backend {
       throw std::invalid_argument("rms_norm: x, weight [1, cols] and out differ in shape");
     }
     ++calls_;
-    for (std::int64_t r = 0; r < out.rows; ++r) {
-      float sum = 0;  // fp32 accumulation, as the CUDA kernel
-      for (std::int64_t c = 0; c < x.cols; ++c) sum += load(x, r, c) * load(x, r, c);
-      const float inv = 1.0f / std::sqrt(sum / static_cast<float>(x.cols) + eps);
-      for (std::int64_t c = 0; c < x.cols; ++c)
-        store(out, r, c, load(x, r, c) * inv * load(weight, 0, c));
-    }
+    cpu::rms_norm(x, weight, out, eps, gemm_.threads());
   }
 
   void synchronize() override {}
@@ -273,6 +195,11 @@ class CpuBackend final : public Backend {
   nlohmann::json context() const override {
     nlohmann::json j = {{"backend", "cpu"}, {"cpu_gemm", gemm_.context()}};
     j["hardware_threads"] = j["cpu_gemm"]["hardware_threads"];
+    j["elementwise"] = {{"isa", cpu::elementwise_isa()},
+                        {"threads", "the GEMM library's (--cpu-threads)"},
+                        {"steps",
+                         "act_and_mul, bias, gather, combine, gate, rms_norm, quantize, "
+                         "scale epilogue output"}};
     return j;
   }
 

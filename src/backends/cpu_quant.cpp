@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "backends/cpu_elementwise.hpp"
 #include "backends/host_mat.hpp"
 
 namespace fusebench::cpu {
@@ -51,95 +52,6 @@ std::string execution(const CpuGemm& gemm, QuantDType dtype) {
                      std::string(to_string(dtype)) + " instructions run";
   if (dtype == QuantDType::int8) text += " (no native int8: " + gemm.int8_unavailable() + ")";
   return text;
-}
-
-namespace {
-
-// int8_from_double(x / scale) on the float quotient, without the double or libm: the same NaN
-// rule, clamp and round half to even, each step exact for |q| <= 127 (a loop the compiler
-// vectorizes, where floor and fmod were calls).
-inline std::uint8_t int8_code(float q) {
-  if (q != q) return 0;  // NaN
-  q = std::min(std::max(q, -127.0f), 127.0f);
-  int r = static_cast<int>(q);     // toward zero
-  r -= static_cast<float>(r) > q;  // floor
-  const float diff = q - static_cast<float>(r);
-  r += (diff > 0.5f) | ((diff == 0.5f) & (r & 1));  // ties to even
-  return static_cast<std::uint8_t>(static_cast<std::int8_t>(r));
-}
-
-// One row of x as fp32, whatever its dtype.
-void row_as_float(const MatRef& x, std::int64_t r, float* out) {
-  for (std::int64_t c = 0; c < x.cols; ++c) out[c] = load(x, r, c);
-}
-
-}  // namespace
-
-void quantize(const QuantizeArgs& a, int threads) {
-  const QuantRef& o = a.out;
-  if (a.x.rows != o.rows || a.x.cols != o.cols)
-    throw std::invalid_argument("quantize: x and its codes differ in shape");
-  const QuantMat grid = grid_of(o);
-  const std::int64_t rows = o.rows, cols = o.cols, tile_rows = grid.tile_rows(),
-                     tile_cols = grid.tile_cols(), scale_cols = grid.scale_cols();
-  const auto scales = static_cast<std::size_t>(grid.scale_rows() * scale_cols);
-  if (a.static_scale)
-    for (std::size_t i = 0; i < scales; ++i)
-      if (!(o.scales[i] > 0) || !std::isfinite(o.scales[i]))
-        throw std::invalid_argument("quantize: scale " + std::to_string(o.scales[i]) +
-                                    " is not a positive finite number");
-  // The same codes and scales as the host's quantize() (the verifier's reference), on the
-  // backend's threads: x once as fp32, each row's amax per scale tile, the tiles' scales, then
-  // the codes.
-  thread_local std::vector<float> xf, row_amax;
-  xf.resize(static_cast<std::size_t>(rows * cols));
-  row_amax.assign(static_cast<std::size_t>(rows * scale_cols), 0.0f);
-  // (thread_local: the OpenMP threads below reach this thread's buffers through these pointers)
-  float* const x_data = xf.data();
-  float* const amax_data = row_amax.data();
-  [[maybe_unused]] const int team =
-      static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(rows, 1)));
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
-#endif
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* row = x_data + r * cols;
-    row_as_float(a.x, r, row);
-    if (a.static_scale) continue;
-    for (std::int64_t t = 0; t < scale_cols; ++t) {
-      float m = 0;
-      for (std::int64_t c = t * tile_cols; c < std::min(cols, (t + 1) * tile_cols); ++c)
-        m = std::max(m, std::fabs(row[c]));
-      amax_data[r * scale_cols + t] = m;
-    }
-  }
-  if (!a.static_scale) {
-    std::fill(o.scales, o.scales + scales, 0.0f);
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t t = 0; t < scale_cols; ++t) {
-        float& m = o.scales[(r / tile_rows) * scale_cols + t];
-        m = std::max(m, amax_data[r * scale_cols + t]);
-      }
-    for (std::size_t i = 0; i < scales; ++i) o.scales[i] = dynamic_scale(o.dtype, o.scales[i]);
-  }
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
-#endif
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* row = x_data + r * cols;
-    std::uint8_t* codes = o.codes + r * o.ld;
-    const float* scale = o.scales + (r / tile_rows) * scale_cols;
-    for (std::int64_t t = 0; t < scale_cols; ++t) {
-      const float s = scale[t];
-      const std::int64_t end = std::min(cols, (t + 1) * tile_cols);
-      if (o.dtype == QuantDType::int8) {
-        for (std::int64_t c = t * tile_cols; c < end; ++c) codes[c] = int8_code(row[c] / s);
-      } else {
-        for (std::int64_t c = t * tile_cols; c < end; ++c)
-          codes[c] = fp8_e4m3fn_from_float(row[c] / s);
-      }
-    }
-  }
 }
 
 void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
@@ -195,15 +107,7 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
   }
   if (bf16_direct) return;  // the epilogue wrote y
   const float* result = one_block ? part.data() : acc.data();
-  for (std::int64_t i = 0; i < m; ++i) {
-    const float* row = result + i * n;
-    if (a.y.dtype == DType::bf16) {
-      auto* out = static_cast<std::uint16_t*>(a.y.data) + i * a.y.ld;
-      for (std::int64_t j = 0; j < n; ++j) out[j] = float_to_bf16(row[j]);
-    } else {
-      for (std::int64_t j = 0; j < n; ++j) store(a.y, i, j, row[j]);
-    }
-  }
+  store_rows(result, n, a.y, gemm.threads());
 }
 
 }  // namespace fusebench::cpu

@@ -143,6 +143,33 @@ void for_each_step_cost(const Plan& plan, F&& f) {
 
 }  // namespace
 
+std::vector<StepCostEntry> step_costs(const Plan& plan) {
+  std::vector<StepCostEntry> out;
+  for_each_step_cost(plan, [&](const StepCost& c, int, int, int) {
+    out.push_back({{}, c.flops, c.bytes, c.comm_bytes});
+  });
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].kind = std::visit(
+        [](const auto& s) -> std::string_view {
+          using T = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<T, GemmStep> || std::is_same_v<T, GroupedGemmStep>)
+            return "gemm";
+          if constexpr (std::is_same_v<T, ScaledGemmStep> ||
+                        std::is_same_v<T, GroupedScaledGemmStep>)
+            return "scaled_gemm";
+          if constexpr (std::is_same_v<T, ActAndMulStep>) return "activation";
+          if constexpr (std::is_same_v<T, BiasAddStep>) return "bias";
+          if constexpr (std::is_same_v<T, RmsNormStep>) return "norm";
+          if constexpr (std::is_same_v<T, QuantizeStep>) return "quantize";
+          if constexpr (std::is_same_v<T, GatherRowsStep>) return "gather";
+          if constexpr (std::is_same_v<T, ScatterAddStep>) return "combine";
+          if constexpr (std::is_same_v<T, SigmoidGateRowsStep>) return "gate";
+          return "collective";
+        },
+        plan.steps[i]);
+  return out;
+}
+
 std::optional<CollectiveCall> collective_call(const Step& step, DType dtype) {
   const double elem = static_cast<double>(dtype_size(dtype));
   const auto size = [&](const View& v) { return elements(v) * elem; };

@@ -14,6 +14,7 @@
 #include "fusebench/ops.hpp"
 #include "fusebench/tp.hpp"
 #include "runner/quant_fields.hpp"
+#include "runner/step_profile.hpp"
 
 namespace fusebench::bench {
 
@@ -670,6 +671,10 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
   add_roofline(f, m, g.regime, s.median, cost, r);
   add_counters(pos, g.regime, cost, r);
   if (a.tp) add_tp_report(pos, s.median, r);
+  if (!a.tp) {  // a TP rank's steps need every rank: its collectives' share is in the TP report
+    const double copy = settings_.ceilings != nullptr ? settings_.ceilings->bandwidth : 0;
+    add_step_profile(m.ws->plan(), m.ws->time_steps(kStepProfileRuns), copy, s.median, r);
+  }
   add_model_cost(cost, f.tokens, f.shard.tp, r);
   if (nlohmann::json rows = f.rows_json(); !rows.is_null()) r.fields["expert_rows"] = rows;
   if (f.quant) {  // accuracy beside time: against float64 and against split's output
