@@ -190,9 +190,7 @@ struct RmsNormTile {  // whole rows: the sum of squares needs every column
     for (std::int64_t c = 0; c < x.cols; c += kChunk) {
       const std::int64_t n = std::min(kChunk, x.cols - c);
       to_float(element(x, r, c), x.dtype, 1, n, v);
-#ifdef _OPENMP
-#pragma omp simd reduction(+ : sum)
-#endif
+      FB_SIMD_SUM
       for (std::int64_t k = 0; k < n; ++k) sum += v[k] * v[k];
     }
     const float inv = 1.0f / std::sqrt(sum / static_cast<float>(x.cols) + eps);

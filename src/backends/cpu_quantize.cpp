@@ -28,9 +28,7 @@ struct AmaxRow {
       for (std::int64_t s = 0; s < n;) {
         const std::int64_t t = (c + s) / tile_cols, end = std::min(n, (t + 1) * tile_cols - c);
         float m = amax[t];
-#ifdef _OPENMP
-#pragma omp simd reduction(max : m)
-#endif
+        FB_SIMD_MAX
         for (std::int64_t i = s; i < end; ++i) m = std::max(m, std::fabs(v[i]));
         amax[t] = m;
         s = end;
@@ -57,14 +55,10 @@ struct CodeRow {
         std::uint8_t* out = codes + c;
         // (omp simd: without it GCC leaves the encoders' selects scalar)
         if (int8) {
-#ifdef _OPENMP
-#pragma omp simd
-#endif
+          FB_SIMD
           for (std::int64_t i = s; i < end; ++i) out[i] = int8_code(v[i] / d);
         } else {
-#ifdef _OPENMP
-#pragma omp simd
-#endif
+          FB_SIMD
           for (std::int64_t i = s; i < end; ++i) out[i] = fp8_code(v[i] / d);
         }
         s = end;

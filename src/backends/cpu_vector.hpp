@@ -13,6 +13,18 @@
 #include "fusebench/backend.hpp"
 
 #define FB_INLINE [[gnu::always_inline]] inline
+// `omp simd` where GCC needs it to vectorize a loop of selects (the code encoders) or a float
+// reduction; clang vectorizes those itself and warns when told to.
+#if defined(_OPENMP) && !defined(__clang__)
+#define FB_SIMD _Pragma("omp simd")
+// (a reduction names its variable: `sum` and `m` by convention)
+#define FB_SIMD_SUM _Pragma("omp simd reduction(+ : sum)")
+#define FB_SIMD_MAX _Pragma("omp simd reduction(max : m)")
+#else
+#define FB_SIMD
+#define FB_SIMD_SUM
+#define FB_SIMD_MAX
+#endif
 // What each variant may use; picked at run time by what the CPU offers (cpu::vector_isa()).
 #define FB_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define FB_AVX2 __attribute__((target("avx2,fma")))
