@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #if defined(__x86_64__) || defined(__i386__)
@@ -490,6 +492,23 @@ std::string CpuGemm::describe(GemmPath path, const GemmArgs& a) {
   return text;
 }
 
+// The CPU's vector and matrix extensions a GEMM library may use (from /proc/cpuinfo's flags).
+static nlohmann::json matrix_isa_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    nlohmann::json out = nlohmann::json::array();
+    for (std::string f; words >> f;)
+      if (f == "avx2" || f == "avx512f" || f == "avx512_vnni" || f == "avx_vnni" ||
+          f == "avx512_bf16" || f == "amx_tile" || f == "amx_bf16" || f == "amx_int8")
+        out.push_back(f);
+    return out;
+  }
+  return "unknown: /proc/cpuinfo has no flags line";
+}
+
 nlohmann::json CpuGemm::context() const {
   nlohmann::json j;
   j["openblas"] = {{"config", openblas_get_config()},
@@ -527,6 +546,29 @@ nlohmann::json CpuGemm::context() const {
        "sgemm is fastest at M=2-3 and its JIT AVX-512 matmul from M=4 (up to 2x faster than "
        "OpenBLAS's Haswell kernels), and it runs bf16 natively"}};
   j["hardware_threads"] = std::thread::hardware_concurrency();
+#ifdef FUSEBENCH_HAVE_DNNL
+  // The kernel (and so the instruction set) each dtype runs with here, and the matrix ISAs the
+  // CPU offers: whether AMX or VNNI could have run is a fact of the machine, not of the run.
+  if (dnnl_ != nullptr) {
+    nlohmann::json k = nlohmann::json::object();
+    for (DType d : {DType::f32, DType::bf16}) {
+      if (!dnnl_takes(d)) continue;
+      const MatRef x{nullptr, d, 64, 256, 256}, w{nullptr, d, 256, 256, 256},
+          y{nullptr, d, 64, 256, 256};
+      try {
+        k[std::string(to_string(d))] = dnnl_->entry({x, w, y, {}}).impl;
+      } catch (const dnnl::error& e) {
+        k[std::string(to_string(d))] = std::string("no oneDNN matmul: ") + e.what();
+      }
+    }
+    k["int8"] = dnnl_->int8_kernel.empty() ? "not oneDNN: " + dnnl_->int8_why : dnnl_->int8_kernel;
+    k["probe"] =
+        "oneDNN's kernel for a 64x256x256 product of each dtype; each entry's gemm_algorithms "
+        "names what ran at its own shapes";
+    j["kernels"] = k;
+  }
+#endif
+  j["matrix_isa"] = matrix_isa_flags();
   return j;
 }
 
