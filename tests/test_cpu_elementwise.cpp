@@ -198,3 +198,41 @@ TEST(CpuElementwise, SaysWhichInstructionSetRan) {
 
 }  // namespace
 }  // namespace fusebench
+
+namespace fusebench {
+namespace {
+
+// The threaded epilogue after a library's int32 products is the kernel's own per-tile epilogue
+// (apply_int8_epilogue), bit for bit: into bf16, into fp32, accumulating into fp32.
+TEST(CpuElementwise, Int8EpilogueIsTheKernelsEpilogue) {
+  const std::int64_t m = 37, n = 2100;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<std::int32_t> acc(-2000000, 2000000);
+  std::uniform_real_distribution<float> sc(1e-4f, 1e-2f);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(m * n));
+  for (auto& v : y) v = acc(rng);
+  std::vector<float> rs(static_cast<std::size_t>(m)), cs(static_cast<std::size_t>(n));
+  for (auto& v : rs) v = sc(rng);
+  for (auto& v : cs) v = sc(rng);
+  for (int threads : {1, 2}) {
+    std::vector<std::uint16_t> got16(static_cast<std::size_t>(m * (n + 4))), want16(got16.size());
+    cpu::Int8Epilogue e{rs.data(), cs.data(), nullptr, false, got16.data(), n + 4};
+    cpu::int8_epilogue(e, y.data(), m, n, threads);
+    e.out_bf16 = want16.data();
+    cpu::apply_int8_epilogue(e, y.data(), n, 0, m, 0, n);
+    EXPECT_EQ(got16, want16) << "bf16, threads " << threads;
+    for (bool accumulate : {false, true}) {
+      std::vector<float> got(static_cast<std::size_t>(m * n), 1.5f), want(got);
+      cpu::Int8Epilogue f{rs.data(), cs.data(), got.data(), accumulate};
+      cpu::int8_epilogue(f, y.data(), m, n, threads);
+      f.out = want.data();
+      cpu::apply_int8_epilogue(f, y.data(), n, 0, m, 0, n);
+      for (std::size_t i = 0; i < got.size(); ++i)  // an add may be fused (FMA) in one of them
+        ASSERT_NEAR(got[i], want[i], 1e-6f * (std::fabs(want[i]) + 1.5f))
+            << "accumulate " << accumulate << " threads " << threads << " at " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fusebench

@@ -213,7 +213,42 @@ struct StoreTile {
   }
 };
 
+// out (+)= y * (row scale * column scale), as apply_int8_epilogue.
+template <class Product>
+struct EpilogueTile {
+  const Int8Epilogue& e;
+  const Product* y;
+  std::int64_t n;
+  FB_INLINE void operator()(std::int64_t i, std::int64_t c0, std::int64_t c1) const {
+    const Product* src = y + i * n;
+    const float* cs = e.col_scale;
+    const float rs = e.row_scale[i];
+    if (e.out_bf16 != nullptr) {
+      std::uint16_t* dst = e.out_bf16 + i * e.ld_bf16;
+      for (std::int64_t j = c0; j < c1; ++j)
+        dst[j] = bf16_bits(static_cast<float>(src[j]) * (rs * cs[j]));
+      return;
+    }
+    float* dst = e.out + i * n;
+    if (e.accumulate) {
+      for (std::int64_t j = c0; j < c1; ++j) dst[j] += static_cast<float>(src[j]) * (rs * cs[j]);
+    } else {
+      for (std::int64_t j = c0; j < c1; ++j) dst[j] = static_cast<float>(src[j]) * (rs * cs[j]);
+    }
+  }
+};
+
 }  // namespace
+
+void int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t m, std::int64_t n,
+                   int threads) {
+  run_tiles(EpilogueTile<std::int32_t>{e, y, n}, m, n, kTileCols, threads);
+}
+
+void int8_epilogue(const Int8Epilogue& e, const float* y, std::int64_t m, std::int64_t n,
+                   int threads) {
+  run_tiles(EpilogueTile<float>{e, y, n}, m, n, kTileCols, threads);
+}
 
 void act_and_mul(const ActAndMulArgs& a, int threads) {
   run_tiles(ActTile{a}, a.out.rows, a.out.cols, kTileCols, threads);

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "backends/cpu_int8_gemm.hpp"
 #include "fusebench/backend.hpp"
 
 namespace fusebench::cpu {
@@ -29,6 +30,12 @@ void scatter_add(const MatRef& src, const MatRef& dst, std::span<const std::int6
 // x row r *= sigmoid(gate[r, 0]).
 void sigmoid_gate_rows(const MatRef& x, const MatRef& gate, int threads);
 void rms_norm(const MatRef& x, const MatRef& weight, const MatRef& out, float eps, int threads);
+// apply_int8_epilogue over all m rows of y (dense, ld n) on `threads` threads, vectorized: the
+// scale epilogue after a library's int32 (or the fp8 emulation's fp32) products.
+void int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t m, std::int64_t n,
+                   int threads);
+void int8_epilogue(const Int8Epilogue& e, const float* y, std::int64_t m, std::int64_t n,
+                   int threads);
 // An fp32 [rows, cols] result (row stride ld) into out, rounded to out's dtype.
 void store_rows(const float* src, std::int64_t ld, const MatRef& out, int threads);
 

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "backends/cpu_elementwise.hpp"
 #include "backends/cpu_int8_gemm.hpp"
 #include "backends/host_mat.hpp"
 
@@ -342,7 +343,8 @@ bool CpuGemm::int8_gemm(const std::int8_t* x, std::int64_t ldx, const std::int8_
   if (dnnl_ != nullptr && !dnnl_->int8_kernel.empty()) {
     apply_threads();
     dnnl_->int8_run(x, ldx, w, ldw, y, m, n, k);
-    if (epilogue != nullptr) apply_int8_epilogue(*epilogue, y, n, 0, m, 0, n);
+    // On the run's threads, vectorized: single-threaded, this loop outlasted an AMX kernel.
+    if (epilogue != nullptr) int8_epilogue(*epilogue, y, m, n, threads());
     return true;
   }
 #endif

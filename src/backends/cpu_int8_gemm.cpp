@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "backends/cpu_vector.hpp"
 #include "fusebench/dtype.hpp"
 
 #if defined(__x86_64__)  // the kernel names ymm8-15: 64-bit mode only
@@ -166,7 +167,7 @@ void apply_scales(const Int8Epilogue& e, const Product* y, std::int64_t n, std::
     if (e.out_bf16 != nullptr) {
       std::uint16_t* dst = e.out_bf16 + i * e.ld_bf16 + n0;
       for (std::int64_t j = 0; j < cols; ++j)
-        dst[j] = float_to_bf16(static_cast<float>(src[j]) * (rs * cs[j]));
+        dst[j] = bf16_bits(static_cast<float>(src[j]) * (rs * cs[j]));  // inline: vectorizes
       continue;
     }
     float* dst = e.out + i * n + n0;

@@ -103,7 +103,7 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
     const MatRef wr{const_cast<float*>(wf.data()) + k0, DType::f32, n, kb, k};
     const MatRef pr{part.data(), DType::f32, m, n, n};
     gemm.run({xr, wr, pr, {}});
-    apply_int8_epilogue(scale, part.data(), n, 0, m, 0, n);
+    int8_epilogue(scale, part.data(), m, n, gemm.threads());
   }
   if (bf16_direct) return;  // the epilogue wrote y
   const float* result = one_block ? part.data() : acc.data();
