@@ -33,6 +33,27 @@ TEST(CpuElementwise, Fp8CodeIsTheHostsForEveryBf16AndSampledFloats) {
   EXPECT_EQ(wrong, 0u) << "first at bits 0x" << std::hex << first;
 }
 
+TEST(CpuElementwise, DecodeIsTheHostsForEveryCode) {
+  std::vector<std::uint8_t> codes(256 * 3);
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(i % 256);
+  for (QuantDType dtype : {QuantDType::fp8_e4m3fn, QuantDType::int8})
+    for (int threads : {1, 2}) {
+      // 3 rows of 200 codes, row stride 256: every code, strided.
+      const QuantRef q{codes.data(), 3, 200, 256, nullptr, ScaleKind::tensor, dtype};
+      std::vector<float> got(3 * 200);
+      cpu::decode_codes(q, got.data(), threads);
+      for (std::int64_t r = 0; r < 3; ++r)
+        for (std::int64_t c = 0; c < 200; ++c) {
+          const double want = decode_code(dtype, codes[static_cast<std::size_t>(r * 256 + c)]);
+          const float g = got[static_cast<std::size_t>(r * 200 + c)];
+          if (std::isnan(want))
+            EXPECT_TRUE(std::isnan(g)) << "code " << r * 256 + c;
+          else
+            EXPECT_EQ(static_cast<double>(g), want) << "code " << (r * 256 + c) % 256;
+        }
+    }
+}
+
 TEST(CpuElementwise, Int8CodeIsTheHostsRounding) {
   std::vector<float> qs = {NAN, INFINITY, -INFINITY, 127.5f, -127.5f, 1e9f, -0.0f};
   for (int h = -300; h <= 300; ++h) qs.push_back(static_cast<float>(h) * 0.5f);  // the ties

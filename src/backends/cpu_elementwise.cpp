@@ -238,7 +238,27 @@ struct EpilogueTile {
   }
 };
 
+struct DecodeTile {
+  const QuantRef& q;
+  float* out;
+  FB_INLINE void operator()(std::int64_t r, std::int64_t c0, std::int64_t c1) const {
+    const std::uint8_t* row = q.codes + r * q.ld;
+    float* dst = out + r * q.cols;
+    if (q.dtype == QuantDType::int8) {
+      for (std::int64_t c = c0; c < c1; ++c)
+        dst[c] = static_cast<float>(static_cast<std::int8_t>(row[c]));
+    } else {
+      FB_SIMD
+      for (std::int64_t c = c0; c < c1; ++c) dst[c] = fp8_value(row[c]);
+    }
+  }
+};
+
 }  // namespace
+
+void decode_codes(const QuantRef& q, float* out, int threads) {
+  run_tiles(DecodeTile{q, out}, q.rows, q.cols, kTileCols, threads);
+}
 
 void int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t m, std::int64_t n,
                    int threads) {

@@ -36,6 +36,9 @@ void int8_epilogue(const Int8Epilogue& e, const std::int32_t* y, std::int64_t m,
                    int threads);
 void int8_epilogue(const Int8Epilogue& e, const float* y, std::int64_t m, std::int64_t n,
                    int threads);
+// A quantized matrix's codes as fp32 values (exact), dense [rows, cols] into out: what the fp8
+// emulation (and int8 without a native kernel) multiplies.
+void decode_codes(const QuantRef& q, float* out, int threads);
 // An fp32 [rows, cols] result (row stride ld) into out, rounded to out's dtype.
 void store_rows(const float* src, std::int64_t ld, const MatRef& out, int threads);
 

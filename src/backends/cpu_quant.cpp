@@ -16,31 +16,6 @@ namespace {
 // Scale grid of a QuantRef, as QuantMat lays it out.
 QuantMat grid_of(const QuantRef& q) { return QuantMat{q.dtype, q.kind, q.rows, q.cols, {}, {}}; }
 
-// Every code's value as fp32 (exact for both dtypes).
-const std::array<float, 256>& decode_table(QuantDType dtype) {
-  static const auto make = [](QuantDType d) {
-    std::array<float, 256> t{};
-    for (int c = 0; c < 256; ++c)
-      t[static_cast<std::size_t>(c)] =
-          static_cast<float>(decode_code(d, static_cast<std::uint8_t>(c)));
-    return t;
-  };
-  static const std::array<float, 256> fp8 = make(QuantDType::fp8_e4m3fn),
-                                      int8 = make(QuantDType::int8);
-  return dtype == QuantDType::int8 ? int8 : fp8;
-}
-
-std::vector<float> decoded(const QuantRef& q) {
-  const auto& table = decode_table(q.dtype);
-  std::vector<float> out(static_cast<std::size_t>(q.rows * q.cols));
-  for (std::int64_t r = 0; r < q.rows; ++r) {
-    const std::uint8_t* row = q.codes + r * q.ld;
-    float* dst = out.data() + r * q.cols;
-    for (std::int64_t c = 0; c < q.cols; ++c) dst[c] = table[row[c]];
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string execution(const CpuGemm& gemm, QuantDType dtype) {
@@ -60,8 +35,14 @@ void scaled_gemm(CpuGemm& gemm, const ScaledGemmArgs& a) {
     throw std::invalid_argument("scaled_gemm: shapes do not match");
   const std::int64_t m = x.rows, n = w.rows, k = x.cols;
   const bool int8 = x.dtype == QuantDType::int8 && !gemm.int8_kernel().empty();
-  const std::vector<float> xf = int8 ? std::vector<float>{} : decoded(x),
-                           wf = int8 ? std::vector<float>{} : decoded(w);
+  // The emulation's operands as fp32, decoded on the run's threads (kept across calls).
+  thread_local std::vector<float> xf, wf;
+  if (!int8) {
+    xf.resize(static_cast<std::size_t>(x.rows * x.cols));
+    wf.resize(static_cast<std::size_t>(w.rows * w.cols));
+    decode_codes(x, xf.data(), gemm.threads());
+    decode_codes(w, wf.data(), gemm.threads());
+  }
   const QuantMat xg = grid_of(x), wg = grid_of(w);
   // One scale for the whole K per (row, column) unless a scale changes along K.
   const std::int64_t kstep =
