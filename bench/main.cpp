@@ -177,7 +177,7 @@ void register_fixtures(const bench::Sweep& sweep, Backend& backend, bench::Fixtu
   for (std::size_t i = 0; i < sweep.fixtures.size(); ++i) {
     const bench::Fixture& f = sweep.fixtures[i];
     const std::string name = f.name();
-    fields[name] = bench::fixture_fields(f, backend);
+    fields.set_base(name, bench::fixture_fields(f, backend));
     auto* b = benchmark::RegisterBenchmark(
         name.c_str(), [&runner, f, i](benchmark::State& st) { runner.run(st, f, i); });
     // One iteration = one complete measurement under the stopping rule (fixture_runner.hpp).

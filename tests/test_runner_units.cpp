@@ -232,5 +232,48 @@ TEST(Display, FlagsReadAsGoogleBenchmarkReadsThem) {
                std::invalid_argument);
 }
 
+// Issue 36: Google Benchmark reports a fixture's repetitions together, after the fixture's last
+// call. Each repetition's entry carries its own call's fields, not the last call's (seen before:
+// a repetition's speedup_over with the last one's 6 pairs and no speedup_ci_note, beside its own
+// speedup_pairs of 1); an aggregate gets the last call's, as it always did.
+TEST(ReportWriter, EachRepetitionCarriesItsOwnCallsFields) {
+  const std::string name = "qkv/split/tokens:1";
+  EntryFields fields;
+  fields.set_base(name, {{"op", "qkv"}, {"variant", "split"}});
+  fields.record(name, {{"speedup_over", {{"fused", {{"pairs", 1}}}}}, {"speedup_ci_note", "few"}});
+  fields.record(name, {{"speedup_over", {{"fused", {{"pairs", 6}}}}}});
+  std::ostringstream progress_out;
+  ReportWriter writer("", nlohmann::json::object(), fields,
+                      std::make_unique<benchmark::ConsoleReporter>(),
+                      Progress({{name, 1, 1, "qkv"}}, progress_out, false));
+  std::vector<benchmark::BenchmarkReporter::Run> runs(3);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].run_name.function_name = name;
+    runs[i].run_name.time_type = "manual_time";
+    runs[i].repetitions = 2;
+    runs[i].repetition_index = static_cast<std::int64_t>(std::min<std::size_t>(i, 1));
+    runs[i].iterations = 1;
+  }
+  runs[2].run_type = benchmark::BenchmarkReporter::Run::RT_Aggregate;
+  runs[2].aggregate_name = "mean";
+  runs[2].repetition_index = -1;
+  writer.ReportRuns({runs[0], runs[1]});
+  writer.ReportRuns({runs[2]});
+  const nlohmann::json& e = writer.entries();
+  ASSERT_EQ(e.size(), 3u) << e.dump();
+  for (const auto& entry : e) EXPECT_EQ(entry["op"], "qkv") << entry.dump();
+  EXPECT_EQ(e[0]["speedup_over"]["fused"]["pairs"], 1) << e[0].dump();
+  EXPECT_EQ(e[0]["speedup_ci_note"], "few") << e[0].dump();
+  EXPECT_EQ(e[1]["speedup_over"]["fused"]["pairs"], 6) << e[1].dump();
+  EXPECT_FALSE(e[1].contains("speedup_ci_note")) << e[1].dump();
+  EXPECT_EQ(e[2]["speedup_over"]["fused"]["pairs"], 6) << e[2].dump();
+  EXPECT_FALSE(e[2].contains("speedup_ci_note")) << e[2].dump();
+  // A fixture never called (left out by the filter) keeps main's fields; an unknown one none.
+  fields.set_base("gate_up/split", {{"op", "gate_up"}});
+  ASSERT_NE(fields.find("gate_up/split", 0), nullptr);
+  EXPECT_EQ(*fields.find("gate_up/split", 0), nlohmann::json({{"op", "gate_up"}}));
+  EXPECT_EQ(fields.find("moe/split", 0), nullptr);
+}
+
 }  // namespace
 }  // namespace fusebench::bench
