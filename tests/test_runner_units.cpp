@@ -15,6 +15,7 @@
 #include "runner/filter.hpp"
 #include "runner/progress.hpp"
 #include "runner/report_writer.hpp"
+#include "runner/run_options.hpp"
 #include "runner/verification.hpp"
 
 namespace fusebench::bench {
@@ -230,6 +231,40 @@ TEST(Display, FlagsReadAsGoogleBenchmarkReadsThem) {
   EXPECT_THROW(display_options({"fusebench", "--benchmark_format=xml"}), std::invalid_argument);
   EXPECT_THROW(display_options({"fusebench", "--benchmark_out_format=yaml"}),
                std::invalid_argument);
+}
+
+// Issue 36: --comm, --cpu-threads and --timing-blocks become their types once (run_options.hpp);
+// the value as given is kept for the report's "requested".
+TEST(Options, FlagsBecomeTheirTypesOnce) {
+  for (const char* comm : {"auto", "nccl", "modelled", "inprocess", "mpi"})
+    EXPECT_STREQ(to_string(parse_comm(comm)), comm);
+  EXPECT_EQ(parse_comm("auto"), CommChoice::automatic);
+  EXPECT_EQ(Options{}.comm, CommChoice::automatic);
+  try {
+    parse_comm("gloo");
+    ADD_FAILURE() << "--comm=gloo was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--comm: 'gloo' is invalid (valid: auto, nccl, modelled, inprocess, mpi)");
+  }
+  EXPECT_TRUE(parse_cpu_threads("auto").is_auto());
+  EXPECT_TRUE(Options{}.cpu_threads.is_auto());
+  EXPECT_EQ(parse_cpu_threads("1024").count, 1024);
+  EXPECT_EQ(parse_cpu_threads("007").count, 7);
+  EXPECT_EQ(parse_cpu_threads("007").text, "007");
+  for (const char* bad : {"0", "1025", "-1", "", "2.5", "12345", "Auto"})
+    EXPECT_THROW(parse_cpu_threads(bad), std::invalid_argument) << bad;
+  EXPECT_TRUE(parse_timing_blocks("auto").is_auto());
+  EXPECT_EQ(parse_timing_blocks("100").count, 100);
+  for (const char* bad : {"0", "101", "abc", "", "1e2"})
+    EXPECT_THROW(parse_timing_blocks(bad), std::invalid_argument) << bad;
+  try {
+    parse_timing_blocks("101");
+    ADD_FAILURE() << "--timing-blocks=101 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--timing-blocks: '101' is invalid (auto, or a whole number of blocks 1..100)");
+  }
 }
 
 // Issue 36: Google Benchmark reports a fixture's repetitions together, after the fixture's last
