@@ -15,12 +15,8 @@ void FixtureRunner::run(benchmark::State& state, const Fixture& f, std::size_t i
   } catch (const std::exception& e) {
     r = EntryResult{e.what()};
   }
-  // This call's fields on main's (a repetition's result replaces the previous one's).
-  auto base = base_fields_.find(name);
-  if (base == base_fields_.end()) base = base_fields_.emplace(name, fields_[name]).first;
-  nlohmann::json& fields = fields_[name];
-  fields = base->second;
-  for (const auto& [key, value] : r.fields.items()) fields[key] = value;
+  // This call's fields on main's, kept as this repetition's (the writer gives each its own).
+  const nlohmann::json& fields = fields_.record(name, r.fields);
   if (!r.error.empty()) {
     state.SkipWithError(r.error.c_str());
     return;

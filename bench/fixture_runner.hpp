@@ -11,13 +11,10 @@
 #include <string>
 
 #include "runner/group_runner.hpp"
+#include "runner/report_writer.hpp"
 #include "runner/sweep.hpp"
 
 namespace fusebench::bench {
-
-// Fields merged into each report entry, keyed by fixture name: set up by main (the axes),
-// completed per call from the fixture's result, read by the ReportWriter.
-using EntryFields = std::map<std::string, nlohmann::json>;
 
 class FixtureRunner {
  public:
@@ -27,8 +24,7 @@ class FixtureRunner {
 
  private:
   GroupRunner& groups_;
-  EntryFields& fields_;
-  std::map<std::string, nlohmann::json> base_fields_;  // main's fields, before any result
+  EntryFields& fields_;  // main's fields; each call (repetition) records its result's
 };
 
 }  // namespace fusebench::bench

@@ -103,7 +103,7 @@ bool share_seed_or_follow(std::uint64_t& seed, const bench::Sweep& sweep, Backen
 // The CPU GEMM libraries' threads for the whole run, before the first GEMM (contention.hpp).
 nlohmann::json cpu_threads_for_run(const bench::Options& options, Backend& backend,
                                    const CommSettings& comm) {
-  if (comm.world != nullptr && options.cpu_threads == "auto")
+  if (comm.world != nullptr && options.cpu_threads.is_auto())
     return {{"requested", "auto"},
             {"note",
              "multi-process run: the other ranks' polling would read as load, so each rank takes "
@@ -177,7 +177,7 @@ void register_fixtures(const bench::Sweep& sweep, Backend& backend, bench::Fixtu
   for (std::size_t i = 0; i < sweep.fixtures.size(); ++i) {
     const bench::Fixture& f = sweep.fixtures[i];
     const std::string name = f.name();
-    fields[name] = bench::fixture_fields(f, backend);
+    fields.set_base(name, bench::fixture_fields(f, backend));
     auto* b = benchmark::RegisterBenchmark(
         name.c_str(), [&runner, f, i](benchmark::State& st) { runner.run(st, f, i); });
     // One iteration = one complete measurement under the stopping rule (fixture_runner.hpp).
@@ -272,7 +272,7 @@ CommSettings comm_settings(const bench::Options& options, Backend& backend,
                            const std::unique_ptr<MpiSession>& mpi,
                            std::unique_ptr<Communicator>& world) {
   CommSettings comm;
-  comm.requested = options.comm;
+  comm.requested = bench::to_string(options.comm);
   comm.link = options.link_profile == "measured" ? measure_link_profile(backend, comm)
                                                  : find_link_profile(options.link_profile);
   comm.timeout_s = default_comm_timeout();

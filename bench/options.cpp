@@ -159,13 +159,26 @@ void validate_timing(const CLI::App& app, const Options& o) {
     throw std::invalid_argument("--ceilings-every: " + number(o.ceilings_every) +
                                 " is invalid (seconds >= 0, e.g. 30; 0 measures once)");
   }
-  if (o.timing_blocks != "auto") {
-    const auto n = parse_timing_blocks(o.timing_blocks);
-    if (!n) {
-      throw std::invalid_argument("--timing-blocks: '" + o.timing_blocks +
-                                  "' is invalid (auto, or a whole number of blocks 1..100)");
-    }
-  }
+}
+
+// The flags read as text and made their types once (Options): each error names the flag, the
+// value and the valid ones.
+struct FlagTexts {
+  std::string routing = "router";
+  std::vector<std::string> dtypes;
+  std::string comm = "auto";
+  std::vector<std::string> timing;
+  std::string timing_blocks = "auto";
+  std::string cpu_threads = "auto";
+};
+
+void parse_texts(const FlagTexts& texts, Options& o) {
+  o.comm = parse_comm(texts.comm);
+  reject_duplicates("--timing", texts.timing);
+  o.timing.clear();
+  for (const auto& t : texts.timing) o.timing.push_back(measure::parse_regime(t));
+  o.timing_blocks = parse_timing_blocks(texts.timing_blocks);
+  o.cpu_threads = parse_cpu_threads(texts.cpu_threads);
 }
 
 // Checks what CLI11 cannot see: ranges, duplicates, combinations. Throws std::invalid_argument.
@@ -182,17 +195,12 @@ void validate(const CLI::App& app, const Options& o) {
                                 flag + " to list");
   }
   validate_timing(app, o);
-  if (o.cpu_threads != "auto" && !parse_cpu_threads(o.cpu_threads)) {
-    throw std::invalid_argument("--cpu-threads: '" + o.cpu_threads +
-                                "' is invalid (auto, or a whole number of threads 1..1024)");
-  }
   reject_duplicates("--models", o.models);
   reject_duplicates("--model-config", o.model_configs);
   reject_duplicates("--ops", o.ops);
   reject_duplicates("--variants", o.variants);
   reject_duplicates("--tokens", o.tokens);
   reject_duplicates("--tp", o.tp);
-  reject_duplicates("--timing", o.timing);
   if (o.collective_sweep && std::none_of(o.tp.begin(), o.tp.end(), [](int tp) { return tp > 1; })) {
     throw std::invalid_argument(
         "--collective-sweep adds nothing at tp=1 (there is nothing to exchange): add a tp >= 2, "
@@ -261,14 +269,13 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--expert", o.expert,
                  "routed expert of an MoE layer of --weights (layer:expert fixtures; default 0)")
       ->check(whole_number<std::int64_t>("a routed expert index >= 0", 0));
-  std::string routing_text = "router";   // Options::routing once parsed
-  std::vector<std::string> dtype_texts;  // Options::dtypes once parsed
+  FlagTexts texts;  // the flags that become their types once parsed (parse_texts)
   app.add_option("--ops", o.ops,
                  "ops: qkv,gate_up (default); moe (an MoE layer's routed experts); tp_attn,tp_mlp "
                  "(TP pipelines); allreduce,allgather")
       ->delimiter(',')
       ->check(checked_by([](const std::string& name) { find_op(name); }));
-  app.add_option("--routing", routing_text,
+  app.add_option("--routing", texts.routing,
                  "routing of the moe op: router (the model's rule on random router weights and "
                  "hidden states; default) | uniform | balanced | zipf:S | file:PATH (docs/moe.md)")
       ->check(checked_by([](const std::string& value) { parse_routing(value); }));
@@ -285,7 +292,7 @@ int parse_options(int argc, char** argv, Options& o) {
       ->delimiter(',')
       ->check(
           whole_number<int>("tensor-parallel sizes are whole numbers >= 1, e.g. --tp=1,2,4", 1));
-  app.add_option("--dtypes", dtype_texts,
+  app.add_option("--dtypes", texts.dtypes,
                  "bf16,fp16,fp32 (default: bf16 on a GPU, fp32,bf16 on the CPU), and for qkv "
                  "and gate_up the quantized fp8 and int8 as DTYPE[:WEIGHTS[:ACTIVATIONS]]"
                  "[:SCHEME], e.g. fp8, fp8:channel, fp8:block, int8:channel, fp8:tensor:static "
@@ -308,11 +315,9 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_flag("--list-bytes", o.list_bytes,
                "with --list: each fixture's buffer bytes, comparison group and shared-data group, "
                "tab-separated");
-  app.add_option(
-         "--comm", o.comm,
-         "TP collectives: auto (CPU: inprocess; GPU: nccl when tp GPUs, else modelled; under "
-         "mpirun: nccl/mpi) | nccl | modelled | inprocess | mpi")
-      ->check(CLI::IsMember({"auto", "nccl", "modelled", "inprocess", "mpi"}));
+  app.add_option("--comm", texts.comm,
+                 "TP collectives: auto (CPU: inprocess; GPU: nccl when tp GPUs, else modelled; "
+                 "under mpirun: nccl/mpi) | nccl | modelled | inprocess | mpi");
   app.add_option("--link-profile", o.link_profile,
                  "link model of comm:modelled: nvlink-h100, nvlink-h200, nvlink-b200, pcie-gen5, "
                  "pcie-gen4, ib-ndr400, custom:<latency_us>:<busbw_GBps>, or measured (fitted to "
@@ -329,7 +334,7 @@ int parse_options(int argc, char** argv, Options& o) {
   app.add_option("--dram-counters", o.dram_counters,
                  "DRAM/L2 bytes pass (CUPTI Range Profiler) after timing: on | off")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--timing", o.timing,
+  app.add_option("--timing", texts.timing,
                  "timing regimes: cold,batch,eager,graph (GPU default batch,eager; CPU: eager)")
       ->delimiter(',');
   // Range checked by validate(): CLI::PositiveNumber's message prints its 300-digit bound.
@@ -354,10 +359,10 @@ int parse_options(int argc, char** argv, Options& o) {
                  "the last, each entry judged against the nearest (0: once, at the start; CPU 30, "
                  "GPU 0)")
       ->check(real_number("seconds >= 0, e.g. 30"));
-  app.add_option("--timing-blocks", o.timing_blocks,
+  app.add_option("--timing-blocks", texts.timing_blocks,
                  "measure each group in N blocks in a row and widen its intervals by their "
                  "spread (docs/timing.md): auto (5 on the CPU backend, 1 on a GPU) or 1..100");
-  app.add_option("--cpu-threads", o.cpu_threads,
+  app.add_option("--cpu-threads", texts.cpu_threads,
                  "CPU backend: threads of the GEMM libraries: auto (the cores not busy with "
                  "other processes at the start, at least 1; docs/timing.md, Contention) or N");
   app.add_option("--gemm-algo", o.gemm_algo,
@@ -374,12 +379,13 @@ int parse_options(int argc, char** argv, Options& o) {
     reject_empty_list_items(app, argc, argv);
     app.parse(argc, argv);
     o.seed = parse_seed(seed_text);
+    parse_texts(texts, o);
     validate(app, o);
     reject_unread_flags(app, o);
     // Each flag becomes its type once, here: the sweep never parses a flag's text again.
-    o.routing = parse_routing(routing_text);
-    reject_duplicates("--dtypes", dtype_texts);
-    o.dtypes.assign(dtype_texts.begin(), dtype_texts.end());
+    o.routing = parse_routing(texts.routing);
+    reject_duplicates("--dtypes", texts.dtypes);
+    o.dtypes.assign(texts.dtypes.begin(), texts.dtypes.end());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return speak ? app.exit(e) : 0;  // --help
     if (speak) {

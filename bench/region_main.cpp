@@ -141,8 +141,9 @@ int main(int argc, char** argv) {
                                   " (valid: " + valid + ")");
     }
     auto backend = make_backend(parse_backend_kind(backend_name)).backend;
+    const bench::CommChoice comm_choice = bench::parse_comm(comm);  // --comm, once
     CommSettings settings;
-    settings.requested = comm;
+    settings.requested = bench::to_string(comm_choice);
     settings.timeout_s = default_comm_timeout();
     settings.link = link_profile == "measured" ? measure_link_profile(*backend, settings)
                                                : find_link_profile(link_profile);
@@ -177,7 +178,7 @@ int main(int argc, char** argv) {
     options.tp = {tp};
     if (weights.empty() || dtype_given) options.dtypes = {dtype_name};
     options.dtype_flag = "--dtype";
-    options.comm = comm;
+    options.comm = comm_choice;
     const bench::Sweep sweep = bench::build_sweep(options, *backend, &settings);
     const auto chosen =
         std::find_if(sweep.fixtures.begin(), sweep.fixtures.end(),

@@ -57,6 +57,16 @@ TEST(CliInputs, BadNumbersExitTwoWithTheUsualMessage) {
            {"--timing-blocks=101 --list", "--timing-blocks"},
            {"--timing-blocks=2.5 --list", "--timing-blocks"},
            {"--timing-blocks=abc --list", "--timing-blocks"},
+           // Issue 36: each flag becomes its type once, where the flags are read, its error
+           // naming the value and the valid ones.
+           {"--cpu-threads=0 --list",
+            "--cpu-threads: '0' is invalid (auto, or a whole number of threads 1..1024)"},
+           {"--cpu-threads=two --list", "--cpu-threads: 'two' is invalid"},
+           {"--comm=gloo --list",
+            "--comm: 'gloo' is invalid (valid: auto, nccl, modelled, inprocess, mpi)"},
+           {"--timing=warm --list",
+            "--timing: unknown regime 'warm' (valid: cold, batch, eager, graph)"},
+           {"--timing=eager,eager --list", "--timing: 'eager' is given twice"},
        }) {
     expect_refused(bad);
   }

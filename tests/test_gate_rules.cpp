@@ -2,9 +2,11 @@
 // and the baseline, the accuracy rule, and what an entry measured that its name does not say.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
+#include "fusebench/advise.hpp"
 #include "fusebench/gate.hpp"
 #include "gate_fixture.hpp"
 
@@ -308,6 +310,47 @@ TEST_F(Gate, AccuracyThatVanishedIsMissing) {
   EXPECT_NE(out.find("quant_error_vs_split.q"), std::string::npos) << out;
   EXPECT_NE(out.find("accuracy absent from current"), std::string::npos) << out;
   EXPECT_EQ(run(quant_report(0.036, 0.0), cur, {"--allow-missing-counters"}), 0) << out << err;
+}
+
+// Issue 36: the gate and the advisor read an entry's accuracy and identity through one reader of
+// the report's schema (advise::read_entry_record): the same values, one message for a malformed
+// field; each keeps its own verdicts.
+TEST(ReportSchema, GateAndAdvisorReadAnEntryThroughOneReader) {
+  json r = quant_report(0.05, 0.01);
+  r["benchmarks"][1]["moe"] = {{"routing", {{"routing", "zipf:1.2"}, {"seed", 7}}}};
+  const fusebench::gate::Report g = fusebench::gate::parse_report(r.dump(), "r.json");
+  const fusebench::advise::Report a = fusebench::advise::parse_report(r.dump(), "r.json");
+  const fusebench::gate::Entry* ge = g.find(kQFused);
+  ASSERT_NE(ge, nullptr);
+  const auto ae = std::find_if(a.entries.begin(), a.entries.end(),
+                               [](const auto& e) { return e.name == kQFused; });
+  ASSERT_NE(ae, a.entries.end());
+  EXPECT_EQ(ge->accuracy.at("quant_error"), ae->quant_error);
+  EXPECT_EQ(ge->accuracy.at("quant_error_vs_split"), ae->quant_error_vs_split);
+  EXPECT_EQ(ae->quant_error.at("q"), 0.05);
+  EXPECT_EQ(ge->setup.at("quant.spec"), "fp8:tensor");
+  EXPECT_EQ(ae->quant_spec, "fp8:tensor");
+  EXPECT_EQ(ge->setup.at("emulated"), "true");
+  EXPECT_TRUE(ae->emulated);
+  EXPECT_EQ(ge->setup.at("moe.routing.routing"), "zipf:1.2");
+  EXPECT_EQ(ge->setup.at("moe.routing.seed"), "7");
+  EXPECT_EQ(ae->routing, "routing zipf:1.2, seed 7");
+  for (const json& bad : {json{{"q", "big"}}, json{{"q", -1.0}}, json(0.3)}) {
+    r["benchmarks"][1]["quant_error"] = bad;
+    std::string gate_says, advise_says;
+    try {
+      fusebench::gate::parse_report(r.dump(), "r.json");
+    } catch (const fusebench::gate::InputError& e) {
+      gate_says = e.what();
+    }
+    try {
+      fusebench::advise::parse_report(r.dump(), "r.json");
+    } catch (const fusebench::advise::InputError& e) {
+      advise_says = e.what();
+    }
+    EXPECT_NE(gate_says.find(".quant_error"), std::string::npos) << bad << ": " << gate_says;
+    EXPECT_EQ(gate_says, advise_says) << bad;
+  }
 }
 
 TEST_F(Gate, MalformedAccuracyIsUnusableInputNamingTheField) {

@@ -284,4 +284,28 @@ TEST(QuantAccuracy, ChannelwiseIsSplitMaxScaleCostsTheSmallerShards) {
 }
 
 }  // namespace
+
+// Issue 36: a quantized entry's accuracy reference and its shards' fusion are the op's to say
+// (OpInfo::quant_reference, quant_shard_fusion), not the runner's: a TP pipeline's reference is
+// its unsharded paired plan, unquantized, on the whole logical tensors.
+TEST(QuantPlans, TheOpNamesItsAccuracyReference) {
+  EXPECT_FALSE(find_op("qkv").quant_reference);  // its variant at the rows compared
+  EXPECT_FALSE(find_op("gate_up").quant_shard_fusion);
+  EXPECT_TRUE(find_op("moe").quant_reference);  // the measured routing, first rows
+  const ShardShape s = shard(find_model("qwen3-0.6b"), 2);
+  const Plan measured = build_plan("tp_mlp", "sp", s, 16, DType::bf16, parse_quant_spec("int8"));
+  const AccuracyReference ref = find_op("tp_mlp").quant_reference(measured, 4);
+  EXPECT_TRUE(ref.whole_tensors);
+  EXPECT_EQ(ref.plan.op, "tp_mlp");
+  EXPECT_EQ(ref.plan.variant, "paired");
+  EXPECT_EQ(ref.plan.tokens, 4);
+  EXPECT_FALSE(ref.plan.quant.has_value());
+  EXPECT_EQ(find_op("tp_attn").quant_shard_fusion(parse_quant_spec("int8"), "naive"),
+            "column layer: channelwise (exact; vLLM's INT8 w8a8)");
+  EXPECT_EQ(find_op("tp_mlp").quant_shard_fusion(parse_quant_spec("fp8"), "sp"),
+            "column layer: max-scale requantization (vLLM's fused FP8; lossy)");
+  EXPECT_EQ(find_op("tp_mlp").quant_shard_fusion(parse_quant_spec("fp8:channel"), "overlap"),
+            "column layer: stacked (exact)");
+}
+
 }  // namespace fusebench

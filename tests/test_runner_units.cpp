@@ -15,6 +15,7 @@
 #include "runner/filter.hpp"
 #include "runner/progress.hpp"
 #include "runner/report_writer.hpp"
+#include "runner/run_options.hpp"
 #include "runner/verification.hpp"
 
 namespace fusebench::bench {
@@ -230,6 +231,83 @@ TEST(Display, FlagsReadAsGoogleBenchmarkReadsThem) {
   EXPECT_THROW(display_options({"fusebench", "--benchmark_format=xml"}), std::invalid_argument);
   EXPECT_THROW(display_options({"fusebench", "--benchmark_out_format=yaml"}),
                std::invalid_argument);
+}
+
+// Issue 36: --comm, --cpu-threads and --timing-blocks become their types once (run_options.hpp);
+// the value as given is kept for the report's "requested".
+TEST(Options, FlagsBecomeTheirTypesOnce) {
+  for (const char* comm : {"auto", "nccl", "modelled", "inprocess", "mpi"})
+    EXPECT_STREQ(to_string(parse_comm(comm)), comm);
+  EXPECT_EQ(parse_comm("auto"), CommChoice::automatic);
+  EXPECT_EQ(Options{}.comm, CommChoice::automatic);
+  try {
+    parse_comm("gloo");
+    ADD_FAILURE() << "--comm=gloo was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--comm: 'gloo' is invalid (valid: auto, nccl, modelled, inprocess, mpi)");
+  }
+  EXPECT_TRUE(parse_cpu_threads("auto").is_auto());
+  EXPECT_TRUE(Options{}.cpu_threads.is_auto());
+  EXPECT_EQ(parse_cpu_threads("1024").count, 1024);
+  EXPECT_EQ(parse_cpu_threads("007").count, 7);
+  EXPECT_EQ(parse_cpu_threads("007").text, "007");
+  for (const char* bad : {"0", "1025", "-1", "", "2.5", "12345", "Auto"})
+    EXPECT_THROW(parse_cpu_threads(bad), std::invalid_argument) << bad;
+  EXPECT_TRUE(parse_timing_blocks("auto").is_auto());
+  EXPECT_EQ(parse_timing_blocks("100").count, 100);
+  for (const char* bad : {"0", "101", "abc", "", "1e2"})
+    EXPECT_THROW(parse_timing_blocks(bad), std::invalid_argument) << bad;
+  try {
+    parse_timing_blocks("101");
+    ADD_FAILURE() << "--timing-blocks=101 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--timing-blocks: '101' is invalid (auto, or a whole number of blocks 1..100)");
+  }
+}
+
+// Issue 36: Google Benchmark reports a fixture's repetitions together, after the fixture's last
+// call. Each repetition's entry carries its own call's fields, not the last call's (seen before:
+// a repetition's speedup_over with the last one's 6 pairs and no speedup_ci_note, beside its own
+// speedup_pairs of 1); an aggregate gets the last call's, as it always did.
+TEST(ReportWriter, EachRepetitionCarriesItsOwnCallsFields) {
+  const std::string name = "qkv/split/tokens:1";
+  EntryFields fields;
+  fields.set_base(name, {{"op", "qkv"}, {"variant", "split"}});
+  fields.record(name, {{"speedup_over", {{"fused", {{"pairs", 1}}}}}, {"speedup_ci_note", "few"}});
+  fields.record(name, {{"speedup_over", {{"fused", {{"pairs", 6}}}}}});
+  std::ostringstream progress_out;
+  ReportWriter writer("", nlohmann::json::object(), fields,
+                      std::make_unique<benchmark::ConsoleReporter>(),
+                      Progress({{name, 1, 1, "qkv"}}, progress_out, false));
+  std::vector<benchmark::BenchmarkReporter::Run> runs(3);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].run_name.function_name = name;
+    runs[i].run_name.time_type = "manual_time";
+    runs[i].repetitions = 2;
+    runs[i].repetition_index = static_cast<std::int64_t>(std::min<std::size_t>(i, 1));
+    runs[i].iterations = 1;
+  }
+  runs[2].run_type = benchmark::BenchmarkReporter::Run::RT_Aggregate;
+  runs[2].aggregate_name = "mean";
+  runs[2].repetition_index = -1;
+  writer.ReportRuns({runs[0], runs[1]});
+  writer.ReportRuns({runs[2]});
+  const nlohmann::json& e = writer.entries();
+  ASSERT_EQ(e.size(), 3u) << e.dump();
+  for (const auto& entry : e) EXPECT_EQ(entry["op"], "qkv") << entry.dump();
+  EXPECT_EQ(e[0]["speedup_over"]["fused"]["pairs"], 1) << e[0].dump();
+  EXPECT_EQ(e[0]["speedup_ci_note"], "few") << e[0].dump();
+  EXPECT_EQ(e[1]["speedup_over"]["fused"]["pairs"], 6) << e[1].dump();
+  EXPECT_FALSE(e[1].contains("speedup_ci_note")) << e[1].dump();
+  EXPECT_EQ(e[2]["speedup_over"]["fused"]["pairs"], 6) << e[2].dump();
+  EXPECT_FALSE(e[2].contains("speedup_ci_note")) << e[2].dump();
+  // A fixture never called (left out by the filter) keeps main's fields; an unknown one none.
+  fields.set_base("gate_up/split", {{"op", "gate_up"}});
+  ASSERT_NE(fields.find("gate_up/split", 0), nullptr);
+  EXPECT_EQ(*fields.find("gate_up/split", 0), nlohmann::json({{"op", "gate_up"}}));
+  EXPECT_EQ(fields.find("moe/split", 0), nullptr);
 }
 
 }  // namespace

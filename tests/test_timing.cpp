@@ -561,6 +561,11 @@ TEST(TimingReport, RepetitionsMeasureTheGroupAgain) {
     EXPECT_TRUE(b.contains("speedup")) << b.dump();
     // 0.05 s may leave fewer than 6 pairs on a loaded machine: then no interval, and a note.
     EXPECT_TRUE(b.contains("speedup_ci_low") || b.contains("speedup_ci_note")) << b.dump();
+    // Its fields are its own repetition's, as its counters are (issue 36: every repetition
+    // carried the last one's speedup_over, beside its own speedup_pairs).
+    ASSERT_TRUE(b["speedup_over"].contains("split")) << b.dump();
+    EXPECT_EQ(b["speedup_over"]["split"]["pairs"], b["speedup_pairs"]) << b.dump();
+    EXPECT_NE(b.contains("speedup_ci_low"), b.contains("speedup_ci_note")) << b.dump();
   }
   EXPECT_EQ(fused_iterations, 3);
   EXPECT_NE(out.find("3 interleaved group measurement(s)"), std::string::npos) << out;

@@ -48,6 +48,14 @@ using LogicalTensors = std::map<std::string, std::vector<float>>;
 // Reference outputs in float64, keyed like Plan::outputs.
 using ReferenceOutputs = std::map<std::string, std::vector<double>>;
 
+// The float64 reference a quantized entry's output rows are compared with (its quant_error,
+// docs/quant.md): the plan whose OpInfo::reference is the unquantized product, on the logical
+// tensors' windows the plan reads, or on the whole logical tensors (`whole_tensors`).
+struct AccuracyReference {
+  Plan plan;
+  bool whole_tensors = false;
+};
+
 struct OpInfo {
   std::string name;
   std::string description;
@@ -68,6 +76,16 @@ struct OpInfo {
   // The quantized variant whose shards keep their own weight scales: the reference of the other
   // variants' quant_error_vs_split (moe: per_expert_split).
   std::string quant_split = "split";
+  // The reference of a quantized entry's accuracy, given its measured plan and the rows compared
+  // (the moe op: the measured plan's first rows, routed as in the whole shape; the TP pipelines:
+  // the unsharded layer pair); null: the entry's op and variant built again at `rows` tokens.
+  std::function<AccuracyReference(const Plan& measured, std::int64_t rows)> quant_reference =
+      nullptr;
+  // How `variant` merges its shards' weight scales (the entry's quant.shard_fusion); null: the
+  // projections' rule (quant_split: one weight per shard; fused_channelwise: channelwise; others:
+  // max-scale requantization of per-tensor scales, row and block scales stacked).
+  std::function<std::string(const QuantSpec&, const std::string& variant)> quant_shard_fusion =
+      nullptr;
 
   // What the sweep asks of the op (docs/adding-an-op.md). The runner names no op: it reads these.
   // Whether a sweep without --ops runs it (the TP pipelines, the collectives and moe, whose

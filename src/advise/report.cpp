@@ -199,36 +199,13 @@ void read_ratios(const Reader& r, const nlohmann::json& b, Entry& e) {
   }
 }
 
-// quant_error and quant_error_vs_split: shard -> relative error (>= 0).
-void read_quant_errors(const Reader& r, const nlohmann::json& b, Entry& e) {
-  for (auto [key, into] :
-       {std::pair<const char*, std::map<std::string, double>*>{"quant_error", &e.quant_error},
-        {"quant_error_vs_split", &e.quant_error_vs_split}}) {
-    const auto it = b.find(key);
-    if (it == b.end()) continue;
-    if (!it->is_object())
-      fail(r.file, r.at + "." + key, "expected an object of shard -> error, got " + shown(*it));
-    for (const auto& [shard, v] : it->items()) {
-      Reader s{r.file, *it, r.at + "." + key};
-      const auto d = s.num(shard.c_str());
-      if (!(*d >= 0))
-        fail(r.file, s.at + "." + shard, number(*d) + " is not a relative error (a number >= 0)");
-      (*into)[shard] = *d;
-    }
-  }
-}
-
-// The moe op's routing source and seed, as one text (entries of two routings are two experiments).
-std::string routing_text(const nlohmann::json& b) {
+// The moe op's routing source and seed, as one text (entries of two routings are two
+// experiments), from the identity fields the shared reader read (report_document.hpp).
+std::string routing_text(const std::map<std::string, std::string>& setup) {
   std::string out;
-  const auto moe = b.find("moe");
-  if (moe == b.end() || !moe->is_object()) return out;
-  const auto rt = moe->find("routing");
-  if (rt == moe->end() || !rt->is_object()) return out;
   for (const char* key : {"routing", "seed"}) {
-    if (const auto v = rt->find(key); v != rt->end())
-      out += (out.empty() ? "" : ", ") + std::string(key) + " " +
-             (v->is_string() ? v->get<std::string>() : v->dump());
+    if (const auto v = setup.find(std::string("moe.routing.") + key); v != setup.end())
+      out += (out.empty() ? "" : ", ") + std::string(key) + " " + v->second;
   }
   return out;
 }
@@ -260,14 +237,14 @@ std::optional<Entry> read_entry(const std::string& file, const nlohmann::json& b
   e.model_launches = r.num("model_launches");
   e.comm_bytes = r.num("comm_bytes");
   read_ratios(r, b, e);
-  read_quant_errors(r, b, e);
-  if (const auto em = b.find("emulated"); em != b.end() && em->is_boolean())
-    e.emulated = em->get<bool>();
-  e.routing = routing_text(b);
-  if (const auto q = b.find("quant"); q != b.end() && q->is_object()) {
-    if (const auto v = q->find("spec"); v != q->end())
-      e.quant_spec = v->is_string() ? v->get<std::string>() : v->dump();
-  }
+  // The schema's accuracy and identity fields, read as the gate reads them.
+  EntryRecord record = read_entry_record(b, file, h.at);
+  e.quant_error = std::move(record.accuracy["quant_error"]);
+  e.quant_error_vs_split = std::move(record.accuracy["quant_error_vs_split"]);
+  const std::map<std::string, std::string>& setup = record.setup;
+  if (const auto em = setup.find("emulated"); em != setup.end()) e.emulated = em->second == "true";
+  e.routing = routing_text(setup);
+  if (const auto q = setup.find("quant.spec"); q != setup.end()) e.quant_spec = q->second;
   if (e.op.empty() || e.variant.empty() || !tokens || e.model.empty()) {
     skipped.push_back(e.name + ": no op, variant, model or tokens (not a fusebench fixture)");
     return std::nullopt;

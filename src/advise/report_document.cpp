@@ -3,6 +3,7 @@
 #include "fusebench/report_document.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -23,7 +24,68 @@ std::string shown(const nlohmann::json& v) {
   return s;
 }
 
+std::string json_type(const nlohmann::json& v) {
+  if (v.is_string()) return "a string \"" + v.get<std::string>() + "\"";
+  return std::string(v.type_name());
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::map<std::string, std::map<std::string, double>> read_accuracy(const nlohmann::json& b,
+                                                                   const std::string& file,
+                                                                   const std::string& at) {
+  std::map<std::string, std::map<std::string, double>> out;
+  for (const char* key : {"quant_error", "quant_error_vs_split"}) {
+    const auto it = b.find(key);
+    if (it == b.end()) continue;
+    if (!it->is_object())
+      fail(file, at + "." + key, "expected an object of shard -> error, got " + json_type(*it));
+    auto& shards = out[key];
+    for (const auto& [shard, v] : it->items()) {
+      const std::string field = at + "." + key + "." + shard;
+      if (!v.is_number()) fail(file, field, "expected a number, got " + json_type(v));
+      const double d = v.get<double>();
+      if (!std::isfinite(d) || d < 0)
+        fail(file, field, number(d) + " is not a relative error (a number >= 0)");
+      shards[shard] = d;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> read_setup(const nlohmann::json& b) {
+  std::map<std::string, std::string> out;
+  auto text = [](const nlohmann::json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  if (const auto moe = b.find("moe"); moe != b.end() && moe->is_object()) {
+    if (const auto r = moe->find("routing"); r != moe->end() && r->is_object()) {
+      for (const char* key : {"routing", "seed", "experts", "top_k"}) {
+        if (const auto v = r->find(key); v != r->end())
+          out[std::string("moe.routing.") + key] = text(*v);
+      }
+    }
+  }
+  if (const auto q = b.find("quant"); q != b.end() && q->is_object()) {
+    if (const auto v = q->find("spec"); v != q->end()) out["quant.spec"] = text(*v);
+  }
+  if (const auto v = b.find("emulated"); v != b.end()) out["emulated"] = text(*v);
+  // The dtype too: an entry of the same name in another dtype matches no comparison of the
+  // gate's advice rule, which would then compare nothing and pass (issue 37).
+  if (const auto v = b.find("dtype"); v != b.end()) out["dtype"] = text(*v);
+  return out;
+}
+
 }  // namespace
+
+EntryRecord read_entry_record(const nlohmann::json& b, const std::string& file,
+                              const std::string& at) {
+  return {read_accuracy(b, file, at), read_setup(b)};
+}
 
 std::string read_report_file(const std::string& path) {
   std::error_code ec;

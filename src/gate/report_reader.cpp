@@ -114,56 +114,6 @@ std::optional<TimeInterval> median_interval(const std::map<std::string, double>&
   return std::nullopt;
 }
 
-// The accuracy fields of a quantized entry (docs/report.md): each an object of output shard ->
-// a finite relative error >= 0. Anything else is unusable input, named: a wrong value would pass
-// or fail the accuracy rule for the wrong reason.
-std::map<std::string, std::map<std::string, double>> read_accuracy(const nlohmann::json& b,
-                                                                   const std::string& file,
-                                                                   const std::string& at) {
-  std::map<std::string, std::map<std::string, double>> out;
-  for (const char* key : {"quant_error", "quant_error_vs_split"}) {
-    const auto it = b.find(key);
-    if (it == b.end()) continue;
-    if (!it->is_object())
-      fail(file, at + "." + key, "expected an object of shard -> error, got " + json_type(*it));
-    auto& shards = out[key];
-    for (const auto& [shard, v] : it->items()) {
-      const std::string field = at + "." + key + "." + shard;
-      if (!v.is_number()) fail(file, field, "expected a number, got " + json_type(v));
-      const double d = v.get<double>();
-      if (!std::isfinite(d) || d < 0)
-        fail(file, field, number(d) + " is not a relative error (a finite number >= 0)");
-      shards[shard] = d;
-    }
-  }
-  return out;
-}
-
-// What an entry measured that its name does not say: the moe op's routing (source, seed, experts,
-// top_k) and a quantized entry's spec and execution (docs/gate.md, "Identity of entries").
-std::map<std::string, std::string> read_setup(const nlohmann::json& b) {
-  std::map<std::string, std::string> out;
-  auto text = [](const nlohmann::json& v) {
-    return v.is_string() ? v.get<std::string>() : v.dump();
-  };
-  if (const auto moe = b.find("moe"); moe != b.end() && moe->is_object()) {
-    if (const auto r = moe->find("routing"); r != moe->end() && r->is_object()) {
-      for (const char* key : {"routing", "seed", "experts", "top_k"}) {
-        if (const auto v = r->find(key); v != r->end())
-          out[std::string("moe.routing.") + key] = text(*v);
-      }
-    }
-  }
-  if (const auto q = b.find("quant"); q != b.end() && q->is_object()) {
-    if (const auto v = q->find("spec"); v != q->end()) out["quant.spec"] = text(*v);
-  }
-  if (const auto v = b.find("emulated"); v != b.end()) out["emulated"] = text(*v);
-  // The dtype too: an entry of the same name in another dtype matches no comparison of the
-  // advice rule, which would then compare nothing and pass (issue 37).
-  if (const auto v = b.find("dtype"); v != b.end()) out["dtype"] = text(*v);
-  return out;
-}
-
 // Per-benchmark accumulation before folding into an Entry.
 struct Pending {
   std::vector<double> rep_times_ns;
@@ -234,8 +184,10 @@ void add_run(const nlohmann::json& b, const advise::ElementHeader& h, const std:
   p.scale = scale;
   p.unavailable = read_unavailable(b);
   p.not_judged = advise::not_judged(b).text();
-  p.accuracy = read_accuracy(b, file, h.at);
-  p.setup = read_setup(b);
+  // The schema's accuracy and identity fields, read as the advisor reads them.
+  advise::EntryRecord record = advise::read_entry_record(b, file, h.at);
+  p.accuracy = std::move(record.accuracy);
+  p.setup = std::move(record.setup);
 }
 
 double sample_cv(const std::vector<double>& times) {

@@ -667,6 +667,13 @@ OpInfo moe_op() {
       "grouped scaled GEMM (per-expert FP8/INT8 scales through cuBLASLt or CUTLASS) yet";
   op.cuda_variant_refusal = cuda_variant_refusal;
   op.entry_fields = entry_fields;
+  // Its accuracy: the measured plan's first rows, routed as in the whole shape (not as `rows`
+  // tokens would be routed).
+  op.quant_reference = [](const Plan& measured, std::int64_t rows) {
+    AccuracyReference ref{measured};
+    ref.plan.tokens = rows;
+    return ref;
+  };
   return op;
 }
 

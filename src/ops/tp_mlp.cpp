@@ -203,6 +203,8 @@ OpInfo tp_mlp_op() {
             build_quant,
             "naive"};
   op.in_default_sweep = false;  // a TP pipeline runs on request
+  op.quant_reference = tp_quant_reference;
+  op.quant_shard_fusion = tp_quant_shard_fusion;
   return op;
 }
 

@@ -8,6 +8,18 @@ std::vector<std::string> tp_quant_variants(const QuantSpec&) {
   return {"naive", "paired", "sp", "overlap"};
 }
 
+AccuracyReference tp_quant_reference(const Plan& measured, std::int64_t rows) {
+  return {build_plan(measured.op, "paired", measured.shard, rows, measured.dtype), true};
+}
+
+std::string tp_quant_shard_fusion(const QuantSpec& spec, const std::string&) {
+  if (spec.weights != WeightScales::tensor) return "column layer: stacked (exact)";
+  return "column layer: " +
+         (spec.dtype == QuantDType::int8
+              ? std::string("channelwise (exact; vLLM's INT8 w8a8)")
+              : std::string("max-scale requantization (vLLM's fused FP8; lossy)"));
+}
+
 namespace {
 
 // vLLM's merged form of a column layer's shards for `spec` (Fp8LinearMethod: max scale;

@@ -20,4 +20,10 @@ std::vector<std::string> tp_quant_variants(const QuantSpec& spec);
 // static input scales (the row layer's input is an intermediate with no calibrated scale).
 Plan quantize_pipeline(Plan p, const QuantSpec& spec);
 
+// A quantized pipeline's accuracy is the whole pipeline's: its reference is the unsharded layer
+// pair (the paired plan unquantized, on the whole logical tensors), and every variant merges
+// its column layer's shards as vLLM does for the spec.
+AccuracyReference tp_quant_reference(const Plan& measured, std::int64_t rows);
+std::string tp_quant_shard_fusion(const QuantSpec& spec, const std::string& variant);
+
 }  // namespace fusebench::ops

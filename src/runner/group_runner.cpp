@@ -447,11 +447,11 @@ std::vector<EntryResult> GroupRunner::results_of(std::size_t group,
   std::vector<EntryResult> out(a.members.size());
   for (std::size_t t = 0; t < timed.size(); ++t) {
     if (a.tp) {
-      out[timed[t]] = result_for(group, timed[t], gm, timed, cache_policy);
+      out[timed[t]] = entry_for(group, timed[t], gm, timed, cache_policy);
       continue;
     }
     try {  // the counter passes of one member failing fail that member alone
-      out[timed[t]] = result_for(group, timed[t], gm, timed, cache_policy);
+      out[timed[t]] = entry_for(group, timed[t], gm, timed, cache_policy);
     } catch (const std::exception& e) {
       out[timed[t]] = EntryResult{e.what()};
     }
@@ -676,26 +676,41 @@ EntryResult GroupRunner::result_for(std::size_t group, std::size_t pos,
     add_step_profile(m.ws->plan(), m.ws->time_steps(kStepProfileRuns), copy, s.median, r);
   }
   add_model_cost(cost, f.tokens, f.shard.tp, r);
+  return r;
+}
+
+EntryResult GroupRunner::entry_for(std::size_t group, std::size_t pos,
+                                   const measure::GroupMeasurement& g,
+                                   const std::vector<std::size_t>& timed,
+                                   const std::vector<std::string>& cache_policy) {
+  EntryResult r = result_for(group, pos, g, timed, cache_policy);
+  if (!r.error.empty()) return r;
+  const Member& m = active_->members[pos];
+  const Fixture& f = fixtures_[m.fixture];
   if (nlohmann::json rows = f.rows_json(); !rows.is_null()) r.fields["expert_rows"] = rows;
-  if (f.quant) {  // accuracy beside time: against float64 and against split's output
-    const std::int64_t rows = quant_reference_rows(f);
-    // A TP pipeline runs on every rank at once; its rank 0 (this process's workspace) is read.
-    const auto outputs = [&](std::size_t at) {
-      if (!a.tp) return read_quant_outputs(*a.members[at].ws, rows);
-      a.tp->region(a.tp_index[at]);
-      return read_quant_outputs(*a.members[at].ws, rows, false);
-    };
-    const ShardOutputs got = outputs(pos);
-    std::optional<ShardOutputs> split;
-    for (std::size_t o = 0; o < a.members.size(); ++o) {
-      const Member& other = a.members[o];
-      if (o != pos && other.ws && fixtures_[other.fixture].variant == find_op(f.op).quant_split)
-        split = outputs(o);
-    }
-    add_quant_accuracy(f, got, split ? &*split : nullptr, seed_, r.fields);
-  }
+  if (f.quant) add_accuracy(pos, r);
   add_op_fields(m.ws->plan(), r);
   return r;
+}
+
+void GroupRunner::add_accuracy(std::size_t pos, EntryResult& r) {
+  Active& a = *active_;
+  const Fixture& f = fixtures_[a.members[pos].fixture];
+  const std::int64_t rows = quant_reference_rows(f);
+  // A TP pipeline runs on every rank at once; its rank 0 (this process's workspace) is read.
+  const auto outputs = [&](std::size_t at) {
+    if (!a.tp) return read_quant_outputs(*a.members[at].ws, rows);
+    a.tp->region(a.tp_index[at]);
+    return read_quant_outputs(*a.members[at].ws, rows, false);
+  };
+  const ShardOutputs got = outputs(pos);
+  std::optional<ShardOutputs> split;
+  for (std::size_t o = 0; o < a.members.size(); ++o) {
+    const Member& other = a.members[o];
+    if (o != pos && other.ws && fixtures_[other.fixture].variant == find_op(f.op).quant_split)
+      split = outputs(o);
+  }
+  add_quant_accuracy(f, got, split ? &*split : nullptr, seed_, r.fields);
 }
 
 std::string GroupRunner::baseline_missing(std::size_t group, const std::string& baseline) const {

@@ -150,11 +150,23 @@ class GroupRunner {
   void warm_up(bool keep_algorithms);  // one untimed run of every member
   void refresh_members();              // fresh buffers and ranks between blocks
   std::vector<EntryResult> measure_prepared(std::size_t group);
-  // Member `member_pos`'s entry from the group's measurement (entry_fields.hpp for the pure
-  // parts; the ceilings, counter passes and TP report below need the member's resources).
+  // Member `member_pos`'s report entry, assembled in one place: what the group's measurement
+  // says of it (result_for), then what the fixture says of itself beside its time: the rows its
+  // GEMMs ran (OpInfo::rows_json), a quantized entry's accuracy (add_accuracy) and the op's own
+  // fields (OpInfo::entry_fields). The fixture's axes are main's (fixture_fields).
+  EntryResult entry_for(std::size_t group, std::size_t member_pos,
+                        const measure::GroupMeasurement& g, const std::vector<std::size_t>& timed,
+                        const std::vector<std::string>& cache_policy);
+  // What the group's measurement says of member `member_pos`: time, comparison, clocks,
+  // roofline, counters, the TP split, the model's cost (entry_fields.hpp for the pure parts; the
+  // ceilings, counter passes and TP report below need the member's resources). Measures only.
   EntryResult result_for(std::size_t group, std::size_t member_pos,
                          const measure::GroupMeasurement& g, const std::vector<std::size_t>& timed,
                          const std::vector<std::string>& cache_policy);
+  // A quantized entry's accuracy (quant_fields.hpp): its outputs against the float64 reference
+  // the op names and against its quant_split variant's outputs, read from the group's
+  // workspaces (a TP pipeline's rank 0 after every rank ran it).
+  void add_accuracy(std::size_t member_pos, EntryResult& r);
   // Why `baseline` was not measured with the group (not selected, failed, not in the run).
   std::string baseline_missing(std::size_t group, const std::string& baseline) const;
   void add_roofline(const Fixture& f, const Member& m, measure::Regime regime, double median,

@@ -4,27 +4,22 @@
 
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
-#include "fusebench/tp.hpp"
 #include "runner/verification.hpp"
 
 namespace fusebench::bench {
 
 namespace {
 
-// How the entry's variant merges its shards' weight scales (the report's quant.shard_fusion).
+// How the entry's variant merges its shards' weight scales (the report's quant.shard_fusion):
+// the op's rule (OpInfo::quant_shard_fusion), else the projections'.
 std::string shard_fusion(const Fixture& f) {
   const QuantSpec& q = *f.quant;
-  const bool tensor = q.weights == WeightScales::tensor;
-  const std::string max_scale = "max-scale requantization (vLLM's fused FP8; lossy)";
-  if (is_tp_op(f.op)) {  // every variant merges its column layer's shards, as vLLM does per spec
-    if (!tensor) return "column layer: stacked (exact)";
-    return "column layer: " + (q.dtype == QuantDType::int8
-                                   ? std::string("channelwise (exact; vLLM's INT8 w8a8)")
-                                   : max_scale);
-  }
-  if (f.variant == find_op(f.op).quant_split) return "none: one weight per shard";
+  const OpInfo& op = find_op(f.op);
+  if (op.quant_shard_fusion) return op.quant_shard_fusion(q, f.variant);
+  if (f.variant == op.quant_split) return "none: one weight per shard";
   if (f.variant == "fused_channelwise") return "channelwise (exact)";
-  return tensor ? max_scale : "stacked (exact)";
+  return q.weights == WeightScales::tensor ? "max-scale requantization (vLLM's fused FP8; lossy)"
+                                           : "stacked (exact)";
 }
 
 }  // namespace
@@ -74,16 +69,15 @@ std::vector<double> widened(const std::vector<float>& v) { return {v.begin(), v.
 void add_quant_accuracy(const Fixture& f, const ShardOutputs& got, const ShardOutputs* split,
                         std::uint64_t seed, nlohmann::json& fields) {
   const std::int64_t rows = quant_reference_rows(f);
-  // The unquantized product: the op's float64 reference on the same (bf16-rounded) inputs.
-  const bool tp = is_tp_op(f.op);
-  Plan head = tp ? build_plan(f.op, "paired", f.shard, rows, f.dtype)  // all rows, unsharded
-                 : build_plan(f.op, f.variant, f.shard, rows, f.dtype, f.quant);
-  if (head.moe) {  // the moe op's first rows, routed as in the whole shape (not as `rows` tokens)
-    head = f.plan();
-    head.tokens = rows;
-  }
-  const ReferenceOutputs exact =
-      find_op(f.op).reference(head, logical_inputs(head, seed, f.weight_source(), !tp));
+  // The unquantized product: the op's float64 reference on the same (bf16-rounded) inputs, of
+  // the plan the op names (OpInfo::quant_reference), else of its variant at `rows` tokens.
+  const OpInfo& op = find_op(f.op);
+  const AccuracyReference head =
+      op.quant_reference
+          ? op.quant_reference(f.plan(), rows)
+          : AccuracyReference{build_plan(f.op, f.variant, f.shard, rows, f.dtype, f.quant)};
+  const ReferenceOutputs exact = op.reference(
+      head.plan, logical_inputs(head.plan, seed, f.weight_source(), !head.whole_tensors));
   nlohmann::json error = nlohmann::json::object(), vs_split = nlohmann::json::object();
   for (const auto& [name, y] : got) {
     const auto cols = static_cast<std::int64_t>(y.size()) / rows;
@@ -92,7 +86,7 @@ void add_quant_accuracy(const Fixture& f, const ShardOutputs& got, const ShardOu
       fields["quant_error_note"][name] =
           "no quant_error: the output or its float64 reference is not finite, or the reference "
           "is all zero";
-    if (split != nullptr && f.variant != find_op(f.op).quant_split && split->count(name))
+    if (split != nullptr && f.variant != op.quant_split && split->count(name))
       vs_split[name] = quant_error_vs_split(widened(y), widened(split->at(name)), rows, {cols})[0];
   }
   fields["quant_error"] = error;

@@ -78,8 +78,32 @@ std::string failure_summary(std::size_t failures, const std::string& report_path
                               : "see error_message in " + report_path);
 }
 
+void EntryFields::set_base(const std::string& name, nlohmann::json fields) {
+  base_[name] = std::move(fields);
+}
+
+const nlohmann::json& EntryFields::record(const std::string& name, const nlohmann::json& result) {
+  auto base = base_.find(name);
+  nlohmann::json fields = base == base_.end() ? nlohmann::json::object() : base->second;
+  for (const auto& [key, value] : result.items()) fields[key] = value;
+  std::vector<nlohmann::json>& calls = calls_[name];
+  calls.push_back(std::move(fields));
+  return calls.back();
+}
+
+const nlohmann::json* EntryFields::find(const std::string& name, std::int64_t repetition) const {
+  if (auto it = calls_.find(name); it != calls_.end() && !it->second.empty()) {
+    const std::vector<nlohmann::json>& calls = it->second;
+    if (repetition >= 0 && static_cast<std::size_t>(repetition) < calls.size())
+      return &calls[static_cast<std::size_t>(repetition)];
+    return &calls.back();
+  }
+  if (auto it = base_.find(name); it != base_.end()) return &it->second;
+  return nullptr;
+}
+
 ReportWriter::ReportWriter(std::string path, nlohmann::json context,
-                           const std::map<std::string, nlohmann::json>& entry_fields,
+                           const EntryFields& entry_fields,
                            std::unique_ptr<benchmark::BenchmarkReporter> display, Progress progress)
     : path_(std::move(path)),
       context_(std::move(context)),
@@ -170,8 +194,11 @@ void ReportWriter::ReportRuns(const std::vector<Run>& runs) {
   for (const auto& run : measured) {
     nlohmann::json entry = run_to_json(run);
     const std::string name = fixture_name(run.run_name.str());
-    if (auto it = entry_fields_.find(name); it != entry_fields_.end()) {
-      for (const auto& [key, value] : it->second.items()) entry[key] = value;
+    // An aggregate (mean, median, ...) gets the last repetition's fields, as before.
+    const std::int64_t repetition =
+        run.run_type == Run::RT_Iteration ? static_cast<std::int64_t>(run.repetition_index) : -1;
+    if (const nlohmann::json* fields = entry_fields_.find(name, repetition)) {
+      for (const auto& [key, value] : fields->items()) entry[key] = value;
     }
     if (entry.value("error_occurred", false)) ++failures_;
     entries_.push_back(std::move(entry));

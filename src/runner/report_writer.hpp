@@ -12,6 +12,7 @@
 // which. Entries the stopped run did not measure are left out, not written as failures.
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,12 +26,31 @@
 
 namespace fusebench::bench {
 
+// The fields merged into each report entry, by fixture name (without Google Benchmark's
+// suffixes) and repetition: main sets a fixture's descriptive fields (op, variant, model, ...)
+// once; each call of the fixture's body (one per repetition, in order) records its result's
+// fields over them. Google Benchmark reports a fixture's repetitions together, after the last
+// call, so each repetition's entry is given its own call's fields, not the last call's.
+class EntryFields {
+ public:
+  void set_base(const std::string& name, nlohmann::json fields);
+  // The next call's (repetition's) result fields over the base ones; returns the entry's fields.
+  const nlohmann::json& record(const std::string& name, const nlohmann::json& result);
+  // The fields of repetition `repetition` of `name` (the first call is repetition 0); an
+  // aggregate (`repetition` < 0) or a repetition not recorded gets the last call's, a fixture
+  // never called its base fields; null where `name` has none.
+  const nlohmann::json* find(const std::string& name, std::int64_t repetition) const;
+
+ private:
+  std::map<std::string, nlohmann::json> base_;
+  std::map<std::string, std::vector<nlohmann::json>> calls_;
+};
+
 class ReportWriter : public benchmark::BenchmarkReporter {
  public:
-  // `entry_fields` maps a fixture's name (without Google Benchmark's suffixes) to fields merged
-  // into its JSON entry (op, variant, model, ...). `display` shows the runs (console, json, csv).
-  ReportWriter(std::string path, nlohmann::json context,
-               const std::map<std::string, nlohmann::json>& entry_fields,
+  // `entry_fields` holds the fields merged into each JSON entry (EntryFields: a repetition's
+  // entry gets its own). `display` shows the runs (console, json, csv).
+  ReportWriter(std::string path, nlohmann::json context, const EntryFields& entry_fields,
                std::unique_ptr<benchmark::BenchmarkReporter> display, Progress progress);
 
   bool ReportContext(const Context& context) override;
@@ -61,7 +81,7 @@ class ReportWriter : public benchmark::BenchmarkReporter {
   nlohmann::json context_;
   nlohmann::json entries_ = nlohmann::json::array();
   std::size_t failures_ = 0;
-  const std::map<std::string, nlohmann::json>& entry_fields_;
+  const EntryFields& entry_fields_;
   std::unique_ptr<benchmark::BenchmarkReporter> display_;
   // The display writes here; each call's text then goes out in one write (show_display()).
   std::ostringstream display_text_;

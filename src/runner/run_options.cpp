@@ -21,22 +21,61 @@ DtypeChoice::DtypeChoice(std::string value) : text(std::move(value)) {
   }
 }
 
-std::optional<std::size_t> parse_timing_blocks(const std::string& text) {
-  if (text.empty() || text.size() > 3 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  const int n = std::stoi(text);
-  if (n < 1 || n > 100) return std::nullopt;
-  return static_cast<std::size_t>(n);
+namespace {
+
+// "auto", or a whole number in [1, max] written in at most `digits` digits; else throws naming
+// the flag, the value and the valid ones (`what`: "threads", "blocks").
+AutoOrCount parse_auto_or_count(const char* flag, const std::string& text, int max,
+                                std::size_t digits, const char* what) {
+  AutoOrCount v;
+  v.text = text;
+  if (text == "auto") return v;
+  const bool whole =
+      !text.empty() && text.size() <= digits &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const int n = whole ? std::stoi(text) : 0;
+  if (n < 1 || n > max) {
+    throw std::invalid_argument(std::string(flag) + ": '" + text +
+                                "' is invalid (auto, or a whole number of " + what + " 1.." +
+                                std::to_string(max) + ")");
+  }
+  v.count = n;
+  return v;
 }
 
-std::optional<int> parse_cpu_threads(const std::string& text) {
-  if (text.empty() || text.size() > 4 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  const int n = std::stoi(text);
-  if (n < 1 || n > 1024) return std::nullopt;
-  return n;
+}  // namespace
+
+CommChoice parse_comm(const std::string& text) {
+  for (CommChoice c : {CommChoice::automatic, CommChoice::nccl, CommChoice::modelled,
+                       CommChoice::inprocess, CommChoice::mpi}) {
+    if (text == to_string(c)) return c;
+  }
+  throw std::invalid_argument("--comm: '" + text +
+                              "' is invalid (valid: auto, nccl, modelled, inprocess, mpi)");
+}
+
+const char* to_string(CommChoice comm) {
+  switch (comm) {
+    case CommChoice::nccl:
+      return "nccl";
+    case CommChoice::modelled:
+      return "modelled";
+    case CommChoice::inprocess:
+      return "inprocess";
+    case CommChoice::mpi:
+      return "mpi";
+    case CommChoice::automatic:
+      break;
+  }
+  return "auto";
+}
+
+AutoOrCount parse_timing_blocks(const std::string& text) {
+  return parse_auto_or_count("--timing-blocks", text, 100, 3, "blocks");
+}
+
+AutoOrCount parse_cpu_threads(const std::string& text) {
+  return parse_auto_or_count("--cpu-threads", text, 1024, 4, "threads");
 }
 
 }  // namespace fusebench::bench

@@ -11,6 +11,7 @@
 #include "fusebench/dtype.hpp"
 #include "fusebench/quant.hpp"
 #include "fusebench/routing.hpp"
+#include "measure/timing_policy.hpp"
 
 namespace fusebench::bench {
 
@@ -23,6 +24,22 @@ struct DtypeChoice {
   std::string text;                                                    // as given, for messages
   std::optional<DType> plain;
   std::optional<QuantSpec> quant;
+};
+
+// --comm, parsed once where the flag is read: the communicator the TP fixtures ask for
+// (resolve_comm, comm/tp_run.hpp, decides what each fixture gets from it).
+enum class CommChoice { automatic, nccl, modelled, inprocess, mpi };
+// Throws std::invalid_argument naming the value and the valid ones.
+CommChoice parse_comm(const std::string& text);
+// Its flag value: auto | nccl | modelled | inprocess | mpi.
+const char* to_string(CommChoice comm);
+
+// A flag that takes "auto" or a whole count within a range (--cpu-threads, --timing-blocks),
+// parsed once where the flag is read.
+struct AutoOrCount {
+  std::string text = "auto";  // as given, for the report's "requested"
+  std::optional<int> count;   // nullopt: auto
+  bool is_auto() const { return !count; }
 };
 
 struct Options {
@@ -55,14 +72,14 @@ struct Options {
   std::string list_for;     // "" | cuda
   bool list_bytes = false;  // name<TAB>bytes<TAB>group_key<TAB>group_data_key
   // Tensor-parallel fixtures (docs/tp.md).
-  std::string comm = "auto";                 // auto | nccl | modelled | inprocess | mpi
+  CommChoice comm = CommChoice::automatic;   // --comm
   std::string link_profile = "nvlink-h200";  // link model of comm:modelled entries
   bool collective_sweep = false;             // add the allreduce and allgather ops
   // Counter passes after timing (docs/counters.md).
   std::string launch_counts = "on";  // on | off: CUPTI activity (GPU) / library calls (CPU)
   std::string dram_counters = "on";  // on | off: CUPTI Range Profiler (GPU)
   // Timing (docs/timing.md). Empty regimes: backend default; negative times: backend default.
-  std::vector<std::string> timing;  // cold, batch, eager, graph
+  std::vector<measure::Regime> timing;  // cold, batch, eager, graph
   // Relative half-width of the targeted 95% intervals (speedups, else medians) to stop at;
   // negative: backend default (GPU 0.01, CPU 0.03).
   double timing_target_ci = -1;
@@ -71,18 +88,18 @@ struct Options {
   // Seconds between measurements of the ceilings during the run (0: once, at the start);
   // negative: backend default (CPU 30, GPU 0).
   double ceilings_every = -1;
-  // Blocks each group is measured in (measure/blocks.hpp): "auto" (5 on the CPU backend, 1 on a
+  // Blocks each group is measured in (measure/blocks.hpp): auto (5 on the CPU backend, 1 on a
   // GPU) or a count 1..100.
-  std::string timing_blocks = "auto";
+  AutoOrCount timing_blocks;
   std::string gemm_algo = "timed";  // timed | heuristic
-  // CPU GEMM libraries' threads (measure/contention.hpp): "auto" (the cores not busy with other
+  // CPU GEMM libraries' threads (measure/contention.hpp): auto (the cores not busy with other
   // processes at the start) or a count 1..1024.
-  std::string cpu_threads = "auto";
+  AutoOrCount cpu_threads;
 };
 
-// --cpu-threads=N: the count, or nullopt when N is not a whole number 1..1024.
-std::optional<int> parse_cpu_threads(const std::string& text);
-// --timing-blocks=N: the count, or nullopt when N is not a whole number 1..100.
-std::optional<std::size_t> parse_timing_blocks(const std::string& text);
+// --cpu-threads: auto or a whole number 1..1024; --timing-blocks: auto or a whole number 1..100.
+// Each throws std::invalid_argument naming the flag, the value and the valid ones.
+AutoOrCount parse_cpu_threads(const std::string& text);
+AutoOrCount parse_timing_blocks(const std::string& text);
 
 }  // namespace fusebench::bench

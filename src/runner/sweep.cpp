@@ -357,15 +357,19 @@ std::vector<DtypeAxis> model_dtypes(Sweep& s, const SweepInputs& in, const Dtype
 // Timing regimes (docs/timing.md). GPU default batch,eager: the two the decomposition needs,
 // sized so the default sweep fits a device check of a few minutes; cold and graph on request.
 std::vector<std::string> sweep_timing(const SweepInputs& in) {
-  std::vector<std::string> timing = in.o.timing;
-  if (timing.empty())
-    timing =
-        in.gpu ? std::vector<std::string>{"batch", "eager"} : std::vector<std::string>{"eager"};
-  for (const auto& t : timing) {
-    if (measure::regime_needs_gpu(measure::parse_regime(t)) && !in.gpu) {
-      throw std::invalid_argument("--timing: " + t + " needs a GPU (this run uses the " +
-                                  in.backend.name() + " backend, which supports eager only)");
+  using measure::Regime;
+  std::vector<Regime> regimes = in.o.timing;
+  if (regimes.empty())
+    regimes = in.gpu ? std::vector<Regime>{Regime::batch, Regime::eager}
+                     : std::vector<Regime>{Regime::eager};
+  std::vector<std::string> timing;
+  for (const Regime t : regimes) {
+    if (measure::regime_needs_gpu(t) && !in.gpu) {
+      throw std::invalid_argument(std::string("--timing: ") + measure::to_string(t) +
+                                  " needs a GPU (this run uses the " + in.backend.name() +
+                                  " backend, which supports eager only)");
     }
+    timing.emplace_back(measure::to_string(t));
   }
   return timing;
 }

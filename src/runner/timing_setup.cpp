@@ -11,10 +11,10 @@ namespace fusebench::bench {
 
 nlohmann::json apply_cpu_thread_policy(const Options& o, Backend& backend) {
   if (backend.name() != "cpu") {
-    return {{"requested", o.cpu_threads},
+    return {{"requested", o.cpu_threads.text},
             {"note", "the " + backend.name() + " backend runs no CPU GEMM: not applied"}};
   }
-  const measure::ThreadPolicy policy = measure::measure_thread_policy(o.cpu_threads);
+  const measure::ThreadPolicy policy = measure::measure_thread_policy(o.cpu_threads.text);
   Backend::set_host_thread_budget(policy.threads);
   return policy.json;
 }
@@ -58,8 +58,7 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
   rule.min_time_s = o.timing_min_time >= 0 ? o.timing_min_time : (gpu ? 0.05 : 0.02);
   rule.max_time_s = o.timing_max_time >= 0 ? o.timing_max_time : (gpu ? 1.0 : 0.5);
   t.settings.engine.device = t.device.get();
-  t.settings.timing_blocks =
-      o.timing_blocks == "auto" ? 0 : parse_timing_blocks(o.timing_blocks).value_or(1);
+  t.settings.timing_blocks = static_cast<std::size_t>(o.timing_blocks.count.value_or(0));
   // Rotation defeats the GPU's L2; on the CPU the last-level cache (when the OS says).
   if (gpu) {
     t.settings.cache_bytes = context.value("gpu_l2_bytes", std::size_t{0});
@@ -141,7 +140,8 @@ TimingSetup setup_timing(const Options& o, Backend& backend, const Sweep& sweep,
        "speedup = median over rounds of baseline time / variant time"},
       {"interval_method", measure::interval_method_text(rule.confidence)},
       {"blocks",
-       {{"requested", o.timing_blocks}, {"method", measure::blocks_method_text(rule.confidence)}}},
+       {{"requested", o.timing_blocks.text},
+        {"method", measure::blocks_method_text(rule.confidence)}}},
       {"stopping_rule",
        {{"target_ci", rule.target_ci},
         {"target",
