@@ -192,6 +192,7 @@ OpInfo tp_attn_op() {
             build_quant,
             "naive"};
   op.in_default_sweep = false;  // a TP pipeline runs on request
+  op.across_ranks = true;
   return op;
 }
 

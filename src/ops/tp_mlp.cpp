@@ -203,6 +203,7 @@ OpInfo tp_mlp_op() {
             build_quant,
             "naive"};
   op.in_default_sweep = false;  // a TP pipeline runs on request
+  op.across_ranks = true;
   return op;
 }
 
