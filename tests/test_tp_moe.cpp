@@ -13,6 +13,7 @@
 #include "cli_run.hpp"
 #include "error_of.hpp"
 #include "fusebench/backend.hpp"
+#include "fusebench/communicator.hpp"
 #include "fusebench/cost_model.hpp"
 #include "fusebench/expert_placement.hpp"
 #include "fusebench/ops.hpp"
@@ -63,7 +64,7 @@ std::vector<VerifyResult> verify(const ShardShape& s, std::int64_t m, DType dtyp
 
 void expect_verified(const ShardShape& s, std::int64_t m, DType dtype, const std::string& what) {
   const auto results = verify(s, m, dtype);
-  EXPECT_EQ(results.size(), 3u * static_cast<std::size_t>(s.tp)) << what;
+  EXPECT_EQ(results.size(), 4u * static_cast<std::size_t>(s.tp)) << what;
   for (const auto& r : results) {
     EXPECT_TRUE(r.ok() && r.checked()) << what << " m=" << m << " " << r.summary();
     bool float64 = false;
@@ -103,16 +104,17 @@ TEST(TpMoe, EveryPlacementVerifies) {
 }
 
 // Every rank's plan: its routed rows are the rows its grouped GEMMs run; launches and collective
-// bytes as docs/tp.md states them.
+// bytes as docs/tp.md states them; ep_a2a's rows sent and received match across the ranks.
 TEST(TpMoe, LaunchesBytesAndRankRowsEqualTheModel) {
   for (int tp : {2, 4}) {
     for (std::int64_t m : {1, 16, 64}) {
       const ShardShape s0 = tp_moe_shard("tiny-qwen3-moe.json", tp, {"zipf:1.2"});
       const double row_bytes = static_cast<double>(s0.hidden) * 2;  // bf16
       const std::int64_t padded = (m + tp - 1) / tp * tp;
-      for (const char* v : {"tp", "ep_ar", "ep_ag_rs"}) {
-        const std::string variant = v;
-        std::int64_t total = 0;
+      for (const char* v : {"tp", "ep_ar", "ep_ag_rs", "ep_a2a"}) {
+        const std::string variant = v,
+                          where = variant + " tp=" + std::to_string(tp) + " m=" + std::to_string(m);
+        std::int64_t total = 0, sent_total = 0, received_total = 0;
         for (int r = 0; r < tp; ++r) {
           ShardShape s = s0;
           s.rank = r;
@@ -124,23 +126,78 @@ TEST(TpMoe, LaunchesBytesAndRankRowsEqualTheModel) {
           for (const Step& step : p.steps)
             if (const auto* g = std::get_if<GroupedGemmStep>(&step); g && g->label == "w13_grouped")
               for (const auto& member : g->gemms) gemm_rows += member.x.rows;
-          EXPECT_EQ(gemm_rows, rows) << variant << " tp=" << tp << " m=" << m << " rank " << r;
+          EXPECT_EQ(gemm_rows, rows) << where << " rank " << r;
           total += rows;
-          const bool dp = variant == "ep_ag_rs";
-          EXPECT_EQ(c.collective_launches, dp ? 2 : 1) << variant;
-          EXPECT_DOUBLE_EQ(c.comm_bytes, dp ? 2.0 * static_cast<double>(padded) * row_bytes
-                                            : static_cast<double>(m) * row_bytes)
-              << variant;
           // gather, grouped w13, act, grouped w2, combine; a rank without rows: the combine
           // alone (zeroing its contribution).
-          EXPECT_EQ(c.launches - c.collective_launches, rows > 0 ? 5 : 1)
-              << variant << " tp=" << tp << " m=" << m << " rank " << r;
+          const int experts = rows > 0 ? 5 : 1;
+          if (variant == "ep_a2a") {
+            const auto sent = ranks["dispatch_rows_sent_per_rank"][r].get<std::int64_t>();
+            const auto received = ranks["dispatch_rows_received_per_rank"][r].get<std::int64_t>();
+            EXPECT_EQ(received, ranks["placement"]["tokens_per_rank"][r].get<std::int64_t>());
+            sent_total += sent;
+            received_total += received;
+            EXPECT_EQ(c.collective_launches, 2) << where;
+            EXPECT_DOUBLE_EQ(c.comm_bytes, static_cast<double>(sent + received) * row_bytes)
+                << where << " rank " << r;
+            // pack (when it sends), dispatch, the experts, combine back, add (always: no shared
+            // expert to add onto).
+            EXPECT_EQ(c.launches, (sent > 0 ? 1 : 0) + 1 + experts + 1 + 1) << where << " " << r;
+            continue;
+          }
+          const bool dp = variant == "ep_ag_rs";
+          EXPECT_EQ(c.collective_launches, dp ? 2 : 1) << where;
+          EXPECT_DOUBLE_EQ(c.comm_bytes, dp ? 2.0 * static_cast<double>(padded) * row_bytes
+                                            : static_cast<double>(m) * row_bytes)
+              << where;
+          EXPECT_EQ(c.launches - c.collective_launches, experts) << where << " rank " << r;
         }
         // tp: every rank runs every slot on its shard; EP: the slots split over the ranks.
-        EXPECT_EQ(total, (variant == "tp" ? tp : 1) * m * 2) << variant;
+        EXPECT_EQ(total, (variant == "tp" ? tp : 1) * m * 2) << where;
+        EXPECT_EQ(sent_total, received_total) << where;
       }
     }
   }
+}
+
+// The in-process all-to-all: rank r sends r + d + 1 rows to rank d, row values naming (from, to,
+// index); every rank receives its rows grouped by source rank. Mismatched counts are refused.
+TEST(TpMoe, InProcessAllToAllMovesRowsBySourceRank) {
+  constexpr int kRanks = 3;
+  constexpr std::int64_t kCols = 2;
+  auto comms = make_inprocess_group(kRanks, 10);
+  run_ranks(kRanks, [&](int r) {
+    std::vector<std::int64_t> send, recv;
+    std::vector<float> src, dst;
+    for (int d = 0; d < kRanks; ++d) {
+      send.push_back(r + d + 1);
+      recv.push_back(d + r + 1);
+      for (int i = 0; i < r + d + 1; ++i)
+        for (std::int64_t c = 0; c < kCols; ++c)
+          src.push_back(static_cast<float>(100 * r + 10 * d + i));
+    }
+    dst.assign(src.size(), -1.0f);  // sent and received totals are equal here
+    const auto ref = [&](std::vector<float>& v) {
+      return MatRef{v.data(), DType::f32, static_cast<std::int64_t>(v.size()) / kCols, kCols,
+                    kCols};
+    };
+    comms[static_cast<std::size_t>(r)]->all_to_all_rows(ref(src), send, ref(dst), recv);
+    std::size_t at = 0;
+    for (int from = 0; from < kRanks; ++from)
+      for (int i = 0; i < from + r + 1; ++i, at += kCols)
+        EXPECT_EQ(dst[at], static_cast<float>(100 * from + 10 * r + i)) << r << " " << from;
+  });
+  auto bad = make_inprocess_group(2, 10);
+  EXPECT_THROW(
+      run_ranks(
+          2,
+          [&](int r) {
+            std::vector<float> v(8, 0.0f);
+            const MatRef m{v.data(), DType::f32, 4, 2, 2};
+            // rank 0 sends 2 rows to rank 1, which expects 1
+            bad[static_cast<std::size_t>(r)]->all_to_all_rows(m, {1, r == 0 ? 2 : 1}, m, {1, 1});
+          }),
+      std::invalid_argument);
 }
 
 TEST(TpMoe, ZipfRaisesTheImbalanceAndEplbLowersIt) {
@@ -193,6 +250,7 @@ TEST(TpMoeCli, RunsVerifiedWithPerRankFields) {
       report.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("tp_moe/ep_ag_rs/rank:1: OK"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tp_moe/ep_a2a/rank:1: OK"), std::string::npos) << r.output;
   const nlohmann::json j = fusebench::testing::load_json(report);
   int entries = 0;
   for (const auto& e : j["benchmarks"]) {
@@ -213,7 +271,7 @@ TEST(TpMoeCli, RunsVerifiedWithPerRankFields) {
     EXPECT_GE(e["compute_imbalance"].get<double>(), 1.0) << name;
     EXPECT_EQ(e["launches"], e["model_launches"]) << name;
   }
-  EXPECT_EQ(entries, 6);
+  EXPECT_EQ(entries, 8);
   std::filesystem::remove(report);
 }
 

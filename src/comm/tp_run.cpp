@@ -87,6 +87,10 @@ class TimedCollectives final : public Communicator {
   void all_gather_rows(const MatRef& s, const MatRef& d) override {
     timed(CollectiveKind::all_gather, [&] { inner_.all_gather_rows(s, d); });
   }
+  void all_to_all_rows(const MatRef& s, const std::vector<std::int64_t>& sent, const MatRef& d,
+                       const std::vector<std::int64_t>& received) override {
+    timed(CollectiveKind::all_to_all, [&] { inner_.all_to_all_rows(s, sent, d, received); });
+  }
   void reserve(std::size_t bytes) override { inner_.reserve(bytes); }
   void check_same_config(const std::string& c) override { inner_.check_same_config(c); }
   std::map<CollectiveKind, double> seconds;

@@ -13,6 +13,11 @@
 //             (allgather_reducescatter) all-gathers the rows, each rank runs its experts' slots,
 //             and a reduce-scatter returns each rank its rows of the sum; the shared expert runs
 //             whole on the rank's own rows (DP replicates it) and is added after.
+//   ep_a2a    expert parallel with data-parallel attention, DeepEP-style: each token goes once to
+//             every rank holding one of its experts' chosen replicas (an all-to-all of the routed
+//             rows only), each rank runs its experts on the rows it received and sends back per
+//             token the weighted sum of its slots (a second all-to-all), and the owner adds them
+//             (onto the shared expert's output, run whole on its own rows).
 // Expert placement (EP): vLLM's determine_expert_map (--expert-placement=linear|round_robin) or,
 // with --redundant-experts, DeepSeek's EPLB on this routing's loads (expert_placement.hpp). The
 // entry's moe_ranks says what every rank holds and runs (placement.cpp's rank_load).
@@ -35,10 +40,12 @@ std::string expert_tensor(const char* kind, std::int64_t e, const char* what) {
 }
 
 bool expert_parallel(const std::string& variant) { return variant != "tp"; }
-bool dp_attention(const std::string& variant) { return variant == "ep_ag_rs"; }
+bool dp_attention(const std::string& variant) {
+  return variant == "ep_ag_rs" || variant == "ep_a2a";
+}
 
 void check(const ShardShape& s, const std::string& variant) {
-  if (variant != "tp" && variant != "ep_ar" && variant != "ep_ag_rs")
+  if (variant != "tp" && variant != "ep_ar" && variant != "ep_ag_rs" && variant != "ep_a2a")
     unknown_variant(tp_moe_op(), variant);
   if (!s.moe || s.mlp != LayerKind::expert || s.intermediate <= 0)
     throw std::invalid_argument("tp_moe: this shard has no routed experts (the model is not MoE)");
@@ -186,6 +193,62 @@ void add_routed_experts(Plan& p, const ShardShape& s, const LocalRows& lr, bool 
       ScatterAddStep{"combine", rows_view(p, out, 0, n), whole(p, y), lr.token, lr.scale, zero});
 }
 
+// ep_a2a's traffic for rank `rank`: the rows it sends (its tokens, grouped by destination rank,
+// each token once per rank holding one of its slots' replicas) and receives (grouped by source
+// rank), and where each received token sits in its receive buffer.
+struct A2aRoutes {
+  std::vector<std::int64_t> send_rows, recv_rows;  // per rank
+  std::vector<std::int64_t> send_local;            // the local row of each row sent, in send order
+  std::vector<std::int64_t> recv_row;  // per token of the M: its received row here, or -1
+  std::int64_t sent() const { return static_cast<std::int64_t>(send_local.size()); }
+  std::int64_t received() const {
+    std::int64_t n = 0;
+    for (const auto r : recv_rows) n += r;
+    return n;
+  }
+};
+
+A2aRoutes a2a_routes(const ShardShape& s, std::int64_t m, const RoutingAssignment& a,
+                     const ExpertPlacement& placement, int rank) {
+  const std::vector<std::int64_t> physical = physical_of_slots(a, placement);
+  const auto ranks = static_cast<std::size_t>(s.tp);
+  // to[t * tp + d]: token t has a slot on rank d.
+  std::vector<char> to(static_cast<std::size_t>(m) * ranks, 0);
+  for (std::size_t slot = 0; slot < physical.size(); ++slot) {
+    const auto t = static_cast<std::size_t>(static_cast<std::int64_t>(slot) / a.top_k);
+    const auto d =
+        static_cast<std::size_t>(placement.rank_of[static_cast<std::size_t>(physical[slot])]);
+    to[t * ranks + d] = 1;
+  }
+  const auto rows_of_rank = [&](int r) {
+    ShardShape rs = s;
+    rs.rank = r;
+    return tp::sp_rows(rs, m);
+  };
+  A2aRoutes out;
+  out.send_rows.assign(ranks, 0);
+  out.recv_rows.assign(ranks, 0);
+  out.recv_row.assign(static_cast<std::size_t>(m), -1);
+  const tp::SpRows mine = rows_of_rank(rank);
+  for (std::size_t d = 0; d < ranks; ++d) {
+    for (std::int64_t i = 0; i < mine.real; ++i) {
+      if (!to[static_cast<std::size_t>(mine.row0 + i) * ranks + d]) continue;
+      out.send_local.push_back(i);
+      ++out.send_rows[d];
+    }
+  }
+  std::int64_t at = 0;
+  for (int src = 0; src < s.tp; ++src) {
+    const tp::SpRows theirs = rows_of_rank(src);
+    for (std::int64_t t = theirs.row0; t < theirs.row0 + theirs.real; ++t) {
+      if (!to[static_cast<std::size_t>(t) * ranks + static_cast<std::size_t>(rank)]) continue;
+      out.recv_row[static_cast<std::size_t>(t)] = at++;
+      ++out.recv_rows[static_cast<std::size_t>(src)];
+    }
+  }
+  return out;
+}
+
 // What the entry states about the ranks (every rank's, computed alike on each): the layout, the
 // collectives, the placement and per rank its experts, routed rows, tokens, modelled FLOPs and
 // the weight bytes it holds.
@@ -197,11 +260,18 @@ nlohmann::json ranks_json(const ShardShape& s, const std::string& variant,
   const std::int64_t inter = ep ? full : s.intermediate;
   const double expert_bytes = 3.0 * static_cast<double>(inter * h) * dtype_size(dtype);
   nlohmann::json j;
+  const std::string dp_rows =
+      "data-parallel attention: rank r brings rows [r*Mp/tp, (r+1)*Mp/tp) of the M tokens (M "
+      "padded to a multiple of tp); ";
   j["variant_layout"] =
-      dp ? "data-parallel attention: rank r brings rows [r*Mp/tp, (r+1)*Mp/tp) of the M tokens "
-           "(M padded to a multiple of tp); dispatch all-gathers them, combine reduce-scatters"
-         : "tensor-parallel attention: every rank holds the same M tokens; no dispatch, the "
-           "combine is one all-reduce of y";
+      variant == "ep_a2a"
+          ? dp_rows +
+                "dispatch sends each token once to every rank holding one of its slots' "
+                "experts (all-to-all), combine returns per token and rank the weighted sum "
+                "of its slots (all-to-all)"
+      : dp ? dp_rows + "dispatch all-gathers them, combine reduce-scatters"
+           : "tensor-parallel attention: every rank holds the same M tokens; no dispatch, the "
+             "combine is one all-reduce of y";
   j["experts"] = ep ? "expert parallel: whole experts placed on the ranks"
                     : "tensor parallel: every expert on every rank, intermediate/tp of it";
   j["ranks"] = s.tp;
@@ -233,6 +303,16 @@ nlohmann::json ranks_json(const ShardShape& s, const std::string& variant,
     held.push_back(static_cast<double>(load.experts[r]) * expert_bytes);
     read.push_back(static_cast<double>(load.active_experts[r]) * expert_bytes);
   }
+  if (variant == "ep_a2a" && s.tp > 1) {  // every rank's all-to-all rows (both ways, reversed)
+    std::vector<std::int64_t> sent, received;
+    for (int r = 0; r < s.tp; ++r) {
+      const A2aRoutes routes = a2a_routes(s, a.tokens, a, *placement, r);
+      sent.push_back(routes.sent());
+      received.push_back(routes.received());
+    }
+    j["dispatch_rows_sent_per_rank"] = sent;
+    j["dispatch_rows_received_per_rank"] = received;
+  }
   j["modelled_expert_flops_per_rank"] = flops;
   j["expert_weight_bytes_held_per_rank"] = held;
   j["expert_weight_bytes_read_per_rank"] = read;
@@ -245,6 +325,56 @@ nlohmann::json ranks_json(const ShardShape& s, const std::string& variant,
     j["redundant_weight_bytes_per_rank"] = extra;
   }
   return j;
+}
+
+// ep_ag_rs: all-gather x, the rank's experts into y [Mp, h], reduce-scatter into its rows; the
+// shared expert on its own rows, added after.
+void add_gather_scatter(Plan& p, const ShardShape& s, const LocalRows& lr, const tp::SpRows& rows,
+                        int x, int out) {
+  const bool comm = s.tp > 1;
+  const int src = comm ? add_output(p, "x_gathered", rows.padded, s.hidden) : x;
+  const int y = comm ? add_output(p, "y_gathered", rows.padded, s.hidden) : out;
+  if (comm) p.add_step(AllGatherRowsStep{"all_gather_x", whole(p, x), whole(p, src)});
+  add_routed_experts(p, s, lr, true, src, y, true);
+  if (comm) p.add_step(ReduceScatterStep{"reduce_scatter_y", whole(p, y), whole(p, out)});
+  if (s.moe->shared_intermediate == 0) return;
+  const int ys = add_output(p, "shared_y", rows.local, s.hidden);
+  add_shared_expert(p, s, x, ys, false);
+  std::vector<std::int64_t> identity(static_cast<std::size_t>(rows.local));
+  for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int64_t>(i);
+  p.add_step(ScatterAddStep{"add_shared", whole(p, ys), whole(p, out), identity,
+                            std::vector<float>(identity.size(), 1.0f), false});
+}
+
+// ep_a2a: pack the rows each rank gets, all-to-all them, the rank's experts on what it received
+// into per-token partial sums, all-to-all those back, add them onto the shared expert's output
+// (or into zeroed rows).
+void add_all_to_all(Plan& p, const ShardShape& s, LocalRows lr, const A2aRoutes& routes, int x,
+                    int out) {
+  const std::int64_t h = s.hidden, sent = routes.sent(), received = routes.received();
+  const int send = add_output(p, "dispatch_send", std::max<std::int64_t>(sent, 1), h);
+  const int recv = add_output(p, "dispatch_recv", std::max<std::int64_t>(received, 1), h);
+  const int partial = add_output(p, "combine_send", std::max<std::int64_t>(received, 1), h);
+  const int back = add_output(p, "combine_recv", std::max<std::int64_t>(sent, 1), h);
+  if (sent > 0)
+    p.add_step(GatherRowsStep{"dispatch_pack", whole(p, x), rows_view(p, send, 0, sent),
+                              routes.send_local});
+  p.add_step(AllToAllRowsStep{"all_to_all_dispatch", whole(p, send), whole(p, recv),
+                              routes.send_rows, routes.recv_rows});
+  for (auto& t : lr.token) t = routes.recv_row[static_cast<std::size_t>(t)];  // rows received
+  add_routed_experts(p, s, lr, true, recv, partial, true);
+  p.add_step(AllToAllRowsStep{"all_to_all_combine", whole(p, partial), whole(p, back),
+                              routes.recv_rows, routes.send_rows});
+  const bool shared = s.moe->shared_intermediate > 0;
+  if (shared) add_shared_expert(p, s, x, out, false);  // writes out; the combine adds to it
+  if (sent > 0) {
+    p.add_step(ScatterAddStep{"combine", rows_view(p, back, 0, sent), whole(p, out),
+                              routes.send_local, std::vector<float>(routes.send_local.size(), 1.0f),
+                              !shared});
+  } else if (!shared) {  // nothing comes back: the rank's rows are zero
+    p.add_step(
+        ScatterAddStep{"combine", rows_view(p, back, 0, 1), whole(p, out), {-1}, {0.0f}, true});
+  }
 }
 
 Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
@@ -260,34 +390,25 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   routing->ranks = ranks_json(s, variant, a, placement, dtype);
 
   Plan p = start_plan(kOp, s, m, dtype, variant);
-  const bool comm = s.tp > 1;
-  const bool shared = s.moe->shared_intermediate > 0;
   if (dp) {
     const tp::SpRows rows = tp::sp_rows(s, m);
     p.padded_tokens = rows.padded - m;
     const int x = tp::add_sp_input(p, rows, m, h);
-    const int src = comm ? add_output(p, "x_gathered", rows.padded, h) : x;
-    const int y = comm ? add_output(p, "y_gathered", rows.padded, h) : -1;
     const int out = add_output(p, "out", rows.local, h);
-    if (comm) p.add_step(AllGatherRowsStep{"all_gather_x", whole(p, x), whole(p, src)});
-    add_routed_experts(p, s, lr, ep, src, comm ? y : out, true);
-    if (comm) p.add_step(ReduceScatterStep{"reduce_scatter_y", whole(p, y), whole(p, out)});
-    if (shared) {  // on the rank's own rows, added to its rows of the sum
-      const int ys = add_output(p, "shared_y", rows.local, h);
-      add_shared_expert(p, s, x, ys, false);
-      std::vector<std::int64_t> identity(static_cast<std::size_t>(rows.local));
-      for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int64_t>(i);
-      p.add_step(ScatterAddStep{"add_shared", whole(p, ys), whole(p, out), identity,
-                                std::vector<float>(identity.size(), 1.0f), false});
+    if (variant == "ep_a2a" && s.tp > 1) {
+      add_all_to_all(p, s, lr, a2a_routes(s, m, a, *placement, s.rank), x, out);
+    } else {  // at tp = 1 neither dispatches: the rank's experts on x into out
+      add_gather_scatter(p, s, lr, rows, x, out);
     }
     p.outputs["out"] = whole(p, out);
     p.output_rows["out"] = {std::min(rows.row0, m), rows.real};
   } else {
     const int x = add_input(p, "x", m, h);
     const int out = add_output(p, "out", m, h);
+    const bool shared = s.moe->shared_intermediate > 0;
     if (shared) add_shared_expert(p, s, x, out, true);  // writes y; the combine adds to it
     add_routed_experts(p, s, lr, ep, x, out, !shared);
-    if (comm) p.add_step(AllReduceStep{"all_reduce_y", whole(p, out)});
+    if (s.tp > 1) p.add_step(AllReduceStep{"all_reduce_y", whole(p, out)});
     p.outputs["out"] = whole(p, out);
   }
   p.moe = std::move(routing);
@@ -362,8 +483,9 @@ OpInfo tp_moe_op() {
             "the MoE block across tp ranks, each running moe's grouped variant on its part: "
             "experts TP-sharded with one all-reduce (tp) vs expert parallel with TP attention "
             "and an all-reduce combine (ep_ar) vs expert parallel with DP attention, all-gather "
-            "dispatch and reduce-scatter combine (ep_ag_rs)",
-            {"tp", "ep_ar", "ep_ag_rs"},
+            "dispatch and reduce-scatter combine (ep_ag_rs) or all-to-all of the routed rows "
+            "(ep_a2a)",
+            {"tp", "ep_ar", "ep_ag_rs", "ep_a2a"},
             build,
             reference};
   op.in_default_sweep = false;  // every expert's weights, across ranks: on request

@@ -17,18 +17,25 @@ nlohmann::json predict_across_ranks(const std::vector<Plan>& rank_plans, const C
   std::vector<double> compute;
   for (const Plan& p : rank_plans) compute.push_back(roofline_seconds(p, ceilings));
   const auto ranks = static_cast<int>(rank_plans.size());
-  // The collectives are the same call on every rank: rank 0's, call by call.
+  // Each rank's collectives, call by call (the all-to-alls move different rows on each rank):
+  // the pipeline waits for the slowest rank's share, so the largest counts.
   double comm = 0;
   nlohmann::json calls = nlohmann::json::array();
-  for (const Step& step : rank_plans.front().steps) {
-    const auto call = collective_call(step, rank_plans.front().dtype);
-    if (!call) continue;
-    const double s = modelled_seconds(link, call->kind, call->bytes, ranks);
-    comm += s;
-    calls.push_back({{"kind", std::string(to_string(call->kind))},
-                     {"bytes", call->bytes},
-                     {"wire_bytes_per_rank", wire_bytes(*call, ranks)},
-                     {"seconds", s}});
+  for (std::size_t r = 0; r < rank_plans.size(); ++r) {
+    double mine = 0;
+    nlohmann::json rank_calls = nlohmann::json::array();
+    for (const Step& step : rank_plans[r].steps) {
+      const auto call = collective_call(step, rank_plans[r].dtype);
+      if (!call) continue;
+      const double s = modelled_seconds(link, call->kind, call->bytes, ranks);
+      mine += s;
+      rank_calls.push_back({{"kind", std::string(to_string(call->kind))},
+                            {"bytes", call->bytes},
+                            {"wire_bytes", wire_bytes(*call, ranks)},
+                            {"seconds", s}});
+    }
+    comm = std::max(comm, mine);
+    calls.push_back(std::move(rank_calls));
   }
   const auto slowest = std::max_element(compute.begin(), compute.end());
   double sum = 0, wait = 0;
@@ -40,7 +47,7 @@ nlohmann::json predict_across_ranks(const std::vector<Plan>& rank_plans, const C
   return {{"source",
            "modelled: each rank's plan priced by the roofline (max of FLOPs / peak and bytes / "
            "bandwidth per step, launch overhead left out) on the ceilings below; collectives by "
-           "the link model; pipeline = slowest rank's compute + collectives"},
+           "the link model; pipeline = slowest rank's compute + the largest rank's collectives"},
           {"ceilings",
            {{"peak_flops", ceilings.peak_flops},
             {"bandwidth", ceilings.bandwidth},
@@ -52,7 +59,7 @@ nlohmann::json predict_across_ranks(const std::vector<Plan>& rank_plans, const C
           {"wait_fraction", *slowest > 0 ? wait / (static_cast<double>(ranks) * *slowest) : 0.0},
           {"comm_seconds", comm},
           {"pipeline_seconds", *slowest + comm},
-          {"collectives", calls}};
+          {"collectives_per_rank", calls}};
 }
 
 }  // namespace fusebench::ops

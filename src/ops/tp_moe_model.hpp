@@ -17,8 +17,8 @@ Ceilings tp_moe_nominal_ceilings();
 LinkProfile tp_moe_nominal_link();
 
 // {source, ceilings, link, compute_seconds_per_rank, slowest_rank, imbalance (max / mean of the
-// ranks' compute), wait_fraction, comm_seconds, pipeline_seconds, comm_bytes_per_collective}
-// from every rank's plan (rank r's at index r).
+// ranks' compute), wait_fraction, comm_seconds, pipeline_seconds, collectives_per_rank (kind,
+// bytes, wire_bytes, seconds per call)} from every rank's plan (rank r's at index r).
 nlohmann::json predict_across_ranks(const std::vector<Plan>& rank_plans, const Ceilings& ceilings,
                                     const LinkProfile& link);
 
