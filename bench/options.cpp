@@ -14,6 +14,7 @@
 #include "cli/flag_checks.hpp"
 #include "cli/gbench_flags.hpp"
 #include "fusebench/dtype.hpp"
+#include "fusebench/expert_placement.hpp"
 #include "fusebench/link_model.hpp"
 #include "fusebench/ops.hpp"
 #include "fusebench/quant.hpp"
@@ -272,13 +273,22 @@ int parse_options(int argc, char** argv, Options& o) {
   FlagTexts texts;  // the flags that become their types once parsed (parse_texts)
   app.add_option("--ops", o.ops,
                  "ops: qkv,gate_up (default); moe (an MoE layer's routed experts); tp_attn,tp_mlp "
-                 "(TP pipelines); allreduce,allgather")
+                 "(TP pipelines); tp_moe (the MoE block across ranks: TP vs EP); "
+                 "allreduce,allgather")
       ->delimiter(',')
       ->check(checked_by([](const std::string& name) { find_op(name); }));
   app.add_option("--routing", texts.routing,
                  "routing of the moe op: router (the model's rule on random router weights and "
                  "hidden states; default) | uniform | balanced | zipf:S | file:PATH (docs/moe.md)")
       ->check(checked_by([](const std::string& value) { parse_routing(value); }));
+  app.add_option("--expert-placement", o.expert_placement,
+                 "expert placement of the tp_moe op's expert-parallel variants: linear (default) "
+                 "| round_robin (vLLM's expert_placement_strategy; docs/tp.md)")
+      ->check(checked_by([](const std::string& value) { parse_placement(value); }));
+  app.add_option("--redundant-experts", o.redundant_experts,
+                 "redundant experts of the tp_moe op's expert-parallel variants (DeepSeek's EPLB, "
+                 "vLLM's --enable-eplb num_redundant_experts; default 0: none)")
+      ->check(whole_number<std::int64_t>("a count of redundant experts >= 0", 0));
   app.add_option("--variants", o.variants, "variants to run (default: all of each op)")
       ->delimiter(',');
   app.add_option("--tokens", o.tokens,

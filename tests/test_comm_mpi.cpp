@@ -3,8 +3,13 @@
 // the unsharded layer pair; a failure on any rank fails the run.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <memory>
+#include <sstream>
+
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
 
 using namespace fusebench;
@@ -41,6 +46,33 @@ TEST(MpiCommunicator, PipelinesEqualTheUnshardedPairOnEveryRank) {
     }
   }
   EXPECT_EQ(find_op("tp_mlp").variants.size(), 4u);
+}
+
+// The MoE block across processes (tp_moe: tp, ep_ar, ep_ag_rs, ep_a2a's MPI_Alltoallv), every
+// rank against the float64 block, with a skewed routing and redundant experts.
+TEST(MpiCommunicator, TpMoeVariantsMatchTheFloat64BlockOnEveryRank) {
+  auto comm = make_mpi_communicator(default_comm_timeout());
+  auto backend = make_cpu_backend();
+  const std::string path = std::string(FUSEBENCH_TEST_CONFIGS) + "/tiny-qwen3-moe.json";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ShardShape s = shard(load_hf_config(path), g_size, LayerKind::expert);
+  for (const std::int64_t redundant : {0, 2}) {
+    auto block = std::make_shared<MoeBlock>();
+    block->rule = routing_rule_from_config(text.str(), path);
+    block->source = parse_routing("zipf:1.2");
+    block->seed = 7;
+    block->redundant_experts = g_size > 1 ? redundant : 0;
+    s.moe = std::move(block);
+    for (const auto& variant : find_op("tp_moe").variants) {
+      for (std::int64_t tokens : {1, 5}) {
+        const auto r =
+            verify_tp_rank(*backend, *comm, "tp_moe", variant, s, tokens, DType::bf16, 4242, true);
+        EXPECT_TRUE(r.ok() && r.checked()) << variant << " tokens=" << tokens << " " << r.summary();
+      }
+    }
+  }
 }
 
 // The row collectives across processes: rank r keeps rows [r*m, (r+1)*m) of the sum, and

@@ -17,8 +17,10 @@
 #include <utility>
 
 #include "comm/delay.hpp"
+#include "fusebench/link_model.hpp"
 #include "fusebench/nccl_comm.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/workspace.hpp"
 
@@ -141,6 +143,75 @@ TEST(GpuTp, NcclRowCollectivesAndEveryVariantAcrossGpus) {
           EXPECT_TRUE(r.ok()) << "tokens=" << tokens << " " << r.summary();
       }
     }
+  }
+}
+
+namespace {
+
+// tiny()'s MLP as 8 routed experts, top-2, uniform routing (tp_moe's shard at tp).
+ShardShape tiny_moe(int tp) {
+  ShardShape s = shard(tiny(), tp);
+  s.mlp = LayerKind::expert;
+  auto block = std::make_shared<MoeBlock>();
+  block->rule.experts = 8;
+  block->rule.top_k = 2;
+  block->rule.renormalize = true;
+  block->source = parse_routing("zipf:1.2");
+  block->seed = 5;
+  s.moe = std::move(block);
+  return s;
+}
+
+}  // namespace
+
+// The MoE block across GPUs (tp_moe): every variant, NCCL's all-reduce, all-gather,
+// reduce-scatter and grouped send/receive all-to-all, each rank against the float64 block.
+TEST(GpuTpMoe, NcclVariantsAcrossGpusMatchFloat64) {
+  const int gpus = cuda_device_count();
+  if (!nccl_built()) GTEST_SKIP() << "this build has no NCCL";
+  if (gpus < 2)
+    GTEST_SKIP() << "needs 2 or more GPUs in this process (" << gpus
+                 << " visible); GpuTpMoe.ModelledOnOneGpu runs the variants with modelled "
+                    "collectives";
+  const int tp = gpus >= 4 ? 4 : 2;
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<Backend*> raw;
+  std::vector<int> devices;
+  for (int d = 0; d < tp; ++d) {
+    std::string why;
+    backends.push_back(make_cuda_backend_on(d, &why));
+    ASSERT_TRUE(backends.back()) << why;
+    raw.push_back(backends.back().get());
+    devices.push_back(d);
+  }
+  auto comms = make_nccl_local_group(raw, devices, 60);
+  for (const auto& variant : find_op("tp_moe").variants) {
+    for (std::int64_t tokens : {1, 37, 512}) {
+      std::vector<VerifyResult> results(static_cast<std::size_t>(tp));
+      run_ranks(tp, [&](int r) {
+        results[static_cast<std::size_t>(r)] = verify_tp_rank(
+            *backends[static_cast<std::size_t>(r)], *comms[static_cast<std::size_t>(r)], "tp_moe",
+            variant, tiny_moe(tp), tokens, DType::bf16, 21, true);
+      });
+      for (const auto& r : results)
+        EXPECT_TRUE(r.ok() && r.checked()) << variant << " tokens=" << tokens << " " << r.summary();
+    }
+  }
+}
+
+// Where tp exceeds the GPUs the entries are modelled: rank 0's plan of every variant runs on the
+// one GPU with the link model's delays standing in for the collectives (data untouched, so not
+// compared), issuing every step the plan has.
+TEST(GpuTpMoe, ModelledOnOneGpu) {
+  std::string why;
+  auto backend = gpu_or_skip_reason(&why);
+  if (!backend) GTEST_SKIP() << "needs a CUDA device: " << why;
+  auto comm = make_modelled_communicator(4, find_link_profile("nvlink-h200"), *backend);
+  for (const auto& variant : find_op("tp_moe").variants) {
+    Workspace ws(*backend, build_plan("tp_moe", variant, tiny_moe(4), 64, DType::bf16), 3);
+    ws.run(comm.get());
+    backend->synchronize();
+    EXPECT_EQ(ws.plan().outputs.at("out").cols, tiny().hidden) << variant;
   }
 }
 

@@ -25,6 +25,12 @@ class Communicator {
   // [r*m, (r+1)*m). nccl-tests sizes: src of the reduce-scatter, dst of the all-gather.
   virtual void reduce_scatter(const MatRef& src, const MatRef& dst) = 0;
   virtual void all_gather_rows(const MatRef& src, const MatRef& dst) = 0;
+  // Expert parallelism's all-to-all of rows (AllToAllRowsStep, contiguous views): src's first
+  // sum(send_rows) rows, grouped by destination rank, go to their ranks; dst's first
+  // sum(recv_rows) rows receive them grouped by source rank. Every rank's send_rows[d] must equal
+  // rank d's recv_rows[rank]. Communicators without it throw, naming themselves.
+  virtual void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
+                               const MatRef& dst, const std::vector<std::int64_t>& recv_rows);
   // The largest message (bytes) a collective of the coming runs hands over: a communicator that
   // stages data allocates for it here, once, instead of between collectives. Called before every
   // run (cheap when nothing grows).
@@ -54,6 +60,8 @@ class SkipCollectives final : public Communicator {
   void all_gather(const MatRef&, const MatRef&) override {}
   void reduce_scatter(const MatRef&, const MatRef&) override {}
   void all_gather_rows(const MatRef&, const MatRef&) override {}
+  void all_to_all_rows(const MatRef&, const std::vector<std::int64_t>&, const MatRef&,
+                       const std::vector<std::int64_t>&) override {}
   void check_same_config(const std::string&) override {}
 
  private:
@@ -64,6 +72,11 @@ class SkipCollectives final : public Communicator {
 // reduce-scatter or all-gather over `size` ranks and are contiguous.
 void check_reduce_scatter_shapes(const MatRef& src, const MatRef& dst, int size, const char* who);
 void check_gather_rows_shapes(const MatRef& src, const MatRef& dst, int size, const char* who);
+// The same for all_to_all_rows: one count per rank, none negative, src and dst contiguous, of
+// one dtype and width, holding the rows sent and received. Returns the rows sent.
+std::int64_t check_all_to_all_shapes(const MatRef& src, const std::vector<std::int64_t>& send_rows,
+                                     const MatRef& dst, const std::vector<std::int64_t>& recv_rows,
+                                     int size, const char* who);
 
 // A stable 64-bit hash (FNV-1a) used for the cross-rank configuration check.
 std::uint64_t config_hash(const std::string& text);

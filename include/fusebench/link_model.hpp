@@ -9,7 +9,9 @@
 
 namespace fusebench {
 
-enum class CollectiveKind { all_reduce, all_gather, reduce_scatter };
+// all_to_all: expert parallelism's dispatch and combine (nccl-tests' alltoall: the size is the
+// rows a rank sends, bus factor (n-1)/n).
+enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all };
 std::string_view to_string(CollectiveKind kind);
 
 struct LinkProfile {

@@ -29,6 +29,10 @@ struct ModelSetup {
   std::function<std::shared_ptr<const RouterWeights>(bool correction_bias)> read_router;
   RoutingSource routing;
   std::uint64_t seed = 1;
+  // Expert parallelism (the tp_moe op): --expert-placement (linear | round_robin) and
+  // --redundant-experts (EPLB's replicas; 0: none).
+  std::string expert_placement = "linear";
+  std::int64_t redundant_experts = 0;
 };
 
 // Something the sweep leaves out, and why: `what` is the op, or the op with a variant or a
@@ -114,6 +118,15 @@ struct OpInfo {
       rows_json = nullptr;
   // Fields an entry of a plan of this op adds (moe: its routing and padding); null: none.
   std::function<void(const Plan&, nlohmann::json& fields)> entry_fields = nullptr;
+  // Whether its plans run on tp ranks together, with collectives (the TP pipelines, the
+  // collectives, tp_moe): the runner starts the ranks and the verifier runs every rank.
+  bool across_ranks = false;
+  // The variant whose tp = 1 plan every rank's "out" is also compared with, on the same backend
+  // ("": none; the float64 reference alone).
+  std::string unsharded_variant = "paired";
+  // The plan whose logical tensors the reference reads, for a rank's plan that holds only some
+  // of them (an expert-parallel rank holds its experts); null: the plan itself.
+  std::function<Plan(const Plan&)> reference_plan = nullptr;
 };
 
 const std::vector<OpInfo>& op_registry();

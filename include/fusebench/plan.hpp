@@ -129,6 +129,15 @@ struct AllGatherRowsStep {
   std::string label;
   View src, dst;
 };
+// Expert parallelism's all-to-all (DeepEP-style dispatch and combine, docs/tp.md): src's rows,
+// grouped by destination rank in rank order (send_rows[d] of them for rank d), go to rank d, whose
+// dst holds the rows it receives grouped by source rank (recv_rows[s] from rank s). The counts
+// are host data fixed when the plan is built from its routing; src and dst may hold more rows.
+struct AllToAllRowsStep {
+  std::string label;
+  View src, dst;
+  std::vector<std::int64_t> send_rows, recv_rows;  // one per rank
+};
 // out = x / sqrt(mean(x^2 over the row) + eps) * weight, row by row (weight is [1, cols]).
 struct RmsNormStep {
   std::string label;
@@ -198,7 +207,7 @@ struct SigmoidGateRowsStep {
 using Step = std::variant<GemmStep, GroupedGemmStep, ActAndMulStep, BiasAddStep, AllReduceStep,
                           AllGatherStep, ReduceScatterStep, AllGatherRowsStep, RmsNormStep,
                           QuantizeStep, ScaledGemmStep, GroupedScaledGemmStep, GatherRowsStep,
-                          ScatterAddStep, SigmoidGateRowsStep>;
+                          ScatterAddStep, SigmoidGateRowsStep, AllToAllRowsStep>;
 
 // True for the steps a Communicator executes.
 bool is_collective(const Step& step);

@@ -211,6 +211,9 @@ struct MoeBlock {
   std::string config_name;               // where the rule was read, for messages
   // The checkpoint's router (--weights under --routing=router); null: a seeded random router.
   std::shared_ptr<const RouterWeights> router;
+  // Expert parallelism (tp_moe): vLLM's expert_placement_strategy and EPLB's redundant experts.
+  std::string placement = "linear";
+  std::int64_t redundant_experts = 0;
 };
 
 // What a moe plan carries (Plan::moe): its routing, and for the padded variant the padding.
@@ -218,6 +221,8 @@ struct MoeRouting {
   RoutingAssignment assignment;
   PaddedRows padded;         // block 0: the variant does not pad
   double padding_flops = 0;  // matmul FLOPs of the padding rows (w13 and w2)
+  // tp_moe: the block across ranks (placement, per-rank rows and costs); null elsewhere.
+  nlohmann::json ranks = nullptr;
 };
 // {routing: routing_json, padding: {block_size, rows, useful_rows, wasted_rows, wasted_fraction,
 // padding_flops}} (padding only where the variant pads), uniform: {expected_active_experts at

@@ -67,6 +67,41 @@ void check_gather_rows_shapes(const MatRef& src, const MatRef& dst, int size, co
   require_contiguous(dst, who, "all_gather_rows");
 }
 
+std::int64_t check_all_to_all_shapes(const MatRef& src, const std::vector<std::int64_t>& send_rows,
+                                     const MatRef& dst, const std::vector<std::int64_t>& recv_rows,
+                                     int size, const char* who) {
+  const auto total = [&](const std::vector<std::int64_t>& counts, const char* what) {
+    if (static_cast<int>(counts.size()) != size)
+      throw std::invalid_argument(std::string(who) + " all_to_all_rows: " + std::to_string(size) +
+                                  " ranks need " + std::to_string(size) + " " + what +
+                                  " counts, got " + std::to_string(counts.size()));
+    std::int64_t n = 0;
+    for (const auto c : counts) {
+      if (c < 0)
+        throw std::invalid_argument(std::string(who) + " all_to_all_rows: a negative " + what +
+                                    " count (" + std::to_string(c) + ")");
+      n += c;
+    }
+    return n;
+  };
+  const std::int64_t sent = total(send_rows, "send"), received = total(recv_rows, "receive");
+  if (src.cols != dst.cols || src.dtype != dst.dtype || src.rows < sent || dst.rows < received)
+    throw std::invalid_argument(std::string(who) + " all_to_all_rows: src " + shape(src) +
+                                " sends " + std::to_string(sent) + " rows and dst " + shape(dst) +
+                                " receives " + std::to_string(received) +
+                                ": they need the rows, one width and one dtype");
+  require_contiguous(src, who, "all_to_all_rows");
+  require_contiguous(dst, who, "all_to_all_rows");
+  return sent;
+}
+
+void Communicator::all_to_all_rows(const MatRef&, const std::vector<std::int64_t>&, const MatRef&,
+                                   const std::vector<std::int64_t>&) {
+  throw std::invalid_argument("the " + name() +
+                              " communicator has no all-to-all (expert parallelism's "
+                              "dispatch and combine)");
+}
+
 namespace comm {
 
 void check_gather_shapes(const MatRef& src, const MatRef& dst, int size, const char* who) {
@@ -87,7 +122,8 @@ struct Shared {
         timeout_s(timeout),
         slots(static_cast<std::size_t>(n)),
         hashes(static_cast<std::size_t>(n)),
-        arrived_flags(static_cast<std::size_t>(n)) {}
+        arrived_flags(static_cast<std::size_t>(n)),
+        counts(static_cast<std::size_t>(n)) {}
   int size;
   double timeout_s;
   std::mutex mu;
@@ -98,6 +134,7 @@ struct Shared {
   std::vector<MatRef> slots;
   std::vector<std::uint64_t> hashes;
   std::vector<char> arrived_flags;
+  std::vector<std::vector<std::int64_t>> counts;  // all_to_all_rows: every rank's send counts
 
   // All ranks meet here; throws on timeout or when another rank failed.
   void barrier(int rank, const char* what) {
@@ -213,6 +250,36 @@ class InProcessCommunicator final : public Communicator {
       if (to != from) std::memcpy(to, from, block);  // src may be this rank's block (in place)
     }
     s_->barrier(rank_, "all_gather_rows");
+  }
+
+  void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
+                       const MatRef& dst, const std::vector<std::int64_t>& recv_rows) override {
+    check_all_to_all_shapes(src, send_rows, dst, recv_rows, s_->size, "in-process");
+    const auto me = static_cast<std::size_t>(rank_);
+    s_->slots[me] = src;
+    s_->counts[me] = send_rows;
+    s_->barrier(rank_, "all_to_all_rows");
+    const std::size_t row_bytes = static_cast<std::size_t>(src.cols) * dtype_size(src.dtype);
+    std::int64_t at = 0;  // dst row: sources in rank order
+    for (int r = 0; r < s_->size; ++r) {
+      const auto from_rank = static_cast<std::size_t>(r);
+      const std::vector<std::int64_t>& theirs = s_->counts[from_rank];
+      if (theirs[me] != recv_rows[from_rank])
+        throw std::invalid_argument("in-process all_to_all_rows: rank " + std::to_string(r) +
+                                    " sends " + std::to_string(theirs[me]) + " rows to rank " +
+                                    std::to_string(rank_) + ", which expects " +
+                                    std::to_string(recv_rows[from_rank]));
+      std::int64_t from = 0;  // rank r's rows for the ranks before this one
+      for (std::size_t d = 0; d < me; ++d) from += theirs[d];
+      const auto bytes = static_cast<std::size_t>(recv_rows[from_rank]) * row_bytes;
+      if (bytes > 0)
+        std::memcpy(static_cast<std::byte*>(dst.data) + static_cast<std::size_t>(at) * row_bytes,
+                    static_cast<const std::byte*>(s_->slots[from_rank].data) +
+                        static_cast<std::size_t>(from) * row_bytes,
+                    bytes);
+      at += recv_rows[from_rank];
+    }
+    s_->barrier(rank_, "all_to_all_rows");  // nobody overwrites its src before all have read it
   }
 
   void check_same_config(const std::string& config) override {

@@ -38,6 +38,15 @@ class ModelledCommunicator final : public Communicator {
     check_gather_rows_shapes(src, dst, size_, "modelled");
     delay(modelled_seconds(link_, CollectiveKind::all_gather, bytes(dst), size_));
   }
+  // This rank's rows sent (the modelled rank is rank 0's plan).
+  void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
+                       const MatRef& dst, const std::vector<std::int64_t>& recv_rows) override {
+    const std::int64_t sent =
+        check_all_to_all_shapes(src, send_rows, dst, recv_rows, size_, "modelled");
+    delay(modelled_seconds(
+        link_, CollectiveKind::all_to_all,
+        static_cast<double>(sent * src.cols) * static_cast<double>(dtype_size(src.dtype)), size_));
+  }
   void check_same_config(const std::string&) override {}  // one process holds every "rank"
 
  private:

@@ -147,6 +147,30 @@ class MpiCommunicator final : public Communicator {
     FUSEBENCH_MPI(rc);
   }
 
+  void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
+                       const MatRef& dst, const std::vector<std::int64_t>& recv_rows) override {
+    const std::int64_t sent = check_all_to_all_shapes(src, send_rows, dst, recv_rows, size_, "MPI");
+    const std::int64_t row_bytes = src.cols * static_cast<std::int64_t>(dtype_size(src.dtype));
+    // MPI_Alltoallv in bytes (MPI has no bf16); counts and offsets by rank order.
+    std::vector<int> send_counts, send_offsets, recv_counts, recv_offsets;
+    std::int64_t send_at = 0, recv_at = 0;
+    for (int r = 0; r < size_; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      send_counts.push_back(static_cast<int>(send_rows[i] * row_bytes));
+      send_offsets.push_back(static_cast<int>(send_at * row_bytes));
+      recv_counts.push_back(static_cast<int>(recv_rows[i] * row_bytes));
+      recv_offsets.push_back(static_cast<int>(recv_at * row_bytes));
+      send_at += send_rows[i];
+      recv_at += recv_rows[i];
+    }
+    watchdog_.arm("MPI all_to_all_rows of " + std::to_string(sent * row_bytes) + " bytes");
+    const int rc =
+        MPI_Alltoallv(src.data, send_counts.data(), send_offsets.data(), MPI_BYTE, dst.data,
+                      recv_counts.data(), recv_offsets.data(), MPI_BYTE, MPI_COMM_WORLD);
+    watchdog_.disarm();
+    FUSEBENCH_MPI(rc);
+  }
+
   void check_same_config(const std::string& config) override {
     const unsigned long long mine = config_hash(config);
     std::vector<unsigned long long> all(static_cast<std::size_t>(size_));

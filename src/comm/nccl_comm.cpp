@@ -231,6 +231,31 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  // Grouped ncclSend/ncclRecv, one pair per peer with rows to move (nccl-tests' alltoall), in
+  // bytes: no staging, each peer's rows contiguous in src and dst.
+  void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
+                       const MatRef& dst, const std::vector<std::int64_t>& recv_rows) override {
+    check_all_to_all_shapes(src, send_rows, dst, recv_rows, size_, "NCCL");
+    const std::size_t row_bytes = static_cast<std::size_t>(src.cols) * dtype_size(src.dtype);
+    call("all_to_all_rows", [&](cudaStream_t s) {
+      ncclResult_t rc = ncclGroupStart();
+      std::size_t send_at = 0, recv_at = 0;
+      for (int r = 0; r < size_ && rc == ncclSuccess; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        const std::size_t out = static_cast<std::size_t>(send_rows[i]) * row_bytes,
+                          in = static_cast<std::size_t>(recv_rows[i]) * row_bytes;
+        if (out > 0)
+          rc = ncclSend(static_cast<const char*>(src.data) + send_at, out, ncclUint8, r, comm_, s);
+        if (rc == ncclSuccess && in > 0)
+          rc = ncclRecv(static_cast<char*>(dst.data) + recv_at, in, ncclUint8, r, comm_, s);
+        send_at += out;
+        recv_at += in;
+      }
+      const ncclResult_t end = ncclGroupEnd();  // closes the group on every path
+      return rc != ncclSuccess ? rc : end;
+    });
+  }
+
   // Only the column all-gather stages (its rank-major result is laid out as columns).
   void reserve(std::size_t max_message_bytes) override { scratch(max_message_bytes); }
 

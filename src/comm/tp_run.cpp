@@ -87,6 +87,10 @@ class TimedCollectives final : public Communicator {
   void all_gather_rows(const MatRef& s, const MatRef& d) override {
     timed(CollectiveKind::all_gather, [&] { inner_.all_gather_rows(s, d); });
   }
+  void all_to_all_rows(const MatRef& s, const std::vector<std::int64_t>& sent, const MatRef& d,
+                       const std::vector<std::int64_t>& received) override {
+    timed(CollectiveKind::all_to_all, [&] { inner_.all_to_all_rows(s, sent, d, received); });
+  }
   void reserve(std::size_t bytes) override { inner_.reserve(bytes); }
   void check_same_config(const std::string& c) override { inner_.check_same_config(c); }
   std::map<CollectiveKind, double> seconds;
@@ -224,6 +228,14 @@ nlohmann::json tp_counter_definitions() {
        "rank; comm:modelled: the one rank's"},
       {"compute_ranks", "ranks that ran the compute pass at once (1 for comm:modelled)"},
       {"compute_seconds_fastest_rank", "the fastest rank's compute pass, seconds per run"},
+      {"compute_seconds_rank<r>",
+       "rank r's compute pass, seconds per run (every rank's, when more than one ran it)"},
+      {"compute_slowest_rank",
+       "the rank whose compute pass took longest (the pipeline waits for it at its collective)"},
+      {"compute_imbalance", "slowest rank's compute seconds / the mean over the ranks"},
+      {"compute_wait_fraction",
+       "of the ranks' compute-pass time, the share the other ranks spend waiting for the "
+       "slowest: sum over ranks of (slowest - own) / (ranks * slowest)"},
       {"comm_seconds",
        "collectives per iteration: measured one by one on rank 0 (including waiting "
        "for peers), or modelled (comm_modelled=1)"},
@@ -577,6 +589,24 @@ void TpRun::region(std::size_t member) {
   ws.run(comm_);
 }
 
+namespace {
+// Every rank's compute pass, which one the pipeline waits for, and how long the others wait.
+void add_rank_balance(const std::vector<double>& per_rank,
+                      std::map<std::string, double>& counters) {
+  const auto slowest = std::max_element(per_rank.begin(), per_rank.end());
+  double sum = 0, wait = 0;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    counters["compute_seconds_rank" + std::to_string(r)] = per_rank[r];
+    sum += per_rank[r];
+    wait += *slowest - per_rank[r];
+  }
+  const auto n = static_cast<double>(per_rank.size());
+  counters["compute_slowest_rank"] = static_cast<double>(slowest - per_rank.begin());
+  counters["compute_imbalance"] = sum > 0 ? *slowest / (sum / n) : 1.0;
+  counters["compute_wait_fraction"] = *slowest > 0 ? wait / (n * *slowest) : 0.0;
+}
+}  // namespace
+
 TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ceilings,
                        measure::DeviceTiming* device, double block_timeout_s) {
   TpReport out;
@@ -616,6 +646,7 @@ TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ce
   // Counters, not a field: every repetition of an entry has its own.
   counters["compute_ranks"] = static_cast<double>(per_rank.size());
   counters["compute_seconds_fastest_rank"] = *std::min_element(per_rank.begin(), per_rank.end());
+  if (per_rank.size() > 1) add_rank_balance(per_rank, counters);
   if (host_gaps) {
     fields["compute_seconds_note"] =
         "the blocking kernel timed out before a chunk of runs was enqueued: includes host gaps";

@@ -1,5 +1,6 @@
 // Correctness of the TP pipelines: each rank's output against the unsharded pair (float64) and
 // against the unsharded pipeline run on the same backend.
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <mutex>
@@ -11,7 +12,9 @@
 
 namespace fusebench {
 bool is_tp_op(std::string_view op) {
-  return op == "tp_attn" || op == "tp_mlp" || is_collective_op(op);
+  const auto& ops = op_registry();
+  return std::any_of(ops.begin(), ops.end(),
+                     [&](const OpInfo& o) { return o.name == op && o.across_ranks; });
 }
 bool is_collective_op(std::string_view op) { return op == "allreduce" || op == "allgather"; }
 
@@ -65,7 +68,12 @@ VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& pl
   VerifyResult result{
       op, plan.variant + "/rank:" + std::to_string(shard.rank), {}, with_reference ? tokens : 0};
   ReferenceOutputs reference;
-  if (with_reference) reference = find_op(op).reference(plan, logical_inputs(plan, seed, weights));
+  const OpInfo& info = find_op(op);
+  if (with_reference) {
+    reference = info.reference(
+        plan,
+        logical_inputs(info.reference_plan ? info.reference_plan(plan) : plan, seed, weights));
+  }
   std::map<std::string, std::vector<float>> got;
   for (const auto& [name, view] : ws.plan().outputs) {
     got[name] = ws.read(view);
@@ -73,12 +81,12 @@ VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& pl
       result.comparisons.push_back(
           compare_outputs(name, "float64", got[name], reference.at(name), tol));
   }
-  if (!is_collective_op(op)) {
+  if (!is_collective_op(op) && !info.unsharded_variant.empty()) {
     // The unsharded layer pair on one device: the same op at tp = 1 (no collectives), on the
     // same weights. A sequence-parallel rank holds its rows of it (its padding rows are checked
     // against the float64 reference, zeros).
-    Workspace one(backend, build_plan(op, "paired", unsharded(shard), tokens, dtype), seed,
-                  weights);
+    Workspace one(backend, build_plan(op, info.unsharded_variant, unsharded(shard), tokens, dtype),
+                  seed, weights);
     one.run(nullptr);
     std::vector<float> want = one.read(one.plan().outputs.at("out"));
     std::vector<float> mine = got.at("out");

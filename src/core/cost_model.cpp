@@ -181,6 +181,12 @@ std::optional<CollectiveCall> collective_call(const Step& step, DType dtype) {
     return CollectiveCall{CollectiveKind::all_gather, size(g->dst)};
   if (const auto* r = std::get_if<ReduceScatterStep>(&step))
     return CollectiveCall{CollectiveKind::reduce_scatter, size(r->src)};
+  if (const auto* a = std::get_if<AllToAllRowsStep>(&step)) {
+    std::int64_t rows = 0;  // the rows this rank sends (to itself included, as nccl-tests)
+    for (const auto n : a->send_rows) rows += n;
+    return CollectiveCall{CollectiveKind::all_to_all,
+                          static_cast<double>(rows * a->src.cols) * elem};
+  }
   return std::nullopt;
 }
 

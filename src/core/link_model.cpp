@@ -13,6 +13,8 @@ std::string_view to_string(CollectiveKind kind) {
       return "all_gather";
     case CollectiveKind::reduce_scatter:
       return "reduce_scatter";
+    case CollectiveKind::all_to_all:
+      return "all_to_all";
   }
   return "unknown";
 }

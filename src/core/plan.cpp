@@ -10,7 +10,8 @@ bool is_collective(const Step& step) {
   return std::holds_alternative<AllReduceStep>(step) ||
          std::holds_alternative<AllGatherStep>(step) ||
          std::holds_alternative<ReduceScatterStep>(step) ||
-         std::holds_alternative<AllGatherRowsStep>(step);
+         std::holds_alternative<AllGatherRowsStep>(step) ||
+         std::holds_alternative<AllToAllRowsStep>(step);
 }
 
 int Plan::add_buffer(BufferSpec spec) {

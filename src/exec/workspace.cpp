@@ -494,9 +494,11 @@ void Workspace::execute(const Step& step, std::span<void* const> buffers, Commun
             comm->all_gather(ref(s.src), ref(s.dst));
           } else if constexpr (std::is_same_v<T, ReduceScatterStep>) {
             comm->reduce_scatter(ref(s.src), ref(s.dst));
-          } else {
-            static_assert(std::is_same_v<T, AllGatherRowsStep>);
+          } else if constexpr (std::is_same_v<T, AllGatherRowsStep>) {
             comm->all_gather_rows(ref(s.src), ref(s.dst));
+          } else {
+            static_assert(std::is_same_v<T, AllToAllRowsStep>);
+            comm->all_to_all_rows(ref(s.src), s.send_rows, ref(s.dst), s.recv_rows);
           }
         }
       },

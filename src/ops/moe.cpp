@@ -85,8 +85,8 @@ void check_block(const ShardShape& s, const std::string& variant) {
   if (s.tp != 1)
     throw std::invalid_argument(
         "moe: tp=" + std::to_string(s.tp) +
-        ": the block across GPUs (TP-sharded experts against expert parallelism) is a separate "
-        "issue; run moe at --tp=1");
+        ": moe is the block on one rank; across ranks (TP-sharded experts against expert "
+        "parallelism) run --ops=tp_moe (docs/tp.md), or moe at --tp=1");
   const MoeBlock& b = *s.moe;
   if (b.shared_intermediate > 0 && s.mlp_bias)
     throw std::invalid_argument("moe: a shared expert with biases is not built");

@@ -40,6 +40,8 @@ std::shared_ptr<const MoeBlock> moe_block(const ModelSetup& m,
   }
   b->source = m.routing;
   b->seed = m.seed;
+  b->placement = m.expert_placement;
+  b->redundant_experts = m.redundant_experts;
   for (const auto& l : m.model->mlp_layer_list())
     if (l.kind == LayerKind::shared_expert) b->shared_intermediate = l.intermediate;
   return b;
@@ -47,8 +49,10 @@ std::shared_ptr<const MoeBlock> moe_block(const ModelSetup& m,
 
 }  // namespace
 
-ShardPreparer moe_setup(const ModelSetup& m) {
-  const std::string op = "moe";
+ShardPreparer moe_setup(const ModelSetup& m) { return moe_block_setup(m, "moe", "per_expert"); }
+
+ShardPreparer moe_block_setup(const ModelSetup& m, const std::string& op,
+                              const std::string& probe_variant) {
   const auto router = checkpoint_router(m);
   // The block, once per model (its config is read once): read-only, shared by every shard. What
   // makes it unreadable (a rule the suite refuses, an unreadable config) is the op's refusal.
@@ -61,7 +65,8 @@ ShardPreparer moe_setup(const ModelSetup& m) {
       unreadable = e.what();
     }
   }
-  return [m, op, block, unreadable](ShardShape& shard, const std::vector<QuantSpec>& specs) {
+  return [m, op, probe_variant, block, unreadable](ShardShape& shard,
+                                                   const std::vector<QuantSpec>& specs) {
     if (op_layers(op, *m.model).empty())
       return std::vector<OpRefusal>{{op, "the model has no routed experts"}};
     if (!block) return std::vector<OpRefusal>{{op, unreadable}};
@@ -73,7 +78,7 @@ ShardPreparer moe_setup(const ModelSetup& m) {
       // tokens_per_expert file fits one M): this probe at M=1 routes uniformly.
       if (uniform->source.kind == RoutingKind::file) uniform->source.kind = RoutingKind::uniform;
       probe.moe = std::move(uniform);
-      build_plan(op, "per_expert", probe, 1, DType::f32);
+      build_plan(op, probe_variant, probe, 1, DType::f32);
     } catch (const std::invalid_argument& e) {
       why = e.what();
     }
@@ -89,7 +94,7 @@ ShardPreparer moe_setup(const ModelSetup& m) {
       try {
         ShardShape q = shard;
         q.moe = block;
-        build_plan(op, "per_expert", q, 1, DType::bf16, spec);
+        build_plan(op, probe_variant, q, 1, DType::bf16, spec);
       } catch (const std::invalid_argument& e) {
         if (why != e.what()) out.push_back({op + " dtype:" + spec.name(), e.what()});
       }

@@ -10,6 +10,11 @@ OpInfo gate_up_op();
 OpInfo moe_op();
 // Its per-model set-up: the routing block of each shard (moe_setup.cpp).
 ShardPreparer moe_setup(const ModelSetup& model);
+// The same for any op on the block (tp_moe), probed with `probe_variant` at one token.
+ShardPreparer moe_block_setup(const ModelSetup& model, const std::string& op,
+                              const std::string& probe_variant);
+// The block across ranks: TP-sharded experts against expert parallelism (tp_moe.cpp).
+OpInfo tp_moe_op();
 // Tensor-parallel pipelines and the collective sweep (tp_*.cpp).
 OpInfo tp_attn_op();
 OpInfo tp_mlp_op();

@@ -8,8 +8,8 @@ namespace fusebench {
 
 const std::vector<OpInfo>& op_registry() {
   static const std::vector<OpInfo> registry = {
-      ops::qkv_op(),    ops::gate_up_op(),   ops::moe_op(),      ops::tp_attn_op(),
-      ops::tp_mlp_op(), ops::allreduce_op(), ops::allgather_op()};
+      ops::qkv_op(),    ops::gate_up_op(),   ops::moe_op(),       ops::tp_attn_op(),
+      ops::tp_mlp_op(), ops::allreduce_op(), ops::allgather_op(), ops::tp_moe_op()};
   return registry;
 }
 
@@ -31,7 +31,9 @@ std::vector<std::string> variants_for(const OpInfo& op, const ShardShape& shard)
 }
 
 bool is_attention_op(std::string_view op) { return op == "qkv" || op == "tp_attn"; }
-bool is_mlp_op(std::string_view op) { return op == "gate_up" || op == "tp_mlp" || op == "moe"; }
+bool is_mlp_op(std::string_view op) {
+  return op == "gate_up" || op == "tp_mlp" || op == "moe" || op == "tp_moe";
+}
 
 std::vector<LayerKind> op_layers(std::string_view op, const ModelShape& model) {
   if (!model.refusal(op).empty()) return {};
@@ -40,7 +42,7 @@ std::vector<LayerKind> op_layers(std::string_view op, const ModelShape& model) {
   for (const auto& layer : model.mlp_layer_list()) {
     // tp_mlp is a dense column/row pair: vLLM reduces experts together (see shapes.cpp); moe is
     // the routed experts' block (the shared expert inside it).
-    if (op == "moe") {
+    if (op == "moe" || op == "tp_moe") {
       if (layer.kind == LayerKind::expert) out.push_back(layer.kind);
     } else if (op == "gate_up" || layer.kind == LayerKind::dense) {
       out.push_back(layer.kind);

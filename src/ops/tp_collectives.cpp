@@ -64,6 +64,7 @@ OpInfo allreduce_op() {
             build_allreduce,
             reference_allreduce};
   op.in_default_sweep = false;  // the collective sweep runs on request
+  op.across_ranks = true;
   return op;
 }
 
@@ -74,6 +75,7 @@ OpInfo allgather_op() {
             build_allgather,
             reference_allgather};
   op.in_default_sweep = false;
+  op.across_ranks = true;
   return op;
 }
 

@@ -205,6 +205,7 @@ OpInfo tp_mlp_op() {
   op.in_default_sweep = false;  // a TP pipeline runs on request
   op.quant_reference = tp_quant_reference;
   op.quant_shard_fusion = tp_quant_shard_fusion;
+  op.across_ranks = true;
   return op;
 }
 

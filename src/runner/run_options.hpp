@@ -54,9 +54,11 @@ struct Options {
   std::vector<std::string> ops;  // empty: all
   // Where the moe op's routing comes from (routing.hpp parse_routing): router | uniform |
   // balanced | zipf:S | file:PATH.
-  RoutingSource routing;              // --routing, parsed (default: router)
-  std::vector<std::string> variants;  // empty: all of each op
-  std::vector<std::int64_t> tokens;   // empty: backend default
+  RoutingSource routing;                    // --routing, parsed (default: router)
+  std::string expert_placement = "linear";  // --expert-placement (checked when parsed)
+  std::int64_t redundant_experts = 0;       // --redundant-experts
+  std::vector<std::string> variants;        // empty: all of each op
+  std::vector<std::int64_t> tokens;         // empty: backend default
   std::vector<int> tp = {1};
   std::vector<DtypeChoice> dtypes;  // empty: backend default
   // How the front end names the dtype flag in its messages (fusebench-region takes one --dtype).

@@ -404,6 +404,8 @@ std::vector<ModelPreparers> setup_ops(const Sweep& s, const SweepInputs& in,
     }
     m.routing = routing;
     m.seed = in.o.seed != 0 ? in.o.seed : 1;
+    m.expert_placement = in.o.expert_placement;
+    m.redundant_experts = in.o.redundant_experts;
     for (const auto& name : s.ops) {
       const OpInfo* op = registered_op(name);
       if (op && op->setup) out[i][name] = op->setup(m);
