@@ -201,7 +201,7 @@ void add_quant_shared_expert(Plan& p, const ShardShape& s, int x, int y, const Q
   add_shared_sigmoid_gate(p, s, x, y);
 }
 
-Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+Plan build_dense(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   check_block(s, variant);
   const std::int64_t h = s.hidden, inter = s.intermediate, shared = s.moe->shared_intermediate;
   const bool split = variant == "per_expert_split", padded = variant == "padded";
@@ -409,8 +409,8 @@ void check_quant_block(const ShardShape& s, const QuantSpec& spec, const std::st
         "from the checkpoint); the dynamic fp8 runs");
 }
 
-Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
-                 const std::string& variant) {
+Plan build_quantized(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
+                     const std::string& variant) {
   check_quant_block(s, spec, variant);
   const auto variants = quant_variants(spec);
   if (std::find(variants.begin(), variants.end(), variant) == variants.end())
@@ -640,6 +640,13 @@ void entry_fields(const Plan& plan, nlohmann::json& fields) {
   if (plan.moe) fields["moe"] = moe_json(*plan.moe);
 }
 
+// The op's one builder: quantized where the request carries a spec.
+Plan build(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+           const std::string& variant) {
+  if (request.quant) return build_quantized(s, m, request.dtype, *request.quant, variant);
+  return build_dense(s, m, request.dtype, variant);
+}
+
 }  // namespace
 
 OpInfo moe_op() {
@@ -653,7 +660,6 @@ OpInfo moe_op() {
             reference,
             has_variant,
             quant_variants,
-            build_quant,
             "per_expert_split"};
   op.in_default_sweep = false;  // every expert's weights: on request
   op.reads_all_experts = true;
