@@ -105,7 +105,7 @@ Plan build_sequence_parallel(const ShardShape& s, std::int64_t m, DType dtype,
   return p;
 }
 
-Plan build_dense(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+Plan build_pipeline(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   if (variant != "naive" && variant != "paired" && variant != "sp" && variant != "overlap")
     unknown_variant(tp_mlp_op(), variant);
   if (s.intermediate <= 0 || is_attention_layer(s.mlp))
@@ -183,16 +183,13 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   return out;
 }
 
-Plan build_quantized(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
-                     const std::string& variant) {
-  return quantize_pipeline(build_dense(s, m, dtype, variant), spec);
-}
-
-// The op's one builder: quantized where the request carries a spec.
+// The op's one builder: the pipeline at the request's dtype, and where the request carries a
+// spec, the same plan with each GEMM quantized (quantize_pipeline, tp_quant.hpp).
 Plan build(const ShardShape& s, std::int64_t m, const PlanRequest& request,
            const std::string& variant) {
-  if (request.quant) return build_quantized(s, m, request.dtype, *request.quant, variant);
-  return build_dense(s, m, request.dtype, variant);
+  Plan p = build_pipeline(s, m, request.dtype, variant);
+  if (!request.quant) return p;
+  return quantize_pipeline(std::move(p), *request.quant);
 }
 
 }  // namespace
