@@ -60,23 +60,32 @@ struct AccuracyReference {
   bool whole_tensors = false;
 };
 
+// What a plan is built at: the dtype of its activations and outputs, and where it runs quantized
+// (fp8, int8: docs/quant.md) the spec of its GEMMs. One builder per op reads it: a quantized
+// variant is the same builder with a spec on the plan, not a second builder.
+struct PlanRequest {
+  DType dtype = DType::f32;
+  std::optional<QuantSpec> quant = std::nullopt;
+};
+
 struct OpInfo {
   std::string name;
   std::string description;
   std::vector<std::string> variants;  // the first one is the baseline ("split")
-  std::function<Plan(const ShardShape&, std::int64_t tokens, DType, const std::string& variant)>
+  // The op's one builder, quantized or not (`request.quant`); a quantized request reaches it
+  // only where quant_variants is set.
+  std::function<Plan(const ShardShape&, std::int64_t tokens, const PlanRequest& request,
+                     const std::string& variant)>
       build;
   // Unsharded semantics of the op computed in float64 from the logical tensors.
   std::function<ReferenceOutputs(const Plan& plan, const LogicalTensors& inputs)> reference;
   // Whether `variant` exists for this shard (fused_bias_kernel only where there is a bias);
   // null: every variant does.
   std::function<bool(const ShardShape&, const std::string& variant)> has_variant = nullptr;
-  // Quantized variants (fp8, int8: docs/quant.md) for a spec, the baseline first; both null where
-  // the op has none yet. The plan's dtype is that of the activations and outputs.
+  // Quantized variants (fp8, int8: docs/quant.md) for a spec, the baseline first; null where the
+  // op has none yet (build is then never asked for a quantized plan). The plan's dtype is that of
+  // the activations and outputs.
   std::function<std::vector<std::string>(const QuantSpec&)> quant_variants = nullptr;
-  std::function<Plan(const ShardShape&, std::int64_t tokens, DType, const QuantSpec&,
-                     const std::string& variant)>
-      build_quant = nullptr;
   // The quantized variant whose shards keep their own weight scales: the reference of the other
   // variants' quant_error_vs_split (moe: per_expert_split).
   std::string quant_split = "split";
@@ -154,6 +163,8 @@ Plan build_plan(std::string_view op, const std::string& variant, const ShardShap
 // where it has no quantized variants.
 Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
                 std::int64_t tokens, DType dtype, const std::optional<QuantSpec>& quant);
+Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
+                std::int64_t tokens, const PlanRequest& request);
 // "" when `op` runs quantized, else why not (the op named).
 std::string quant_refusal(const OpInfo& op);
 

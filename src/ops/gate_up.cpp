@@ -18,7 +18,7 @@
 namespace fusebench::ops {
 namespace {
 
-Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+Plan build_dense(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   if (s.intermediate <= 0 || is_attention_layer(s.mlp))
     throw std::invalid_argument("gate_up: this shard has no MLP layer (intermediate_size 0)");
   if (variant == "fused_bias_kernel" && !s.mlp_bias)
@@ -105,8 +105,8 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
   return p;
 }
 
-Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
-                 const std::string& variant) {
+Plan build_quantized(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
+                     const std::string& variant) {
   if (s.intermediate <= 0 || is_attention_layer(s.mlp))
     throw std::invalid_argument("gate_up: this shard has no MLP layer (intermediate_size 0)");
   check_quant_shard("gate_up", s.mlp_bias,
@@ -195,6 +195,13 @@ nlohmann::json rows_json(const ModelShape& model, const ShardShape& shard, std::
            "routing), rounded, at least 1; the whole block at its real routing is the moe op"}};
 }
 
+// The op's one builder: quantized where the request carries a spec.
+Plan build(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+           const std::string& variant) {
+  if (request.quant) return build_quantized(s, m, request.dtype, *request.quant, variant);
+  return build_dense(s, m, request.dtype, variant);
+}
+
 }  // namespace
 
 OpInfo gate_up_op() {
@@ -206,8 +213,7 @@ OpInfo gate_up_op() {
             build,
             reference,
             has_variant,
-            quant_projection_variants,
-            build_quant};
+            quant_projection_variants};
   op.rows = rows;
   op.rows_json = rows_json;
   return op;

@@ -201,146 +201,6 @@ void add_quant_shared_expert(Plan& p, const ShardShape& s, int x, int y, const Q
   add_shared_sigmoid_gate(p, s, x, y);
 }
 
-Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
-  check_block(s, variant);
-  const std::int64_t h = s.hidden, inter = s.intermediate, shared = s.moe->shared_intermediate;
-  const bool split = variant == "per_expert_split", padded = variant == "padded";
-  if (variant != "per_expert" && !split && variant != "grouped" && !padded)
-    unknown_variant(moe_op(), variant);
-  RoutedRows routed = route(s, m, padded);
-  const RoutingAssignment& a = routed.moe->assignment;
-  const std::int64_t e_count = a.experts;
-
-  Plan p = start_plan("moe", s, m, dtype, variant);
-  const int x = add_input(p, "x", m, h);
-  std::vector<std::pair<std::string, std::int64_t>> w13_parts, w2_parts, b13_parts, b2_parts;
-  for (std::int64_t e = 0; e < e_count; ++e) {
-    for (auto& part : w13_parts_of(s, "w", e)) w13_parts.push_back(std::move(part));
-    w2_parts.emplace_back(expert_tensor("w", e, "down"), h);
-    for (auto& part : w13_parts_of(s, "b", e)) b13_parts.push_back(std::move(part));
-    b2_parts.emplace_back(expert_tensor("b", e, "down"), h);
-  }
-  const int w13 = add_weight(p, "w13", w13_parts, h);
-  const int w2 = add_weight(p, "w2", w2_parts, inter);
-  const int b13 = s.mlp_bias ? add_weight(p, "b13", b13_parts, 1) : -1;
-  const int b2 = s.mlp_bias ? add_weight(p, "b2", b2_parts, 1) : -1;
-  const int y = add_output(p, "y", m, h);
-
-  if (shared > 0) {  // y = shared expert(x), gate/up fused
-    const int ws13 = add_weight(p, "w_shared_gate_up", shared_gate_up_parts(shared), h);
-    const int ws2 = add_weight(p, "w_shared_down", {{"w_shared_expert_down", h}}, shared);
-    const int gu = add_output(p, "shared_gate_up", m, 2 * shared);
-    const int act = add_output(p, "shared_act", m, shared);
-    p.steps.push_back(GemmStep{"shared_gate_up_proj", whole(p, x), whole(p, ws13), whole(p, gu)});
-    p.steps.push_back(ActAndMulStep{tp::act_label(s.activation), columns(p, gu, 0, shared),
-                                    columns(p, gu, shared, shared), whole(p, act), s.activation,
-                                    s.activation_limit, 1});
-    p.steps.push_back(GemmStep{"shared_down_proj", whole(p, act), whole(p, ws2), whole(p, y)});
-    add_shared_sigmoid_gate(p, s, x, y);
-  }
-
-  const std::vector<std::int64_t>& start = routed.start;
-  const std::vector<std::int64_t>& token = routed.token;
-  const std::vector<float>& scale = routed.scale;
-  const std::int64_t rows = routed.rows(), block = routed.block;
-  const std::vector<float>& in_scale = routed.in_scale;
-  const bool on_input = !in_scale.empty();
-  const int xs = add_output(p, "expert_x", rows, h);
-  const int gu = split ? -1 : add_output(p, "expert_gate_up", rows, 2 * inter);
-  const int g = split ? add_output(p, "expert_gate", rows, inter) : -1;
-  const int u = split ? add_output(p, "expert_up", rows, inter) : -1;
-  const int act = add_output(p, "expert_act", rows, inter);
-  const int out = add_output(p, "expert_out", rows, h);
-  const auto part = [&](int buffer, std::int64_t r0, std::int64_t n) {
-    View v = whole(p, buffer);
-    v.row0 = r0;
-    v.rows = n;
-    return v;
-  };
-  const auto act_step = [&](std::int64_t r0, std::int64_t n) {
-    if (split)
-      return ActAndMulStep{tp::act_label(s.activation),
-                           part(g, r0, n),
-                           part(u, r0, n),
-                           part(act, r0, n),
-                           s.activation,
-                           s.activation_limit,
-                           1};
-    View gate = part(gu, r0, n), up = gate;
-    gate.cols = up.cols = inter;
-    if (s.interleaved_gate_up) {  // gate = columns 0, 2, ...; up = 1, 3, ...
-      up.col0 = 1;
-    } else {
-      up.col0 = inter;
-    }
-    return ActAndMulStep{
-        tp::act_label(s.activation),  gate, up, part(act, r0, n), s.activation, s.activation_limit,
-        s.interleaved_gate_up ? 2 : 1};
-  };
-  const auto w13_gemm = [&](std::int64_t e, std::int64_t r0, std::int64_t n) {
-    GemmStep step{"w13_expert" + std::to_string(e), part(xs, r0, n),
-                  part(w13, e * 2 * inter, 2 * inter), part(gu, r0, n)};
-    if (b13 >= 0) step.bias = part(b13, e * 2 * inter, 2 * inter);
-    return step;
-  };
-  const auto w2_gemm = [&](std::int64_t e, std::int64_t r0, std::int64_t n) {
-    GemmStep step{"w2_expert" + std::to_string(e), part(act, r0, n), part(w2, e * h, h),
-                  part(out, r0, n)};
-    if (b2 >= 0) step.bias = part(b2, e * h, h);
-    return step;
-  };
-  if (variant == "per_expert" || split) {
-    bool first = true;
-    for (std::int64_t e = 0; e < e_count; ++e) {
-      const std::int64_t r0 = start[static_cast<std::size_t>(e)], n = a.rows(e);
-      if (n == 0) continue;
-      p.steps.push_back(GatherRowsStep{"gather_expert" + std::to_string(e), whole(p, x),
-                                       part(xs, r0, n), slice(token, r0, n),
-                                       on_input ? slice(in_scale, r0, n) : std::vector<float>{}});
-      if (split) {
-        for (const auto& [buffer, row0, name] :
-             {std::tuple{g, std::int64_t{0}, "gate"}, std::tuple{u, inter, "up"}}) {
-          GemmStep step{std::string(name) + "_expert" + std::to_string(e), part(xs, r0, n),
-                        part(w13, e * 2 * inter + row0, inter), part(buffer, r0, n)};
-          if (b13 >= 0) step.bias = part(b13, e * 2 * inter + row0, inter);
-          p.steps.push_back(std::move(step));
-        }
-      } else {
-        p.steps.push_back(w13_gemm(e, r0, n));
-      }
-      p.steps.push_back(act_step(r0, n));
-      p.steps.push_back(w2_gemm(e, r0, n));
-      p.steps.push_back(ScatterAddStep{"combine_expert" + std::to_string(e), part(out, r0, n),
-                                       whole(p, y), slice(token, r0, n), slice(scale, r0, n),
-                                       first && shared == 0});
-      first = false;
-    }
-  } else {  // grouped, padded: one launch per stage
-    GroupedGemmStep up{"w13_grouped", {}, padded}, down{"w2_grouped", {}, padded};
-    for (std::int64_t e = 0; e < e_count; ++e) {
-      const std::int64_t r0 = start[static_cast<std::size_t>(e)],
-                         n = start[static_cast<std::size_t>(e) + 1] - r0;
-      if (n == 0) continue;
-      // padded: one member per block, all of one shape (the fused_moe kernel's tiles).
-      for (std::int64_t b0 = 0; b0 < n; b0 += padded ? block : n) {
-        const std::int64_t bn = padded ? block : n;
-        up.gemms.push_back(w13_gemm(e, r0 + b0, bn));
-        down.gemms.push_back(w2_gemm(e, r0 + b0, bn));
-      }
-    }
-    if (padded) up.label = "w13_padded", down.label = "w2_padded";
-    p.steps.push_back(GatherRowsStep{"gather", whole(p, x), whole(p, xs), token, in_scale});
-    p.steps.push_back(std::move(up));
-    p.steps.push_back(act_step(0, rows));
-    p.steps.push_back(std::move(down));
-    p.steps.push_back(
-        ScatterAddStep{"combine", whole(p, out), whole(p, y), token, scale, shared == 0});
-  }
-  p.outputs = {{"y", whole(p, y)}};
-  p.moe = std::move(routed.moe);
-  return p;
-}
-
 // ---- Quantized (fp8, int8: docs/quant.md, docs/moe.md) ----------------------------------------
 // As vLLM's Fp8MoEMethod / CompressedTensorsW8A8{Fp8,Int8}MoEMethod build the block: expert e's
 // w13 (w1 gate, w3 up) and w2 quantized at load, the activations of each GEMM (the gathered rows
@@ -355,9 +215,12 @@ Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& 
 // takes one w13 scale per expert: lossy on the smaller shard), except per_expert_split; per-channel
 // and block scales stack exactly.
 
-std::vector<std::string> quant_variants(const QuantSpec&) {
+// The block's variants, dense or quantized: the same four.
+std::vector<std::string> block_variants() {
   return {"per_expert", "per_expert_split", "grouped", "padded"};
 }
+
+std::vector<std::string> quant_variants(const QuantSpec&) { return block_variants(); }
 
 // The quantized block's refusals, naming why; vLLM's block rule first (at tp > 1 it is what a
 // 768-wide expert at tp 8 hits), then the block's own (check_block: tp > 1, ...).
@@ -409,144 +272,311 @@ void check_quant_block(const ShardShape& s, const QuantSpec& spec, const std::st
         "from the checkpoint); the dynamic fp8 runs");
 }
 
-Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
-                 const std::string& variant) {
-  check_quant_block(s, spec, variant);
-  const auto variants = quant_variants(spec);
-  if (std::find(variants.begin(), variants.end(), variant) == variants.end())
-    unknown_variant(moe_op(), variant);
-  const bool split = variant == "per_expert_split", padded = variant == "padded";
-  const bool loop = split || variant == "per_expert";
-  const std::int64_t h = s.hidden, inter = s.intermediate;
-  const QuantDType dt = spec.dtype;
-  const ScaleKind wk = scale_kind(spec.weights), xk = scale_kind(spec.activations);
-  RoutedRows routed = route(s, m, padded);
-  const RoutingAssignment& a = routed.moe->assignment;
-  const std::int64_t rows = routed.rows(), block = routed.block;
+// The block's dense shared expert, which writes y first: gate/up fused.
+void add_shared_expert(Plan& p, const ShardShape& s, int x, int y) {
+  const std::int64_t h = s.hidden, shared = s.moe->shared_intermediate, m = p.tokens;
+  const int ws13 = add_weight(p, "w_shared_gate_up", shared_gate_up_parts(shared), h);
+  const int ws2 = add_weight(p, "w_shared_down", {{"w_shared_expert_down", h}}, shared);
+  const int gu = add_output(p, "shared_gate_up", m, 2 * shared);
+  const int act = add_output(p, "shared_act", m, shared);
+  p.steps.push_back(GemmStep{"shared_gate_up_proj", whole(p, x), whole(p, ws13), whole(p, gu)});
+  p.steps.push_back(ActAndMulStep{tp::act_label(s.activation), columns(p, gu, 0, shared),
+                                  columns(p, gu, shared, shared), whole(p, act), s.activation,
+                                  s.activation_limit, 1});
+  p.steps.push_back(GemmStep{"shared_down_proj", whole(p, act), whole(p, ws2), whole(p, y)});
+  add_shared_sigmoid_gate(p, s, x, y);
+}
 
-  Plan p = start_plan("moe", s, m, dtype, variant);
-  p.quant = spec;
-  const int x = add_input(p, "x", m, h);
-  const int y = add_output(p, "y", m, h);
-  const bool shared = s.moe->shared_intermediate > 0;
-  if (shared) add_quant_shared_expert(p, s, x, y, spec);  // writes y; the combine adds to it
-  // The active experts' weights, quantized at load: w13 (gate then up, as FusedMoE's
+// One builder of the block, dense or quantized (a spec on the plan): the same routing, buffers
+// and stages; the spec changes the expert weights (quantized at load, the active experts'
+// alone), the shared expert, and each GEMM (a quantize of its input and a scaled GEMM).
+class BlockBuilder {
+ public:
+  BlockBuilder(Plan& p, const ShardShape& s, const std::optional<QuantSpec>& spec,
+               const std::string& variant, RoutedRows& routed)
+      : p_(p),
+        s_(s),
+        spec_(spec),
+        routed_(routed),
+        split_(variant == "per_expert_split"),
+        padded_(variant == "padded"),
+        h_(s.hidden),
+        inter_(s.intermediate) {}
+
+  void emit() {
+    const std::int64_t m = p_.tokens, e_count = routed_.moe->assignment.experts;
+    x_ = add_input(p_, "x", m, h_);
+    if (!spec_) add_dense_weights(e_count);
+    y_ = add_output(p_, "y", m, h_);
+    shared_ = s_.moe->shared_intermediate > 0;
+    if (shared_ && spec_) add_quant_shared_expert(p_, s_, x_, y_, *spec_);  // writes y
+    if (shared_ && !spec_) add_shared_expert(p_, s_, x_, y_);               // writes y
+    if (spec_) add_quant_weights(e_count);
+    const std::int64_t rows = routed_.rows();
+    xs_ = add_output(p_, "expert_x", rows, h_);
+    gu_ = split_ ? -1 : add_output(p_, "expert_gate_up", rows, 2 * inter_);
+    g_ = split_ ? add_output(p_, "expert_gate", rows, inter_) : -1;
+    u_ = split_ ? add_output(p_, "expert_up", rows, inter_) : -1;
+    act_ = add_output(p_, "expert_act", rows, inter_);
+    out_ = add_output(p_, "expert_out", rows, h_);
+    if (split_ || p_.variant == "per_expert") {
+      expert_loop();
+    } else if (spec_) {
+      grouped_quant();
+    } else {
+      grouped_dense();
+    }
+    p_.outputs = {{"y", whole(p_, y_)}};
+    if (spec_) p_.quant_outputs = {"y"};
+  }
+
+ private:
+  // Each active expert's weights quantized at load: w13 (gate then up, as FusedMoE's
   // weight_loader stacks w1 and w3; split: w1 and w3 apart) and w2.
-  struct ExpertWeights {
+  struct QuantWeights {
     QuantView w13, w1, w3, w2;
   };
-  std::vector<ExpertWeights> w(static_cast<std::size_t>(a.experts));
-  const ShardFusion w13_fusion =
-      spec.weights == WeightScales::tensor ? ShardFusion::max_scale : ShardFusion::stack;
-  for (std::int64_t e = 0; e < a.experts; ++e) {
-    if (a.rows(e) == 0) continue;
-    const std::string n = std::to_string(e);
-    const tp::WindowPart gate{expert_tensor("w", e, "gate"), inter, {inter, h, 0, 0}},
-        up{expert_tensor("w", e, "up"), inter, {inter, h, 0, 0}},
-        down{expert_tensor("w", e, "down"), h, {h, inter, 0, 0}};
-    ExpertWeights& ew = w[static_cast<std::size_t>(e)];
-    if (split) {
-      ew.w1 = add_quant_weight(p, "w1_expert" + n, {gate}, h, dt, wk, ShardFusion::stack);
-      ew.w3 = add_quant_weight(p, "w3_expert" + n, {up}, h, dt, wk, ShardFusion::stack);
-    } else {
-      ew.w13 = add_quant_weight(p, "w13_expert" + n, {gate, up}, h, dt, wk, w13_fusion);
+
+  // Every expert's w13 and w2 (and biases), one buffer each.
+  void add_dense_weights(std::int64_t e_count) {
+    std::vector<std::pair<std::string, std::int64_t>> w13_parts, w2_parts, b13_parts, b2_parts;
+    for (std::int64_t e = 0; e < e_count; ++e) {
+      for (auto& part : w13_parts_of(s_, "w", e)) w13_parts.push_back(std::move(part));
+      w2_parts.emplace_back(expert_tensor("w", e, "down"), h_);
+      for (auto& part : w13_parts_of(s_, "b", e)) b13_parts.push_back(std::move(part));
+      b2_parts.emplace_back(expert_tensor("b", e, "down"), h_);
     }
-    ew.w2 = add_quant_weight(p, "w2_expert" + n, {down}, inter, dt, wk, ShardFusion::stack);
+    w13_ = add_weight(p_, "w13", w13_parts, h_);
+    w2_ = add_weight(p_, "w2", w2_parts, inter_);
+    b13_ = s_.mlp_bias ? add_weight(p_, "b13", b13_parts, 1) : -1;
+    b2_ = s_.mlp_bias ? add_weight(p_, "b2", b2_parts, 1) : -1;
   }
-  const int xs = add_output(p, "expert_x", rows, h);
-  const int gu = split ? -1 : add_output(p, "expert_gate_up", rows, 2 * inter);
-  const int g = split ? add_output(p, "expert_gate", rows, inter) : -1;
-  const int u = split ? add_output(p, "expert_up", rows, inter) : -1;
-  const int act = add_output(p, "expert_act", rows, inter);
-  const int out = add_output(p, "expert_out", rows, h);
-  const auto part = [&](int buffer, std::int64_t r0, std::int64_t n) {
-    View v = whole(p, buffer);
+
+  void add_quant_weights(std::int64_t e_count) {
+    const RoutingAssignment& a = routed_.moe->assignment;
+    const QuantDType dt = spec_->dtype;
+    const ScaleKind wk = scale_kind(spec_->weights);
+    const ShardFusion w13_fusion =
+        spec_->weights == WeightScales::tensor ? ShardFusion::max_scale : ShardFusion::stack;
+    qw_.resize(static_cast<std::size_t>(e_count));
+    for (std::int64_t e = 0; e < e_count; ++e) {
+      if (a.rows(e) == 0) continue;
+      const std::string n = std::to_string(e);
+      const tp::WindowPart gate{expert_tensor("w", e, "gate"), inter_, {inter_, h_, 0, 0}},
+          up{expert_tensor("w", e, "up"), inter_, {inter_, h_, 0, 0}},
+          down{expert_tensor("w", e, "down"), h_, {h_, inter_, 0, 0}};
+      QuantWeights& ew = qw_[static_cast<std::size_t>(e)];
+      if (split_) {
+        ew.w1 = add_quant_weight(p_, "w1_expert" + n, {gate}, h_, dt, wk, ShardFusion::stack);
+        ew.w3 = add_quant_weight(p_, "w3_expert" + n, {up}, h_, dt, wk, ShardFusion::stack);
+      } else {
+        ew.w13 = add_quant_weight(p_, "w13_expert" + n, {gate, up}, h_, dt, wk, w13_fusion);
+      }
+      ew.w2 = add_quant_weight(p_, "w2_expert" + n, {down}, inter_, dt, wk, ShardFusion::stack);
+    }
+  }
+
+  View part(int buffer, std::int64_t r0, std::int64_t n) const {
+    View v = whole(p_, buffer);
     v.row0 = r0;
     v.rows = n;
     return v;
-  };
-  const auto window = [](QuantView q, std::int64_t r0, std::int64_t n) {
+  }
+
+  static QuantView window(QuantView q, std::int64_t r0, std::int64_t n) {
     q.codes.row0 = r0;
     q.codes.rows = n;
     return q;
-  };
-  const auto act_step = [&](std::int64_t r0, std::int64_t n) {
-    View gate = split ? part(g, r0, n) : part(gu, r0, n), up = split ? part(u, r0, n) : gate;
-    if (!split) {
-      gate.cols = up.cols = inter;
-      up.col0 = inter;
+  }
+
+  QuantView quantize(const std::string& name, const View& v, const std::string& label) {
+    return add_quantize(p_, name, v, spec_->dtype, scale_kind(spec_->activations), label);
+  }
+
+  ActAndMulStep act_step(std::int64_t r0, std::int64_t n) const {
+    if (split_)
+      return ActAndMulStep{tp::act_label(s_.activation),
+                           part(g_, r0, n),
+                           part(u_, r0, n),
+                           part(act_, r0, n),
+                           s_.activation,
+                           s_.activation_limit,
+                           1};
+    View gate = part(gu_, r0, n), up = gate;
+    gate.cols = up.cols = inter_;
+    up.col0 = s_.interleaved_gate_up ? 1 : inter_;  // interleaved: gate = columns 0, 2, ...
+    return ActAndMulStep{tp::act_label(s_.activation),
+                         gate,
+                         up,
+                         part(act_, r0, n),
+                         s_.activation,
+                         s_.activation_limit,
+                         s_.interleaved_gate_up ? 2 : 1};
+  }
+
+  GemmStep w13_gemm(std::int64_t e, std::int64_t r0, std::int64_t n) const {
+    GemmStep step{"w13_expert" + std::to_string(e), part(xs_, r0, n),
+                  part(w13_, e * 2 * inter_, 2 * inter_), part(gu_, r0, n)};
+    if (b13_ >= 0) step.bias = part(b13_, e * 2 * inter_, 2 * inter_);
+    return step;
+  }
+
+  GemmStep w2_gemm(std::int64_t e, std::int64_t r0, std::int64_t n) const {
+    GemmStep step{"w2_expert" + std::to_string(e), part(act_, r0, n), part(w2_, e * h_, h_),
+                  part(out_, r0, n)};
+    if (b2_ >= 0) step.bias = part(b2_, e * h_, h_);
+    return step;
+  }
+
+  // Expert e's gate/up GEMMs on its rows [r0, r0 + n) (split: gate and up apart).
+  void expert_up(std::int64_t e, std::int64_t r0, std::int64_t n) {
+    const std::string en = "expert" + std::to_string(e);
+    const QuantWeights* ew = spec_ ? &qw_[static_cast<std::size_t>(e)] : nullptr;
+    if (!split_ && ew) {
+      const QuantView xq = quantize(en + "_x", part(xs_, r0, n), "quantize_" + en);
+      p_.steps.push_back(ScaledGemmStep{"w13_" + en, xq, ew->w13, part(gu_, r0, n), spec_->dtype});
+      return;
     }
-    return ActAndMulStep{tp::act_label(s.activation), gate, up, part(act, r0, n), s.activation,
-                         s.activation_limit,          1};
-  };
-  const std::vector<std::int64_t>& start = routed.start;
-  if (loop) {
+    if (!split_) {
+      p_.steps.push_back(w13_gemm(e, r0, n));
+      return;
+    }
+    for (const auto& [buffer, row0, name] :
+         {std::tuple{g_, std::int64_t{0}, "gate"}, std::tuple{u_, inter_, "up"}}) {
+      if (ew) {
+        const QuantView xq = quantize(en + "_x_" + name, part(xs_, r0, n),
+                                      "quantize_" + std::string(name) + "_" + en);
+        p_.steps.push_back(ScaledGemmStep{std::string(name) + "_" + en, xq,
+                                          row0 == 0 ? ew->w1 : ew->w3, part(buffer, r0, n),
+                                          spec_->dtype});
+        continue;
+      }
+      GemmStep step{std::string(name) + "_" + en, part(xs_, r0, n),
+                    part(w13_, e * 2 * inter_ + row0, inter_), part(buffer, r0, n)};
+      if (b13_ >= 0) step.bias = part(b13_, e * 2 * inter_ + row0, inter_);
+      p_.steps.push_back(std::move(step));
+    }
+  }
+
+  // Expert e's down GEMM (quantized: its input quantized first).
+  void expert_down(std::int64_t e, std::int64_t r0, std::int64_t n) {
+    if (!spec_) {
+      p_.steps.push_back(w2_gemm(e, r0, n));
+      return;
+    }
+    const std::string en = "expert" + std::to_string(e);
+    const QuantView aq = quantize(en + "_act", part(act_, r0, n), "quantize_act_" + en);
+    p_.steps.push_back(ScaledGemmStep{"w2_" + en, aq, qw_[static_cast<std::size_t>(e)].w2,
+                                      part(out_, r0, n), spec_->dtype});
+  }
+
+  // per_expert, per_expert_split: per active expert gather, GEMMs, act, down, combine.
+  void expert_loop() {
+    const RoutingAssignment& a = routed_.moe->assignment;
+    const bool on_input = !routed_.in_scale.empty();
     bool first = true;
     for (std::int64_t e = 0; e < a.experts; ++e) {
-      const std::int64_t r0 = start[static_cast<std::size_t>(e)], n = a.rows(e);
+      const std::int64_t r0 = routed_.start[static_cast<std::size_t>(e)], n = a.rows(e);
       if (n == 0) continue;
-      const std::string en = "expert" + std::to_string(e);
-      const ExpertWeights& ew = w[static_cast<std::size_t>(e)];
-      p.steps.push_back(
-          GatherRowsStep{"gather_" + en, whole(p, x), part(xs, r0, n), slice(routed.token, r0, n)});
-      if (split) {
-        for (const auto& [wq, buffer, name] :
-             {std::tuple{ew.w1, g, "gate"}, std::tuple{ew.w3, u, "up"}}) {
-          const QuantView xq = add_quantize(p, en + "_x_" + name, part(xs, r0, n), dt, xk,
-                                            "quantize_" + std::string(name) + "_" + en);
-          p.steps.push_back(
-              ScaledGemmStep{std::string(name) + "_" + en, xq, wq, part(buffer, r0, n), dt});
-        }
-      } else {
-        const QuantView xq = add_quantize(p, en + "_x", part(xs, r0, n), dt, xk, "quantize_" + en);
-        p.steps.push_back(ScaledGemmStep{"w13_" + en, xq, ew.w13, part(gu, r0, n), dt});
-      }
-      p.steps.push_back(act_step(r0, n));
-      const QuantView aq =
-          add_quantize(p, en + "_act", part(act, r0, n), dt, xk, "quantize_act_" + en);
-      p.steps.push_back(ScaledGemmStep{"w2_" + en, aq, ew.w2, part(out, r0, n), dt});
-      p.steps.push_back(ScatterAddStep{"combine_" + en, part(out, r0, n), whole(p, y),
-                                       slice(routed.token, r0, n), slice(routed.scale, r0, n),
-                                       first && !shared});
+      p_.steps.push_back(
+          GatherRowsStep{"gather_expert" + std::to_string(e), whole(p_, x_), part(xs_, r0, n),
+                         slice(routed_.token, r0, n),
+                         on_input ? slice(routed_.in_scale, r0, n) : std::vector<float>{}});
+      expert_up(e, r0, n);
+      p_.steps.push_back(act_step(r0, n));
+      expert_down(e, r0, n);
+      p_.steps.push_back(ScatterAddStep{"combine_expert" + std::to_string(e), part(out_, r0, n),
+                                        whole(p_, y_), slice(routed_.token, r0, n),
+                                        slice(routed_.scale, r0, n), first && !shared_});
       first = false;
     }
-  } else {  // grouped, padded: one quantize and one grouped scaled GEMM per stage
-    p.steps.push_back(GatherRowsStep{"gather", whole(p, x), whole(p, xs), routed.token});
-    const QuantView xq = add_quantize(p, "expert_x", whole(p, xs), dt, xk, "quantize_x");
-    const std::string kind = padded ? "padded" : "grouped";
-    GroupedScaledGemmStep up{"w13_" + kind, {}, padded}, down{"w2_" + kind, {}, padded};
-    for (std::int64_t e = 0; e < a.experts; ++e) {
-      const std::int64_t r0 = start[static_cast<std::size_t>(e)],
-                         n = start[static_cast<std::size_t>(e) + 1] - r0;
-      if (n == 0) continue;
-      const ExpertWeights& ew = w[static_cast<std::size_t>(e)];
-      for (std::int64_t b0 = 0; b0 < n; b0 += padded ? block : n) {
-        const std::int64_t bn = padded ? block : n;
-        up.gemms.push_back(ScaledGemmStep{"w13_expert" + std::to_string(e), window(xq, r0 + b0, bn),
-                                          ew.w13, part(gu, r0 + b0, bn), dt});
-      }
-    }
-    p.steps.push_back(std::move(up));
-    p.steps.push_back(act_step(0, rows));
-    const QuantView aq = add_quantize(p, "expert_act", whole(p, act), dt, xk, "quantize_act");
-    for (std::int64_t e = 0; e < a.experts; ++e) {
-      const std::int64_t r0 = start[static_cast<std::size_t>(e)],
-                         n = start[static_cast<std::size_t>(e) + 1] - r0;
-      if (n == 0) continue;
-      const ExpertWeights& ew = w[static_cast<std::size_t>(e)];
-      for (std::int64_t b0 = 0; b0 < n; b0 += padded ? block : n) {
-        const std::int64_t bn = padded ? block : n;
-        down.gemms.push_back(ScaledGemmStep{"w2_expert" + std::to_string(e),
-                                            window(aq, r0 + b0, bn), ew.w2, part(out, r0 + b0, bn),
-                                            dt});
-      }
-    }
-    p.steps.push_back(std::move(down));
-    p.steps.push_back(
-        ScatterAddStep{"combine", whole(p, out), whole(p, y), routed.token, routed.scale, !shared});
   }
-  p.outputs = {{"y", whole(p, y)}};
-  p.quant_outputs = {"y"};
+
+  // Calls f(e, r0, n) for each member of a grouped stage: each active expert's rows (padded:
+  // one member per block, all of one shape, the fused_moe kernel's tiles).
+  template <class F>
+  void for_members(F&& f) const {
+    const std::vector<std::int64_t>& start = routed_.start;
+    for (std::int64_t e = 0; e + 1 < static_cast<std::int64_t>(start.size()); ++e) {
+      const std::int64_t r0 = start[static_cast<std::size_t>(e)],
+                         n = start[static_cast<std::size_t>(e) + 1] - r0;
+      for (std::int64_t b0 = 0; b0 < n; b0 += padded_ ? routed_.block : n)
+        f(e, r0 + b0, padded_ ? routed_.block : n);
+    }
+  }
+
+  void grouped_dense() {
+    GroupedGemmStep up{padded_ ? "w13_padded" : "w13_grouped", {}, padded_},
+        down{padded_ ? "w2_padded" : "w2_grouped", {}, padded_};
+    for_members([&](std::int64_t e, std::int64_t r0, std::int64_t n) {
+      up.gemms.push_back(w13_gemm(e, r0, n));
+      down.gemms.push_back(w2_gemm(e, r0, n));
+    });
+    p_.steps.push_back(
+        GatherRowsStep{"gather", whole(p_, x_), whole(p_, xs_), routed_.token, routed_.in_scale});
+    p_.steps.push_back(std::move(up));
+    p_.steps.push_back(act_step(0, routed_.rows()));
+    p_.steps.push_back(std::move(down));
+    combine();
+  }
+
+  // One quantize and one grouped scaled GEMM per stage (vLLM's fused_moe quantizes a1 and a2
+  // once).
+  void grouped_quant() {
+    const QuantDType dt = spec_->dtype;
+    p_.steps.push_back(GatherRowsStep{"gather", whole(p_, x_), whole(p_, xs_), routed_.token});
+    const QuantView xq = quantize("expert_x", whole(p_, xs_), "quantize_x");
+    const std::string kind = padded_ ? "padded" : "grouped";
+    GroupedScaledGemmStep up{"w13_" + kind, {}, padded_}, down{"w2_" + kind, {}, padded_};
+    for_members([&](std::int64_t e, std::int64_t r0, std::int64_t n) {
+      up.gemms.push_back(ScaledGemmStep{"w13_expert" + std::to_string(e), window(xq, r0, n),
+                                        qw_[static_cast<std::size_t>(e)].w13, part(gu_, r0, n),
+                                        dt});
+    });
+    p_.steps.push_back(std::move(up));
+    p_.steps.push_back(act_step(0, routed_.rows()));
+    const QuantView aq = quantize("expert_act", whole(p_, act_), "quantize_act");
+    for_members([&](std::int64_t e, std::int64_t r0, std::int64_t n) {
+      down.gemms.push_back(ScaledGemmStep{"w2_expert" + std::to_string(e), window(aq, r0, n),
+                                          qw_[static_cast<std::size_t>(e)].w2, part(out_, r0, n),
+                                          dt});
+    });
+    p_.steps.push_back(std::move(down));
+    combine();
+  }
+
+  void combine() {
+    p_.steps.push_back(ScatterAddStep{"combine", whole(p_, out_), whole(p_, y_), routed_.token,
+                                      routed_.scale, !shared_});
+  }
+
+  Plan& p_;
+  const ShardShape& s_;
+  const std::optional<QuantSpec>& spec_;
+  RoutedRows& routed_;
+  const bool split_, padded_;
+  const std::int64_t h_, inter_;
+  bool shared_ = false;
+  int x_ = -1, y_ = -1, xs_ = -1, gu_ = -1, g_ = -1, u_ = -1, act_ = -1, out_ = -1;
+  int w13_ = -1, w2_ = -1, b13_ = -1, b2_ = -1;  // dense
+  std::vector<QuantWeights> qw_;                 // quantized, per expert (active ones set)
+};
+
+// The op's one builder: the block at the request's dtype, quantized where it carries a spec.
+Plan build(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+           const std::string& variant) {
+  if (request.quant) {
+    check_quant_block(s, *request.quant, variant);
+  } else {
+    check_block(s, variant);
+  }
+  const std::vector<std::string> variants = {"per_expert", "per_expert_split", "grouped", "padded"};
+  if (std::find(variants.begin(), variants.end(), variant) == variants.end())
+    unknown_variant(moe_op(), variant);
+  RoutedRows routed = route(s, m, variant == "padded");
+  Plan p = start_plan("moe", s, m, request.dtype, variant);
+  p.quant = request.quant;
+  BlockBuilder(p, s, request.quant, variant, routed).emit();
   p.moe = std::move(routed.moe);
   return p;
 }
@@ -653,7 +683,6 @@ OpInfo moe_op() {
             reference,
             has_variant,
             quant_variants,
-            build_quant,
             "per_expert_split"};
   op.in_default_sweep = false;  // every expert's weights: on request
   op.reads_all_experts = true;

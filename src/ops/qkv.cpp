@@ -43,7 +43,7 @@ Plan build_mla(Plan p, const ShardShape& s, const std::string& variant) {
   return p;
 }
 
-Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+Plan build_dense(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   Plan p = start_plan("qkv", s, m, dtype, variant);
   if (s.attention == LayerKind::mla) {
     if (s.q_lora_rank <= 0)
@@ -139,8 +139,8 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
           {"v", project("w_v", "b_v", kv0, kv)}};
 }
 
-Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
-                 const std::string& variant) {
+Plan build_quantized(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
+                     const std::string& variant) {
   check_quant_shard("qkv", s.attention == LayerKind::attention && s.qkv_bias,
                     s.attention == LayerKind::mla
                         ? "the quantized variants cover q/k/v attention, not MLA, yet"
@@ -166,6 +166,13 @@ bool has_variant(const ShardShape& s, const std::string& variant) {
   return true;
 }
 
+// The op's one builder: quantized where the request carries a spec.
+Plan build(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+           const std::string& variant) {
+  if (request.quant) return build_quantized(s, m, request.dtype, *request.quant, variant);
+  return build_dense(s, m, request.dtype, variant);
+}
+
 }  // namespace
 
 OpInfo qkv_op() {
@@ -177,8 +184,7 @@ OpInfo qkv_op() {
           build,
           reference,
           has_variant,
-          quant_projection_variants,
-          build_quant};
+          quant_projection_variants};
 }
 
 }  // namespace fusebench::ops

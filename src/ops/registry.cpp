@@ -70,24 +70,33 @@ std::string activation_name(std::string_view op, const ShardShape& shard) {
 
 Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
                 std::int64_t tokens, DType dtype) {
-  if (tokens < 1) {
-    throw std::invalid_argument("tokens=" + std::to_string(tokens) + " is invalid (must be >= 1)");
-  }
-  return find_op(op).build(shard, tokens, dtype, variant);
+  return build_plan(op, variant, shard, tokens, PlanRequest{dtype});
 }
 
 Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
                 std::int64_t tokens, DType dtype, const std::optional<QuantSpec>& quant) {
-  if (!quant) return build_plan(op, variant, shard, tokens, dtype);
+  return build_plan(op, variant, shard, tokens, PlanRequest{dtype, quant});
+}
+
+Plan build_plan(std::string_view op, const std::string& variant, const ShardShape& shard,
+                std::int64_t tokens, const PlanRequest& request) {
+  const auto check_tokens = [tokens] {
+    if (tokens < 1)
+      throw std::invalid_argument("tokens=" + std::to_string(tokens) +
+                                  " is invalid (must be >= 1)");
+  };
+  if (!request.quant) {
+    check_tokens();
+    return find_op(op).build(shard, tokens, request, variant);
+  }
   const OpInfo& info = find_op(op);
   if (const std::string why = quant_refusal(info); !why.empty()) throw std::invalid_argument(why);
-  if (tokens < 1)
-    throw std::invalid_argument("tokens=" + std::to_string(tokens) + " is invalid (must be >= 1)");
-  return info.build_quant(shard, tokens, dtype, *quant, variant);
+  check_tokens();
+  return info.build(shard, tokens, request, variant);
 }
 
 std::string quant_refusal(const OpInfo& op) {
-  if (op.build_quant) return {};
+  if (op.quant_variants) return {};
   return "op " + op.name +
          " has no quantized (fp8, int8) variants: a collective moves the activations as they "
          "are; qkv, gate_up, moe, tp_attn and tp_mlp have them";

@@ -14,10 +14,11 @@ void require_tp(const ShardShape& s, const char* op) {
                                 " needs tp >= 2 (one rank has nothing to exchange)");
 }
 
-Plan build_allreduce(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+Plan build_allreduce(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+                     const std::string& variant) {
   if (variant != "sum") unknown_variant(allreduce_op(), variant);
   require_tp(s, "allreduce");
-  Plan p = start_plan("allreduce", s, m, dtype, variant);
+  Plan p = start_plan("allreduce", s, m, request.dtype, variant);
   const int x = add_input(p, "x", m, s.hidden);
   p.steps.push_back(AllReduceStep{"all_reduce", whole(p, x)});
   p.outputs["x"] = whole(p, x);
@@ -32,14 +33,15 @@ ReferenceOutputs reference_allreduce(const Plan& p, const LogicalTensors& in) {
   return {{"x", std::move(out)}};
 }
 
-Plan build_allgather(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+Plan build_allgather(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+                     const std::string& variant) {
   if (variant != "cols") unknown_variant(allgather_op(), variant);
   require_tp(s, "allgather");
   if (s.hidden % s.tp != 0) {
     throw std::invalid_argument("allgather: hidden=" + std::to_string(s.hidden) +
                                 " is not divisible by tp=" + std::to_string(s.tp));
   }
-  Plan p = start_plan("allgather", s, m, dtype, variant);
+  Plan p = start_plan("allgather", s, m, request.dtype, variant);
   const std::int64_t c = s.hidden / s.tp;
   const int x = tp::add_windowed(p, "x_shard", BufferRole::input,
                                  {{"x", m, {m, s.hidden, 0, s.rank * c}}}, c);

@@ -105,7 +105,7 @@ Plan build_sequence_parallel(const ShardShape& s, std::int64_t m, DType dtype,
   return p;
 }
 
-Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+Plan build_pipeline(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
   if (variant != "naive" && variant != "paired" && variant != "sp" && variant != "overlap")
     unknown_variant(tp_mlp_op(), variant);
   if (s.intermediate <= 0 || is_attention_layer(s.mlp))
@@ -183,9 +183,13 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   return out;
 }
 
-Plan build_quant(const ShardShape& s, std::int64_t m, DType dtype, const QuantSpec& spec,
-                 const std::string& variant) {
-  return quantize_pipeline(build(s, m, dtype, variant), spec);
+// The op's one builder: the pipeline at the request's dtype, and where the request carries a
+// spec, the same plan with each GEMM quantized (quantize_pipeline, tp_quant.hpp).
+Plan build(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+           const std::string& variant) {
+  Plan p = build_pipeline(s, m, request.dtype, variant);
+  if (!request.quant) return p;
+  return quantize_pipeline(std::move(p), *request.quant);
 }
 
 }  // namespace
@@ -200,7 +204,6 @@ OpInfo tp_mlp_op() {
             reference,
             nullptr,
             tp_quant_variants,
-            build_quant,
             "naive"};
   op.in_default_sweep = false;  // a TP pipeline runs on request
   op.quant_reference = tp_quant_reference;
