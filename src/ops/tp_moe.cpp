@@ -377,7 +377,10 @@ void add_all_to_all(Plan& p, const ShardShape& s, LocalRows lr, const A2aRoutes&
   }
 }
 
-Plan build(const ShardShape& s, std::int64_t m, DType dtype, const std::string& variant) {
+// No quantized variants (quant_variants is null), so a request never carries a spec here.
+Plan build(const ShardShape& s, std::int64_t m, const PlanRequest& request,
+           const std::string& variant) {
+  const DType dtype = request.dtype;
   check(s, variant);
   const bool ep = expert_parallel(variant), dp = dp_attention(variant);
   const std::int64_t h = s.hidden;
@@ -469,7 +472,8 @@ void entry_fields(const Plan& plan, nlohmann::json& fields) {
   for (int r = 0; r < plan.shard.tp; ++r) {
     ShardShape s = plan.shard;
     s.rank = r;
-    plans.push_back(r == plan.shard.rank ? plan : build(s, plan.tokens, plan.dtype, plan.variant));
+    plans.push_back(
+        r == plan.shard.rank ? plan : build(s, plan.tokens, PlanRequest{plan.dtype}, plan.variant));
   }
   ranks["predicted"] =
       predict_across_ranks(plans, tp_moe_nominal_ceilings(), tp_moe_nominal_link());
