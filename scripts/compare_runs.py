@@ -31,8 +31,13 @@ def speedups(path):
             continue
         try:
             value = float(e["speedup"])
-            low, high = float(e["speedup_ci_low"]), float(e["speedup_ci_high"])
             name = str(e["name"])
+            if "speedup_ci_low" not in e and isinstance(e.get("speedup_ci_note"), str):
+                # No interval by design (too few pairs; the note says why): compared by the
+                # tolerance alone.
+                out[name] = (value, None, None)
+                continue
+            low, high = float(e["speedup_ci_low"]), float(e["speedup_ci_high"])
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{path}: entry {i} has a speedup but no usable interval "
                              f"(speedup_ci_low, speedup_ci_high): {err}") from err
@@ -46,9 +51,9 @@ def compare(a, b, tolerance):
     for name in sorted(set(a) & set(b)):
         (va, la, ha), (vb, lb, hb) = a[name], b[name]
         difference = abs(va - vb) / ((va + vb) / 2)
-        overlap = la <= hb and lb <= ha
+        overlap = None if None in (la, ha, lb, hb) else la <= hb and lb <= ha
         rows.append((name, a[name], b[name], difference, overlap,
-                     difference <= tolerance or overlap))
+                     difference <= tolerance or bool(overlap)))
     return rows
 
 
@@ -83,9 +88,13 @@ def main(argv):
         return 2
     print("| entry | first | second | difference | intervals overlap | |")
     print("|---|---|---|---|---|---|")
+    def shown(v, low, high):
+        return f"{v:.3f} (no interval)" if low is None else f"{v:.3f} [{low:.3f}, {high:.3f}]"
+
     for name, (va, la, ha), (vb, lb, hb), diff, overlap, agree in rows:
-        print(f"| {short(name)} | {va:.3f} [{la:.3f}, {ha:.3f}] | {vb:.3f} [{lb:.3f}, {hb:.3f}] "
-              f"| {diff * 100:.1f}% | {'yes' if overlap else 'no'} | "
+        overlap_text = "n/a" if overlap is None else ("yes" if overlap else "no")
+        print(f"| {short(name)} | {shown(va, la, ha)} | {shown(vb, lb, hb)} "
+              f"| {diff * 100:.1f}% | {overlap_text} | "
               f"{'agree' if agree else '**disagree**'} |")
     agreeing = sum(1 for r in rows if r[5])
     only = len(set(a) ^ set(b))

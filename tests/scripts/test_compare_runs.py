@@ -68,6 +68,17 @@ class CompareRuns(unittest.TestCase):
         self.assertIn("1 of 1 agree", out)
         self.assertIn("1 entries are in one report only", out)
 
+    def test_an_entry_without_an_interval_by_design_is_compared_by_tolerance(self):
+        noted = {"name": NAME.format("sp", 1), "run_type": "iteration", "speedup": 1.0,
+                 "speedup_ci_note": "no 95% interval: only 5 pairs"}
+        a = report(noted)
+        code, out, _ = self.run_on(a, report(entry("sp", 1, 1.03, 1.02, 1.04)))
+        self.assertEqual(code, 0, out)
+        self.assertIn("(no interval)", out)
+        self.assertIn("| n/a |", out)
+        code, out, _ = self.run_on(a, report(entry("sp", 1, 1.2, 1.1, 1.3)))
+        self.assertEqual(code, 1, out)  # 18% apart and no interval to overlap
+
     def test_bad_input_exits_2_naming_the_problem(self):
         good = report(entry("sp", 1, 1.0, 0.9, 1.1))
         code, _, err = self.run_on(good, "{not json")
