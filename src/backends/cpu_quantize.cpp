@@ -73,9 +73,9 @@ struct RowJob {
   const QuantizeArgs& a;
   std::int64_t tile_rows, tile_cols, scale_cols;
   bool amax_pass, code_pass, fused;
-  float* row_amax;  // [rows, scale_cols]
+  float* row_amax;  // [rows, scale_cols]; null for a codes-only pass
   FB_INLINE void operator()(std::int64_t r) const {
-    float* amax = row_amax + r * scale_cols;
+    float* amax = row_amax != nullptr ? row_amax + r * scale_cols : nullptr;
     if (amax_pass) AmaxRow{a.x, tile_cols}(r, amax);
     if (fused)
       for (std::int64_t t = 0; t < scale_cols; ++t)
