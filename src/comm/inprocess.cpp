@@ -123,7 +123,8 @@ struct Shared {
         slots(static_cast<std::size_t>(n)),
         hashes(static_cast<std::size_t>(n)),
         arrived_flags(static_cast<std::size_t>(n)),
-        counts(static_cast<std::size_t>(n)) {}
+        counts(static_cast<std::size_t>(n)),
+        receives(static_cast<std::size_t>(n)) {}
   int size;
   double timeout_s;
   std::mutex mu;
@@ -134,7 +135,8 @@ struct Shared {
   std::vector<MatRef> slots;
   std::vector<std::uint64_t> hashes;
   std::vector<char> arrived_flags;
-  std::vector<std::vector<std::int64_t>> counts;  // all_to_all_rows: every rank's send counts
+  std::vector<std::vector<std::int64_t>> counts;    // all_to_all_rows: every rank's send counts
+  std::vector<std::vector<std::int64_t>> receives;  // and what every rank expects to receive
 
   // All ranks meet here; throws on timeout or when another rank failed.
   void barrier(int rank, const char* what) {
@@ -258,17 +260,27 @@ class InProcessCommunicator final : public Communicator {
     const auto me = static_cast<std::size_t>(rank_);
     s_->slots[me] = src;
     s_->counts[me] = send_rows;
+    s_->receives[me] = recv_rows;
     s_->barrier(rank_, "all_to_all_rows");
+    // Every rank checks every pair before any copies, so all of them refuse a mismatch together
+    // (a rank that threw alone would free the source another rank is reading).
+    for (int from = 0; from < s_->size; ++from)
+      for (int to = 0; to < s_->size; ++to) {
+        const std::int64_t sent =
+            s_->counts[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
+        const std::int64_t expected =
+            s_->receives[static_cast<std::size_t>(to)][static_cast<std::size_t>(from)];
+        if (sent != expected)
+          throw std::invalid_argument("in-process all_to_all_rows: rank " + std::to_string(from) +
+                                      " sends " + std::to_string(sent) + " rows to rank " +
+                                      std::to_string(to) + ", which expects " +
+                                      std::to_string(expected));
+      }
     const std::size_t row_bytes = static_cast<std::size_t>(src.cols) * dtype_size(src.dtype);
     std::int64_t at = 0;  // dst row: sources in rank order
     for (int r = 0; r < s_->size; ++r) {
       const auto from_rank = static_cast<std::size_t>(r);
       const std::vector<std::int64_t>& theirs = s_->counts[from_rank];
-      if (theirs[me] != recv_rows[from_rank])
-        throw std::invalid_argument("in-process all_to_all_rows: rank " + std::to_string(r) +
-                                    " sends " + std::to_string(theirs[me]) + " rows to rank " +
-                                    std::to_string(rank_) + ", which expects " +
-                                    std::to_string(recv_rows[from_rank]));
       std::int64_t from = 0;  // rank r's rows for the ranks before this one
       for (std::size_t d = 0; d < me; ++d) from += theirs[d];
       const auto bytes = static_cast<std::size_t>(recv_rows[from_rank]) * row_bytes;
