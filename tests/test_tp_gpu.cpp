@@ -114,22 +114,36 @@ TEST(GpuTp, OverlapLanesOnTwoStreamsMatchTheCpu) {
   }
 }
 
+namespace {
+
+// One cuda backend per GPU 0..tp-1, for an NCCL group across them.
+struct GpuRanks {
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<Backend*> raw;
+  std::vector<int> devices;
+};
+void open_gpu_ranks(int tp, GpuRanks& out) {
+  for (int d = 0; d < tp; ++d) {
+    std::string why;
+    out.backends.push_back(make_cuda_backend_on(d, &why));
+    ASSERT_TRUE(out.backends.back()) << why;
+    out.raw.push_back(out.backends.back().get());
+    out.devices.push_back(d);
+  }
+}
+
+}  // namespace
+
 TEST(GpuTp, NcclRowCollectivesAndEveryVariantAcrossGpus) {
   const int gpus = cuda_device_count();
   if (!nccl_built()) GTEST_SKIP() << "this build has no NCCL";
   if (gpus < 2) GTEST_SKIP() << "needs 2 or more GPUs in this process (" << gpus << " visible)";
   const int tp = gpus >= 4 ? 4 : 2;
-  std::vector<std::unique_ptr<Backend>> backends;
-  std::vector<Backend*> raw;
-  std::vector<int> devices;
-  for (int d = 0; d < tp; ++d) {
-    std::string why;
-    backends.push_back(make_cuda_backend_on(d, &why));
-    ASSERT_TRUE(backends.back()) << why;
-    raw.push_back(backends.back().get());
-    devices.push_back(d);
-  }
-  auto comms = make_nccl_local_group(raw, devices, 60);
+  GpuRanks ranks;
+  open_gpu_ranks(tp, ranks);
+  if (HasFatalFailure()) return;
+  auto& backends = ranks.backends;
+  auto comms = make_nccl_local_group(ranks.raw, ranks.devices, 60);
   for (const char* op : {"tp_attn", "tp_mlp"}) {
     for (const auto& variant : find_op(op).variants) {
       for (std::int64_t tokens : {1, 37, 512}) {
@@ -174,17 +188,11 @@ TEST(GpuTpMoe, NcclVariantsAcrossGpusMatchFloat64) {
                  << " visible); GpuTpMoe.ModelledOnOneGpu runs the variants with modelled "
                     "collectives";
   const int tp = gpus >= 4 ? 4 : 2;
-  std::vector<std::unique_ptr<Backend>> backends;
-  std::vector<Backend*> raw;
-  std::vector<int> devices;
-  for (int d = 0; d < tp; ++d) {
-    std::string why;
-    backends.push_back(make_cuda_backend_on(d, &why));
-    ASSERT_TRUE(backends.back()) << why;
-    raw.push_back(backends.back().get());
-    devices.push_back(d);
-  }
-  auto comms = make_nccl_local_group(raw, devices, 60);
+  GpuRanks ranks;
+  open_gpu_ranks(tp, ranks);
+  if (HasFatalFailure()) return;
+  auto& backends = ranks.backends;
+  auto comms = make_nccl_local_group(ranks.raw, ranks.devices, 60);
   for (const auto& variant : find_op("tp_moe").variants) {
     for (std::int64_t tokens : {1, 37, 512}) {
       std::vector<VerifyResult> results(static_cast<std::size_t>(tp));

@@ -1,7 +1,6 @@
 #include "backends/cpu_quant.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
