@@ -579,16 +579,22 @@ TEST(Advise, UnresolvedRunsTheBaselineVariantInEveryFormat) {
 // below 6; an absent count decides nothing. tests/advise/test_not_judged_contract.py holds
 // Python's not_judged_reason to the same cases through the built gate.
 TEST(Evidence, NotJudgedContract) {
-  EXPECT_FALSE(
-      not_judged(json{{"timing_stop", "converged"}, {"speedup_pairs", 6}, {"samples", 6}}));
-  EXPECT_EQ(not_judged(json{{"timing_stop", "contended"}, {"speedup_pairs", 2}}).label(),
-            "contended");
-  const NotJudged few = not_judged(json{{"speedup_pairs", 30}, {"samples", 2}});
+  EXPECT_FALSE(not_judged("converged", {{"speedup_pairs", 6.0}, {"samples", 6.0}}));
+  EXPECT_EQ(not_judged("contended", {{"speedup_pairs", 2.0}}).label(), "contended");
+  const NotJudged few = not_judged("", {{"speedup_pairs", 30.0}, {"samples", 2.0}});
   EXPECT_EQ(few.label(), "n < 6");
   EXPECT_EQ(few.text(), "n < 6 (samples 2)");
-  EXPECT_EQ(not_judged(json{{"speedup_pairs", 3}, {"samples", 2}}).text(),
+  EXPECT_EQ(not_judged("", {{"speedup_pairs", 3.0}, {"samples", 2.0}}).text(),
             "n < 6 (speedup_pairs 3)");
-  EXPECT_FALSE(not_judged(json{{"speedup_pairs", "3"}}));  // not a number: the readers decide
+  // A report entry's, as the shared reader reads it: a speedup_pairs that is not a number (and
+  // no speedup, which would read it as a count) decides nothing.
+  const json doc = {{"context", json::object()},
+                    {"benchmarks",
+                     {{{"name", "e"}, {"real_time", 1.0}, {"speedup_pairs", "3"}},
+                      {{"name", "f"}, {"real_time", 1.0}, {"speedup_pairs", 3}, {"samples", 2}}}}};
+  const std::vector<ReportEntry> entries = read_report_entries(doc, "r.json");
+  EXPECT_FALSE(entries.at(0).not_judged);
+  EXPECT_EQ(entries.at(1).not_judged.text(), "n < 6 (speedup_pairs 3)");
   EXPECT_FALSE(not_judged("", {{"pairs", std::nullopt}}));
   EXPECT_EQ(not_judged("", {{"pairs", 5.0}}).text(), "n < 6 (pairs 5)");
 }

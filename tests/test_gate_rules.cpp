@@ -313,7 +313,7 @@ TEST_F(Gate, AccuracyThatVanishedIsMissing) {
 }
 
 // Issue 36: the gate and the advisor read an entry's accuracy and identity through one reader of
-// the report's schema (advise::read_entry_record): the same values, one message for a malformed
+// the report's schema (advise::read_report_entries): the same values, one message for a malformed
 // field; each keeps its own verdicts.
 TEST(ReportSchema, GateAndAdvisorReadAnEntryThroughOneReader) {
   json r = quant_report(0.05, 0.01);
@@ -325,15 +325,15 @@ TEST(ReportSchema, GateAndAdvisorReadAnEntryThroughOneReader) {
   const auto ae = std::find_if(a.entries.begin(), a.entries.end(),
                                [](const auto& e) { return e.name == kQFused; });
   ASSERT_NE(ae, a.entries.end());
-  EXPECT_EQ(ge->accuracy.at("quant_error"), ae->quant_error);
-  EXPECT_EQ(ge->accuracy.at("quant_error_vs_split"), ae->quant_error_vs_split);
-  EXPECT_EQ(ae->quant_error.at("q"), 0.05);
-  EXPECT_EQ(ge->setup.at("quant.spec"), "fp8:tensor");
+  EXPECT_EQ(ge->fields.accuracy.at("quant_error"), ae->quant_error());
+  EXPECT_EQ(ge->fields.accuracy.at("quant_error_vs_split"), ae->quant_error_vs_split());
+  EXPECT_EQ(ae->quant_error().at("q"), 0.05);
+  EXPECT_EQ(ge->fields.setup.at("quant.spec"), "fp8:tensor");
   EXPECT_EQ(ae->quant_spec, "fp8:tensor");
-  EXPECT_EQ(ge->setup.at("emulated"), "true");
+  EXPECT_EQ(ge->fields.setup.at("emulated"), "true");
   EXPECT_TRUE(ae->emulated);
-  EXPECT_EQ(ge->setup.at("moe.routing.routing"), "zipf:1.2");
-  EXPECT_EQ(ge->setup.at("moe.routing.seed"), "7");
+  EXPECT_EQ(ge->fields.setup.at("moe.routing.routing"), "zipf:1.2");
+  EXPECT_EQ(ge->fields.setup.at("moe.routing.seed"), "7");
   EXPECT_EQ(ae->routing, "routing zipf:1.2, seed 7");
   for (const json& bad : {json{{"q", "big"}}, json{{"q", -1.0}}, json(0.3)}) {
     r["benchmarks"][1]["quant_error"] = bad;

@@ -18,56 +18,20 @@
 #include <vector>
 
 #include "fusebench/evidence.hpp"
+#include "fusebench/report_entry.hpp"
 
 namespace fusebench::advise {
 
-// Input the advisor cannot judge; what() names the file, the field and the value.
-// The segments of an entry name: "op", "variant" and each key:value ("qkv/fused/model:m/..."
-// -> {op: qkv, variant: fused, model: m, ...}); shared by the advisor and the gate.
-std::map<std::string, std::string> name_segments(const std::string& name);
-
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// InputError (the reader's, fusebench/report_document.hpp): input the advisor cannot judge.
 
 inline constexpr int kSchemaVersion = 1;
 inline constexpr double kDefaultMargin = 0.03;
 // An interval is evidence only when it rests on at least kMinIntervalValues pairs (below it a
 // report gives [min, max], whose coverage is lower than 95%): fusebench/evidence.hpp.
 
-// A paired ratio `speedup` of one variant over another as an entry states it.
-struct Ratio {
-  double speedup = 0;
-  std::optional<double> low, high;
-  std::optional<int> pairs;
-};
-
-// One benchmark entry, as far as the advisor reads it.
-struct Entry {
-  std::string name, op, variant, model, layer, dtype, timing, weights, comm, backend;
-  std::int64_t tokens = 0;
-  int tp = 1;
-  int repetition = 0;
-  bool error = false;
-  std::string error_message;
-  std::string timing_stop;
-  std::optional<double> samples_dropped_preempted;
-  bool modelled = false;  // comm_modelled = 1 or comm:modelled in the name
-  std::string speedup_baseline, speedup_ci_note;
-  std::optional<Ratio> speedup;       // over speedup_baseline
-  std::map<std::string, Ratio> over;  // speedup_over
-  std::optional<double> model_flops, model_bytes, model_launches, comm_bytes;
-  // A quantized entry's accuracy per output shard (docs/report.md): quant_error, and for a fused
-  // variant quant_error_vs_split.
-  std::map<std::string, double> quant_error, quant_error_vs_split;
-  bool emulated = false;  // `emulated`: its times are an emulation (the CPU's fp8/int8, quant.md)
-  // The moe op's routing as the entry records it (moe.routing: source and seed), e.g.
-  // "routing router, seed 1"; reports pooled must agree on it.
-  std::string routing;
-  // A quantized entry's quant.spec (e.g. "fp8:channel"); reports pooled must agree on it too.
-  std::string quant_spec;
-};
+// One benchmark entry: the shared reader's (fusebench/report_entry.hpp), every field the advisor
+// reads; the advisor keeps the iterations (repetitions) of fusebench fixtures.
+using Entry = ReportEntry;
 
 struct Ceilings {
   double peak_flops = 0, bandwidth = 0;

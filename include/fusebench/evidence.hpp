@@ -4,7 +4,6 @@
 // (tests/advise/test_not_judged_contract.py runs both on the same entries): a figure is no
 // evidence when its comparison group was contended (timing_stop "contended"), or when it rests on
 // fewer values than a 95% interval of a median needs (the order-statistic interval).
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,8 +32,7 @@ struct NotJudged {
 NotJudged not_judged(std::string_view timing_stop,
                      const std::vector<std::pair<std::string, std::optional<double>>>& counts);
 
-// The same for one report element (a Google Benchmark entry): its timing_stop, speedup_pairs and
-// samples; fields of another type are ignored (the readers validate them).
-NotJudged not_judged(const nlohmann::json& element);
+// A report entry's reason is ReportEntry::not_judged (fusebench/report_entry.hpp): its
+// timing_stop, speedup_pairs and samples, as the shared reader read them.
 
 }  // namespace fusebench::advise

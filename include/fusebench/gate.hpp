@@ -22,19 +22,13 @@ namespace fusebench::gate {
 // gate and the advisor share one report reader (fusebench/report_document.hpp).
 using InputError = advise::InputError;
 
-// A speedup over the op's baseline variant with its 95% confidence interval (report fields
-// `speedup`, `speedup_ci_low`, `speedup_ci_high`; the interleaved timing writes them).
-struct SpeedupInterval {
-  std::optional<double> speedup;  // the point estimate, when the entry has one
-  double low = 0, high = 0;
-};
-
 // The 95% interval of an entry's central time, in ns (report fields time_median_ci_low/high).
 struct TimeInterval {
   double low = 0, high = 0;
 };
 
-// One benchmark of a report, after folding repetitions and aggregates together.
+// One benchmark of a report: its repetitions and aggregates (read by the shared reader,
+// fusebench/report_entry.hpp) folded into one central time and its noise.
 struct Entry {
   std::string name;                           // run_name (name without aggregate suffix)
   double time_ns = 0;                         // central time: median aggregate, else median of reps
@@ -45,19 +39,13 @@ struct Entry {
   int samples = 0;                  // iteration entries (repetitions) seen
   bool error = false;               // every repetition reported error_occurred
   std::string error_message;
-  std::map<std::string, double> counters;  // numeric top-level keys of the first repetition
-  std::optional<SpeedupInterval> speedup;  // of the first repetition, when it has an interval
-  std::map<std::string, std::string> counters_unavailable;  // counter -> why, as the report says
-  // Why its time and speedup are no evidence (the time and speedup rules skip it, saying so):
-  // "contended" or "n < 6 (samples 2)", the shared contract of fusebench/evidence.hpp; empty when
-  // it may be judged.
-  std::string not_judged;
-  // Accuracy of a quantized entry (docs/gate.md, "The accuracy rule"), of the first repetition:
-  // per field ("quant_error", "quant_error_vs_split") each output shard's value.
-  std::map<std::string, std::map<std::string, double>> accuracy;
-  // What the entry measured that its name does not say (docs/gate.md, "Identity of entries"):
-  // field -> value as text, e.g. "moe.routing.seed" -> "1", "quant.spec" -> "fp8:tensor".
-  std::map<std::string, std::string> setup;
+  // The fields the rules judge, as the shared reader read them: the first repetition that ran's
+  // (counters, speedup, counters_unavailable, not_judged, accuracy, setup), with the mean
+  // aggregate's counters and speedup where it has no counter (or there is no repetition).
+  advise::ReportEntry fields;
+  // The paired speedup with its 95% interval (speedup, speedup_ci_low/high), when it has both:
+  // the speedup rule's input; nullptr otherwise.
+  const advise::Ratio* speedup_interval() const;
 };
 
 struct Report {

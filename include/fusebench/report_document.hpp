@@ -3,15 +3,26 @@
 // (each then reads the entries it needs): the file (a directory or an unreadable path is named as
 // such), strict JSON, and the top level every Google Benchmark report has. Errors are
 // advise::InputError naming the file and the field (gate::InputError is the same type).
-#include <map>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "fusebench/advise.hpp"
-
 namespace fusebench::advise {
+
+// Input the advisor (or the gate) cannot judge; what() names the file, the field and the value.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws InputError "FILE: FIELD: WHAT", the form of every message of the reader.
+[[noreturn]] void fail_field(const std::string& file, const std::string& field,
+                             const std::string& what);
+
+// A JSON value as a message shows it (its text, cut to 60 characters).
+std::string shown(const nlohmann::json& value);
 
 // The text of the report at `path`. Throws InputError for a directory ("is a directory; expected
 // a report.json file", naming DIR/report.json when it exists) or a file that cannot be opened.
@@ -44,22 +55,5 @@ ElementHeader read_element_header(const nlohmann::json& element, std::size_t ind
 // elements with one name (the same name, run type, repetition and aggregate). Returns the
 // headers in order. Throws InputError "FILE: benchmarks[I] (NAME).FIELD: what" naming the value.
 std::vector<ElementHeader> read_elements(const nlohmann::json& root, const std::string& file);
-
-// The fields of an entry that the gate and the advisor both judge by, read one way (issue 36: one
-// reader of the report's schema; each keeps its own verdicts).
-struct EntryRecord {
-  // A quantized entry's accuracy (docs/report.md): "quant_error" and "quant_error_vs_split",
-  // each output shard -> a relative error >= 0; a field absent is absent here.
-  std::map<std::string, std::map<std::string, double>> accuracy;
-  // What the entry measured that its name does not say, field -> value as text (a string as it
-  // is, anything else as JSON): moe.routing.{routing, seed, experts, top_k}, quant.spec,
-  // emulated, dtype (docs/gate.md, "Identity of entries").
-  std::map<std::string, std::string> setup;
-};
-
-// Throws InputError "FILE: AT.quant_error[.SHARD]: what" for an accuracy field that is not an
-// object of shard -> number >= 0 (`at`: the element's ElementHeader::at).
-EntryRecord read_entry_record(const nlohmann::json& element, const std::string& file,
-                              const std::string& at);
 
 }  // namespace fusebench::advise

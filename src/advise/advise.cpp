@@ -561,20 +561,21 @@ void add_accuracy(Comparison& c, const Groups& by_tokens) {
       const auto base = cell.by_variant.find(c.baseline);
       for (const auto& [v, e] : cell.by_variant) {
         c.emulated = c.emulated || e->emulated;
-        if (e->error || e->quant_error.empty()) continue;
+        if (e->header.error || e->quant_error().empty()) continue;
         VariantAccuracy& a = c.accuracy[v];
-        for (const auto& [shard, err] : e->quant_error) {
+        for (const auto& [shard, err] : e->quant_error()) {
           if (err > a.worst || a.worst_shard.empty())
             a.worst = err, a.worst_shard = shard, a.worst_tokens = tokens;
-          if (base == cell.by_variant.end() || v == c.baseline || base->second->error) continue;
-          const auto b = base->second->quant_error.find(shard);
-          if (b == base->second->quant_error.end()) continue;
+          if (base == cell.by_variant.end() || v == c.baseline || base->second->header.error)
+            continue;
+          const auto b = base->second->quant_error().find(shard);
+          if (b == base->second->quant_error().end()) continue;
           if (err - b->second > a.growth) {
             a.growth = err - b->second, a.growth_from = b->second, a.growth_shard = shard;
             a.growth_tokens = tokens;
           }
         }
-        for (const auto& [shard, err] : e->quant_error_vs_split)
+        for (const auto& [shard, err] : e->quant_error_vs_split())
           a.vs_split = std::max(a.vs_split.value_or(0), err);
         a.less_accurate =
             a.growth > kLessAccurateAbsolute && a.growth > kLessAccurateRelative * a.growth_from;
@@ -694,7 +695,8 @@ void set_cost_model(const std::vector<Report>& reports, const ByTokens& by_token
   bool comm = false;
   for (const auto& [tokens, cells] : by_tokens) {
     for (const auto& [rr, cell] : cells) {
-      for (const auto& [v, e] : cell.by_variant) comm = comm || e->comm_bytes.value_or(0) > 0;
+      for (const auto& [v, e] : cell.by_variant)
+        comm = comm || e->counter("comm_bytes").value_or(0) > 0;
     }
   }
   c.launch_overhead_s = c.key.backend == "cuda" ? 3e-6 : 1e-6;
@@ -749,9 +751,9 @@ std::vector<std::string> present_variants(const std::vector<Report>& reports, co
   for (const auto& [rr, cell] : cells) {
     rs.insert(rr.first);
     for (const auto& [v, e] : cell.by_variant) {
-      if (e->error) {
+      if (e->header.error) {
         p.skipped.push_back(v + " in " + reports[static_cast<std::size_t>(rr.first)].file +
-                            ": error: " + e->error_message);
+                            ": error: " + e->header.error_message);
       } else {
         present.insert(v);
       }
@@ -778,7 +780,7 @@ std::map<std::pair<std::size_t, std::size_t>, std::size_t> add_pairs(
       for (const auto& [rr, cell] : cells) {
         const auto vi = cell.by_variant.find(pe.variant), wi = cell.by_variant.find(pe.over);
         if (vi == cell.by_variant.end() || wi == cell.by_variant.end()) continue;
-        if (vi->second->error || wi->second->error) continue;
+        if (vi->second->header.error || wi->second->header.error) continue;
         pe.observations.push_back(observe(rr, *vi->second, *wi->second));
       }
       index[{j, i}] = p.pairs.size();
@@ -819,14 +821,16 @@ std::optional<ModelPoint> model_point(const Comparison& c, const std::vector<std
     const Entry* e = nullptr;
     for (const auto& [rr, cell] : cells) {
       const auto it = cell.by_variant.find(var);
-      if (it != cell.by_variant.end() && !it->second->error && it->second->model_flops &&
-          it->second->model_bytes && it->second->model_launches) {
+      if (it != cell.by_variant.end() && !it->second->header.error &&
+          it->second->counter("model_flops") && it->second->counter("model_bytes") &&
+          it->second->counter("model_launches")) {
         e = it->second;
         break;
       }
     }
     if (!e) return std::nullopt;
-    m.counters[var] = {*e->model_flops, *e->model_bytes, *e->model_launches};
+    m.counters[var] = {*e->counter("model_flops"), *e->counter("model_bytes"),
+                       *e->counter("model_launches")};
     m.seconds[var] = model_seconds(m.counters[var], *c.ceilings, c.launch_overhead_s);
   }
   m.label = model_verdict(pv, m.seconds, margin).label;

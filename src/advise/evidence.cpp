@@ -42,17 +42,4 @@ NotJudged not_judged(std::string_view timing_stop,
   return why;
 }
 
-NotJudged not_judged(const nlohmann::json& element) {
-  auto number = [&](const char* key) -> std::optional<double> {
-    const auto it = element.find(key);
-    if (it == element.end() || !it->is_number()) return std::nullopt;
-    return it->get<double>();
-  };
-  const auto stop = element.find("timing_stop");
-  const std::string timing_stop =
-      stop != element.end() && stop->is_string() ? stop->get<std::string>() : std::string();
-  return not_judged(timing_stop,
-                    {{"speedup_pairs", number("speedup_pairs")}, {"samples", number("samples")}});
-}
-
 }  // namespace fusebench::advise

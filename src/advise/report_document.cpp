@@ -3,7 +3,6 @@
 #include "fusebench/report_document.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -12,9 +11,8 @@
 #include "fusebench/input_files.hpp"
 
 namespace fusebench::advise {
-namespace {
 
-[[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& what) {
+void fail_field(const std::string& file, const std::string& field, const std::string& what) {
   throw InputError(file + ": " + field + ": " + what);
 }
 
@@ -24,78 +22,15 @@ std::string shown(const nlohmann::json& v) {
   return s;
 }
 
-std::string json_type(const nlohmann::json& v) {
-  if (v.is_string()) return "a string \"" + v.get<std::string>() + "\"";
-  return std::string(v.type_name());
-}
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
-
-std::map<std::string, std::map<std::string, double>> read_accuracy(const nlohmann::json& b,
-                                                                   const std::string& file,
-                                                                   const std::string& at) {
-  std::map<std::string, std::map<std::string, double>> out;
-  for (const char* key : {"quant_error", "quant_error_vs_split"}) {
-    const auto it = b.find(key);
-    if (it == b.end()) continue;
-    if (!it->is_object())
-      fail(file, at + "." + key, "expected an object of shard -> error, got " + json_type(*it));
-    auto& shards = out[key];
-    for (const auto& [shard, v] : it->items()) {
-      const std::string field = at + "." + key + "." + shard;
-      if (!v.is_number()) fail(file, field, "expected a number, got " + json_type(v));
-      const double d = v.get<double>();
-      if (!std::isfinite(d) || d < 0)
-        fail(file, field, number(d) + " is not a relative error (a number >= 0)");
-      shards[shard] = d;
-    }
-  }
-  return out;
-}
-
-std::map<std::string, std::string> read_setup(const nlohmann::json& b) {
-  std::map<std::string, std::string> out;
-  auto text = [](const nlohmann::json& v) {
-    return v.is_string() ? v.get<std::string>() : v.dump();
-  };
-  if (const auto moe = b.find("moe"); moe != b.end() && moe->is_object()) {
-    if (const auto r = moe->find("routing"); r != moe->end() && r->is_object()) {
-      for (const char* key : {"routing", "seed", "experts", "top_k"}) {
-        if (const auto v = r->find(key); v != r->end())
-          out[std::string("moe.routing.") + key] = text(*v);
-      }
-    }
-  }
-  if (const auto q = b.find("quant"); q != b.end() && q->is_object()) {
-    if (const auto v = q->find("spec"); v != q->end()) out["quant.spec"] = text(*v);
-  }
-  if (const auto v = b.find("emulated"); v != b.end()) out["emulated"] = text(*v);
-  // The dtype too: an entry of the same name in another dtype matches no comparison of the
-  // gate's advice rule, which would then compare nothing and pass (issue 37).
-  if (const auto v = b.find("dtype"); v != b.end()) out["dtype"] = text(*v);
-  return out;
-}
-
-}  // namespace
-
-EntryRecord read_entry_record(const nlohmann::json& b, const std::string& file,
-                              const std::string& at) {
-  return {read_accuracy(b, file, at), read_setup(b)};
-}
-
 std::string read_report_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     const auto inside = std::filesystem::path(path) / "report.json";
-    fail(path, "file",
-         "is a directory; expected a report.json file" +
-             (std::filesystem::is_regular_file(inside, ec)
-                  ? " (this directory has one: " + inside.string() + ")"
-                  : std::string(" (fusebench --report=FILE writes one)")));
+    fail_field(path, "file",
+               "is a directory; expected a report.json file" +
+                   (std::filesystem::is_regular_file(inside, ec)
+                        ? " (this directory has one: " + inside.string() + ")"
+                        : std::string(" (fusebench --report=FILE writes one)")));
   }
   try {
     // Registered, bounded, a fifo or device refused without waiting (input_files.hpp).
@@ -103,7 +38,7 @@ std::string read_report_file(const std::string& path) {
   } catch (const InputFileError& e) {
     // As the reader's other errors: "<file>: file: <what is wrong>".
     const std::string what = e.what(), prefix = "the report " + path + ": ";
-    fail(path, "file", what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+    fail_field(path, "file", what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
   }
 }
 
@@ -121,44 +56,47 @@ nlohmann::json parse_report_document(std::string_view text, const std::string& f
           " (it contains NaN/Infinity, which Google Benchmark writes for non-finite values and "
           "strict JSON forbids)";
     }
-    fail(file, "document", std::string("not valid JSON: ") + e.what() + hint);
+    fail_field(file, "document", std::string("not valid JSON: ") + e.what() + hint);
   }
   if (!root.is_object())
-    fail(file, "top level", "expected an object with \"context\" and \"benchmarks\"");
+    fail_field(file, "top level", "expected an object with \"context\" and \"benchmarks\"");
   const auto ctx = root.find("context");
-  if (ctx == root.end()) fail(file, "context", "missing (not a Google Benchmark report?)");
-  if (!ctx->is_object()) fail(file, "context", "expected an object, got " + shown(*ctx));
+  if (ctx == root.end()) fail_field(file, "context", "missing (not a Google Benchmark report?)");
+  if (!ctx->is_object()) fail_field(file, "context", "expected an object, got " + shown(*ctx));
   const auto benches = root.find("benchmarks");
-  if (benches == root.end()) fail(file, "benchmarks", "missing (not a Google Benchmark report?)");
-  if (!benches->is_array()) fail(file, "benchmarks", "expected an array, got " + shown(*benches));
+  if (benches == root.end())
+    fail_field(file, "benchmarks", "missing (not a Google Benchmark report?)");
+  if (!benches->is_array())
+    fail_field(file, "benchmarks", "expected an array, got " + shown(*benches));
   return root;
 }
 
 ElementHeader read_element_header(const nlohmann::json& b, std::size_t index,
                                   const std::string& file) {
   const std::string where = "benchmarks[" + std::to_string(index) + "]";
-  if (!b.is_object()) fail(file, where, "expected an object, got " + shown(b));
+  if (!b.is_object()) fail_field(file, where, "expected an object, got " + shown(b));
   const auto name = b.find("name");
   if (name == b.end() || !name->is_string() || name->get<std::string>().empty())
-    fail(file, where + ".name", "missing or not a non-empty string");
+    fail_field(file, where + ".name", "missing or not a non-empty string");
   ElementHeader h;
   h.name = name->get<std::string>();
   h.at = where + " (" + h.name + ")";
   auto text = [&](const char* key, const std::string& fallback) {
     const auto it = b.find(key);
     if (it == b.end()) return fallback;
-    if (!it->is_string()) fail(file, h.at + "." + key, "expected a string, got " + shown(*it));
+    if (!it->is_string())
+      fail_field(file, h.at + "." + key, "expected a string, got " + shown(*it));
     return it->get<std::string>();
   };
   h.run_name = text("run_name", h.name);
   h.run_type = text("run_type", "iteration");
   if (h.run_type != "iteration" && h.run_type != "aggregate") {
-    fail(file, h.at + ".run_type",
-         "expected \"iteration\" or \"aggregate\", got \"" + h.run_type + "\"");
+    fail_field(file, h.at + ".run_type",
+               "expected \"iteration\" or \"aggregate\", got \"" + h.run_type + "\"");
   }
   if (const auto it = b.find("error_occurred"); it != b.end()) {
     if (!it->is_boolean())
-      fail(file, h.at + ".error_occurred", "expected true or false, got " + shown(*it));
+      fail_field(file, h.at + ".error_occurred", "expected true or false, got " + shown(*it));
     h.error = it->get<bool>();
   }
   h.error_message = text("error_message", h.error ? "no error_message" : "");
@@ -176,12 +114,12 @@ std::vector<ElementHeader> read_elements(const nlohmann::json& root, const std::
     ElementHeader h = read_element_header(b, i, file);
     for (const auto& [key, value] : b.items()) {
       if (value.is_number() && !std::isfinite(value.get<double>()))
-        fail(file, h.at + "." + key,
-             std::string("not a finite number (got ") +
-                 (std::isnan(value.get<double>()) ? "nan"
-                  : value.get<double>() > 0       ? "inf"
-                                                  : "-inf") +
-                 "): expected a finite number");
+        fail_field(file, h.at + "." + key,
+                   std::string("not a finite number (got ") +
+                       (std::isnan(value.get<double>()) ? "nan"
+                        : value.get<double>() > 0       ? "inf"
+                                                        : "-inf") +
+                       "): expected a finite number");
     }
     const auto agg = b.find("aggregate_name");
     const std::string aggregate = agg != b.end() && agg->is_string() ? agg->get<std::string>() : "";
@@ -193,20 +131,20 @@ std::vector<ElementHeader> read_elements(const nlohmann::json& root, const std::
                            (unit != b.end() && unit->is_string() && *unit == "percentage"));
       const auto real = b.find("real_time");
       if (real == b.end())
-        fail(file, h.at + ".real_time", "missing (every entry that ran has a time)");
+        fail_field(file, h.at + ".real_time", "missing (every entry that ran has a time)");
       for (const char* key : {"real_time", "time_mean", "time_median", "time_min",
                               "time_median_ci_low", "time_median_ci_high", "cpu_time"}) {
         const auto it = b.find(key);
         if (it == b.end()) continue;
         if (!it->is_number())
-          fail(file, h.at + "." + key, "expected a number of time, got " + shown(*it));
+          fail_field(file, h.at + "." + key, "expected a number of time, got " + shown(*it));
         const double v = it->get<double>();
         // cpu_time is the host thread's, ~0 while it waits on a GPU; neither tool reads it.
         const bool may_be_zero = spread || std::string(key) == "cpu_time";
         if (v < 0 || (v == 0 && !may_be_zero)) {
-          fail(file, h.at + "." + key,
-               shown(*it) + " is not a valid time: expected a positive number (" +
-                   (may_be_zero ? "or 0 " : "") + "in the entry's time unit)");
+          fail_field(file, h.at + "." + key,
+                     shown(*it) + " is not a valid time: expected a positive number (" +
+                         (may_be_zero ? "or 0 " : "") + "in the entry's time unit)");
         }
       }
     }
@@ -215,10 +153,11 @@ std::vector<ElementHeader> read_elements(const nlohmann::json& root, const std::
     const auto key = std::make_tuple(h.name, h.run_type, repetition, aggregate);
     const auto [it, fresh] = seen.emplace(key, i);
     if (!fresh) {
-      fail(file, h.at + ".name",
-           "\"" + h.name + "\" appears twice (benchmarks[" + std::to_string(it->second) +
-               "] and benchmarks[" + std::to_string(i) +
-               "]): one report holds one entry per name and repetition; merge or rename them");
+      fail_field(
+          file, h.at + ".name",
+          "\"" + h.name + "\" appears twice (benchmarks[" + std::to_string(it->second) +
+              "] and benchmarks[" + std::to_string(i) +
+              "]): one report holds one entry per name and repetition; merge or rename them");
     }
     headers.push_back(std::move(h));
   }

@@ -40,8 +40,8 @@ void check_entry_setup(const Entry& base, const Entry& cur, const Report& baseli
                        const Report& current, const Options& o, Result& r) {
   // Fields either side records; one that only one side records is an older report (noted).
   std::map<std::string, std::pair<std::string, std::string>> fields;
-  for (const auto& [k, v] : base.setup) fields[k].first = v;
-  for (const auto& [k, v] : cur.setup) fields[k].second = v;
+  for (const auto& [k, v] : base.fields.setup) fields[k].first = v;
+  for (const auto& [k, v] : cur.fields.setup) fields[k].second = v;
   for (const auto& [field, values] : fields) {
     const auto& [b, c] = values;
     if (b == c) continue;
@@ -71,19 +71,19 @@ void check_entry_setup(const Entry& base, const Entry& cur, const Report& baseli
 
 void compare_accuracy(const Entry& base, const Entry& cur, const Options& o, Result& r) {
   r.accuracy.threshold = o.quant_error_threshold;
-  if (base.accuracy.empty()) {
-    if (!cur.accuracy.empty())
+  if (base.fields.accuracy.empty()) {
+    if (!cur.fields.accuracy.empty())
       r.findings.push_back({Status::kNote, base.name, "quant_error", std::nullopt, std::nullopt,
                             "new in current (the baseline entry has no accuracy fields)"});
     return;
   }
   ++r.accuracy.entries;
-  for (const auto& [field, shards] : base.accuracy) {
-    const auto cur_field = cur.accuracy.find(field);
+  for (const auto& [field, shards] : base.fields.accuracy) {
+    const auto cur_field = cur.fields.accuracy.find(field);
     for (const auto& [shard, bv] : shards) {
       const std::string metric = field + "." + shard;
       const std::map<std::string, double>* cs =
-          cur_field == cur.accuracy.end() ? nullptr : &cur_field->second;
+          cur_field == cur.fields.accuracy.end() ? nullptr : &cur_field->second;
       const auto it = cs ? cs->find(shard) : std::map<std::string, double>::const_iterator{};
       if (!cs || it == cs->end()) {
         // An accuracy that is no longer measured could hide a regression, as a counter could.

@@ -42,9 +42,9 @@ std::string format_value(const std::string& metric, std::optional<double> v) {
   return buf;
 }
 
-std::string interval(const SpeedupInterval& s) {
+std::string interval(const advise::Ratio& s) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "[%.3f, %.3f]", s.low, s.high);
+  std::snprintf(buf, sizeof(buf), "[%.3f, %.3f]", s.low.value_or(0), s.high.value_or(0));
   return buf;
 }
 
@@ -144,8 +144,8 @@ void add_report_wide(const std::vector<double>& logs, const std::vector<double>&
 
 // What one side of a comparison offers the speedup rule, for the summary's "why not".
 std::string speedup_state(const Entry& e) {
-  if (e.speedup) return "an interval";
-  if (e.counters.count("speedup")) return "a speedup without speedup_ci_low/high";
+  if (e.speedup_interval()) return "an interval";
+  if (e.fields.counters.count("speedup")) return "a speedup without speedup_ci_low/high";
   return "no speedup";
 }
 
@@ -328,12 +328,12 @@ bool compare_errors(const Entry& base, const Entry& cur, Result& r) {
 // on either side, or (a multi-process CPU run records its threads per entry, each rank's share)
 // the threads per rank differ, the same rule as the context's count, entry by entry.
 std::string unjudged_reason(const Entry& base, const Entry& cur, const Options& o) {
-  if (!cur.not_judged.empty()) return cur.not_judged + " (current)";
-  if (!base.not_judged.empty()) return base.not_judged + " (baseline)";
-  const auto bt = base.counters.find("cpu_threads_per_rank"),
-             ct = cur.counters.find("cpu_threads_per_rank");
-  if (!o.allow_thread_mismatch && bt != base.counters.end() && ct != cur.counters.end() &&
-      bt->second != ct->second) {
+  if (cur.fields.not_judged) return cur.fields.not_judged.text() + " (current)";
+  if (base.fields.not_judged) return base.fields.not_judged.text() + " (baseline)";
+  const auto bt = base.fields.counters.find("cpu_threads_per_rank"),
+             ct = cur.fields.counters.find("cpu_threads_per_rank");
+  if (!o.allow_thread_mismatch && bt != base.fields.counters.end() &&
+      ct != cur.fields.counters.end() && bt->second != ct->second) {
     return "CPU threads per rank differ (baseline " + format_value("", bt->second) + ", current " +
            format_value("", ct->second) + "; --allow-thread-mismatch)";
   }
@@ -343,23 +343,22 @@ std::string unjudged_reason(const Entry& base, const Entry& cur, const Options& 
 // The fusion benefit: a speedup is paired within one run, so drift between the two runs
 // cancels; only intervals that do not overlap say it changed.
 void compare_speedup(const Entry& base, const Entry& cur, Result& r) {
-  if (base.speedup && cur.speedup) {
+  if (base.speedup_interval() && cur.speedup_interval()) {
     ++r.speedup.applied;
-    const SpeedupInterval &b = *base.speedup, &c = *cur.speedup;
+    const advise::Ratio &b = *base.speedup_interval(), &c = *cur.speedup_interval();
     std::string detail = interval(c) + " vs baseline " + interval(b);
     Status s = Status::kPass;
-    if (c.high < b.low) {
+    if (*c.high < *b.low) {
       s = Status::kLost;
       detail += ": wholly below (the speedup was lost)";
-    } else if (c.low > b.high) {
+    } else if (*c.low > *b.high) {
       s = Status::kFaster;
       detail += ": wholly above";
     } else {
       detail += ": overlap";
     }
     add_finding(r, s, base.name, "speedup", b.speedup, c.speedup, detail);
-  } else if (base.speedup || cur.speedup || base.counters.count("speedup") ||
-             cur.counters.count("speedup")) {
+  } else if (base.fields.counters.count("speedup") || cur.fields.counters.count("speedup")) {
     r.speedup
         .not_applied["baseline has " + speedup_state(base) + ", current has " + speedup_state(cur)]
         .push_back(base.name);
@@ -397,15 +396,15 @@ void compare_time(const Entry& base, const Entry& cur, const Options& o, Result&
 // Exact counters (launches) and bytes, within their tolerances; a counter that vanished could
 // hide a regression (e.g. CUPTI unavailable on this run).
 void compare_counters(const Entry& base, const Entry& cur, const Options& o, Result& r) {
-  for (const auto& [key, bv] : base.counters) {
+  for (const auto& [key, bv] : base.fields.counters) {
     const bool exact = is_exact_counter(key), bytes = is_bytes_counter(key);
     if (!exact && !bytes) continue;
-    auto it = cur.counters.find(key);
-    if (it == cur.counters.end()) {
-      const auto why = cur.counters_unavailable.find(key);
+    auto it = cur.fields.counters.find(key);
+    if (it == cur.fields.counters.end()) {
+      const auto why = cur.fields.counters_unavailable.find(key);
       add_finding(r, o.allow_missing_counters ? Status::kNote : Status::kMissing, base.name, key,
                   bv, std::nullopt,
-                  why != cur.counters_unavailable.end()
+                  why != cur.fields.counters_unavailable.end()
                       ? "counter absent from current: unavailable: " + why->second
                       : "counter absent from current (the entry gives no reason in "
                         "counters_unavailable)");
@@ -421,8 +420,8 @@ void compare_counters(const Entry& base, const Entry& cur, const Options& o, Res
     add_finding(r, changed ? Status::kChanged : Status::kPass, base.name, key, bv, cv,
                 change + " (" + rule + ")");
   }
-  for (const auto& [key, cv] : cur.counters) {
-    if ((is_exact_counter(key) || is_bytes_counter(key)) && !base.counters.count(key)) {
+  for (const auto& [key, cv] : cur.fields.counters) {
+    if ((is_exact_counter(key) || is_bytes_counter(key)) && !base.fields.counters.count(key)) {
       add_finding(r, Status::kNote, base.name, key, std::nullopt, cv, "counter new in current");
     }
   }

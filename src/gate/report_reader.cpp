@@ -1,100 +1,21 @@
-// Reads a fusebench / Google Benchmark JSON report into gate::Report, validating as it goes so
-// every rejection names the file and the field (the gate's exit status 2).
+// Reads a fusebench / Google Benchmark JSON report into gate::Report: the shared reader
+// (fusebench/report_entry.hpp) reads and checks every element, so every rejection names the file
+// and the field (the gate's exit status 2); here each run's repetitions and aggregates are folded
+// into its central time and noise.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <set>
 
-#include "fusebench/evidence.hpp"
 #include "fusebench/gate.hpp"
 #include "fusebench/report_document.hpp"
+#include "fusebench/report_entry.hpp"
 
 namespace fusebench::gate {
 namespace {
-
-[[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& what) {
-  throw InputError(file + ": " + field + ": " + what);
-}
-
-// Google Benchmark's structural numeric fields: not counters.
-bool is_structural(const std::string& key) {
-  static const std::set<std::string> keys = {"family_index", "per_family_instance_index",
-                                             "repetitions",  "repetition_index",
-                                             "threads",      "iterations",
-                                             "real_time",    "cpu_time"};
-  return keys.count(key) > 0;
-}
-
-double unit_to_ns(const std::string& file, const std::string& field, const std::string& unit) {
-  if (unit == "ns") return 1.0;
-  if (unit == "us") return 1e3;
-  if (unit == "ms") return 1e6;
-  if (unit == "s") return 1e9;
-  fail(file, field, "unknown time unit \"" + unit + "\" (expected ns, us, ms or s)");
-}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
-
-std::string json_type(const nlohmann::json& v) {
-  if (v.is_string()) return "a string \"" + v.get<std::string>() + "\"";
-  return std::string(v.type_name());
-}
-
-// The speedup fields of one report element (COMMON contract 2). Malformed fields are unusable
-// input: a wrong interval would pass or fail the gate for the wrong reason. `check_order` is off
-// for aggregates other than the mean (a stddev or cv of the bounds is no interval).
-std::optional<SpeedupInterval> read_speedup(const nlohmann::json& b, const std::string& file,
-                                            const std::string& at, bool check_order) {
-  std::optional<double> values[3];
-  static const char* const keys[3] = {"speedup", "speedup_ci_low", "speedup_ci_high"};
-  for (int i = 0; i < 3; ++i) {
-    const auto it = b.find(keys[i]);
-    if (it == b.end()) continue;
-    if (!it->is_number())
-      fail(file, at + "." + keys[i], "not a number (got " + json_type(*it) + ")");
-    values[i] = it->get<double>();
-  }
-  const auto& [speedup, low, high] = values;
-  if (low.has_value() != high.has_value()) {
-    const char* present = low ? keys[1] : keys[2];
-    const char* absent = low ? keys[2] : keys[1];
-    fail(file, at + "." + absent, std::string("missing while ") + present + " is present");
-  }
-  if (!low) return std::nullopt;
-  if (check_order) {
-    for (int i = 0; i < 3; ++i) {
-      if (values[i] && !(*values[i] > 0)) {
-        fail(file, at + "." + keys[i],
-             number(*values[i]) + " is not positive (a ratio of two times)");
-      }
-    }
-    if (*low > *high) {
-      fail(file, at + ".speedup_ci_low",
-           number(*low) + " is greater than speedup_ci_high " + number(*high));
-    }
-  }
-  return SpeedupInterval{speedup, *low, *high};
-}
-
-std::map<std::string, std::string> read_unavailable(const nlohmann::json& b) {
-  // Informational: only well-formed reasons are kept; the gate never fails on this field.
-  std::map<std::string, std::string> why;
-  const auto it = b.find("counters_unavailable");
-  if (it == b.end() || !it->is_object()) return why;
-  for (const auto& [counter, reason] : it->items()) {
-    if (reason.is_string()) why[counter] = reason.get<std::string>();
-  }
-  return why;
 }
 
 // The interval of time_median_ci_low/high in ns when it brackets time_ns: in seconds (fusebench
@@ -114,24 +35,22 @@ std::optional<TimeInterval> median_interval(const std::map<std::string, double>&
   return std::nullopt;
 }
 
-// Per-benchmark accumulation before folding into an Entry.
+// The elements of one run name before they are folded into an Entry.
 struct Pending {
   std::vector<double> rep_times_ns;
   std::map<std::string, double> aggregates_ns;  // mean, median, stddev (ns); cv (fraction)
-  std::map<std::string, double> counters;
-  std::map<std::string, double> aggregate_counters;  // from the mean aggregate, as a fallback
-  std::optional<SpeedupInterval> speedup, aggregate_speedup;
-  std::map<std::string, std::map<std::string, double>> accuracy;
-  std::map<std::string, std::string> setup;
-  std::map<std::string, std::string> unavailable;
-  std::string not_judged;
-  double scale = 1.0;  // ns per time unit of the first repetition
+  const advise::ReportEntry* first = nullptr;   // the first repetition that ran
+  const advise::ReportEntry* mean = nullptr;    // the mean aggregate
   int errors = 0;
   int runs = 0;
   std::string error_message;
 };
 
 }  // namespace
+
+const advise::Ratio* Entry::speedup_interval() const {
+  return fields.speedup && fields.speedup->low && fields.speedup->high ? &*fields.speedup : nullptr;
+}
 
 const Entry* Report::find(const std::string& name) const {
   for (const auto& e : entries) {
@@ -143,51 +62,22 @@ const Entry* Report::find(const std::string& name) const {
 namespace {
 
 // An aggregate element (Google Benchmark's repetitions: mean, median, stddev, cv) of `p`'s run.
-void add_aggregate(const nlohmann::json& b, const advise::ElementHeader& h, const std::string& file,
-                   double scale, double real_time, Pending& p) {
-  const std::string& at = h.at;
-  if (!b.contains("aggregate_name") || !b["aggregate_name"].is_string()) {
-    fail(file, at + ".aggregate_name", "missing or not a string on an aggregate entry");
-  }
-  const std::string agg = b["aggregate_name"].get<std::string>();
-  const auto speedup = read_speedup(b, file, at, agg == "mean");
-  if (h.error) return;
-  // GBench writes cv as a fraction (aggregate_unit "percentage"); the others are times.
-  const auto unit = b.find("aggregate_unit");
-  const bool fraction =
-      agg == "cv" || (unit != b.end() && unit->is_string() && *unit == "percentage");
-  p.aggregates_ns[agg] = fraction ? real_time : real_time * scale;
-  if (agg == "mean") {
-    for (const auto& [key, value] : b.items()) {
-      if (value.is_number() && !is_structural(key)) p.aggregate_counters[key] = value.get<double>();
-    }
-    p.aggregate_speedup = speedup;
-  }
+void add_aggregate(const advise::ReportEntry& a, Pending& p) {
+  if (a.header.error) return;
+  p.aggregates_ns[a.aggregate] = a.fraction ? a.real_time : a.real_time * a.ns_per_unit;
+  if (a.aggregate == "mean") p.mean = &a;
 }
 
-// One run (iteration element) of `p`: its time, and from the first its counters and fields.
-void add_run(const nlohmann::json& b, const advise::ElementHeader& h, const std::string& file,
-             double scale, double real_time, Pending& p) {
-  const auto speedup = read_speedup(b, file, h.at, true);
+// One run (iteration element) of `p`: its time, and the first that ran for its fields.
+void add_run(const advise::ReportEntry& r, Pending& p) {
   ++p.runs;
-  if (h.error) {
+  if (r.header.error) {
     ++p.errors;
-    p.error_message = h.error_message;
+    p.error_message = r.header.error_message;
     return;
   }
-  p.rep_times_ns.push_back(real_time * scale);
-  if (p.rep_times_ns.size() != 1) return;
-  for (const auto& [key, value] : b.items()) {
-    if (value.is_number() && !is_structural(key)) p.counters[key] = value.get<double>();
-  }
-  p.speedup = speedup;
-  p.scale = scale;
-  p.unavailable = read_unavailable(b);
-  p.not_judged = advise::not_judged(b).text();
-  // The schema's accuracy and identity fields, read as the advisor reads them.
-  advise::EntryRecord record = advise::read_entry_record(b, file, h.at);
-  p.accuracy = std::move(record.accuracy);
-  p.setup = std::move(record.setup);
+  p.rep_times_ns.push_back(r.real_time * r.ns_per_unit);
+  if (!p.first) p.first = &r;
 }
 
 double sample_cv(const std::vector<double>& times) {
@@ -204,14 +94,14 @@ double sample_cv(const std::vector<double>& times) {
 // repetition aggregates, then the spread of the repetitions themselves.
 void set_noise(Pending& p, Entry& e) {
   for (const char* key : {"cv", "time_cv"}) {
-    if (e.counters.count(key) && e.counters[key] >= 0) {
-      e.rel_noise = e.counters[key];
+    if (e.fields.counters.count(key) && e.fields.counters[key] >= 0) {
+      e.rel_noise = e.fields.counters[key];
       e.noise_source = std::string("entry ") + key;
       break;
     }
   }
-  if (e.rel_noise && e.counters.count("samples") && e.counters["samples"] >= 1)
-    e.noise_values = static_cast<int>(std::min(e.counters["samples"], 1e9));
+  if (e.rel_noise && e.fields.counters.count("samples") && e.fields.counters["samples"] >= 1)
+    e.noise_values = static_cast<int>(std::min(e.fields.counters["samples"], 1e9));
   // Repetitions of a run: their spread is over as many values as there are repetitions.
   const std::optional<int> reps = p.rep_times_ns.size() >= 2
                                       ? std::optional<int>(static_cast<int>(p.rep_times_ns.size()))
@@ -244,12 +134,15 @@ std::optional<Entry> entry_of(const std::string& name, Pending& p) {
   e.samples = static_cast<int>(p.rep_times_ns.size());
   e.error = p.runs > 0 && p.errors == p.runs;
   e.error_message = p.error_message;
-  e.counters = p.counters.empty() ? p.aggregate_counters : p.counters;
-  e.speedup = p.counters.empty() ? p.aggregate_speedup : p.speedup;
-  e.counters_unavailable = p.unavailable;
-  e.not_judged = p.not_judged;
-  e.accuracy = p.accuracy;
-  e.setup = p.setup;
+  if (p.first) {
+    e.fields = *p.first;
+  } else if (p.mean) {
+    e.fields = *p.mean;
+  }
+  if (p.first && p.first->counters.empty()) {
+    e.fields.counters = p.mean ? p.mean->counters : std::map<std::string, double>();
+    e.fields.speedup = p.mean ? p.mean->speedup : std::nullopt;
+  }
   if (p.aggregates_ns.count("median")) {
     e.time_ns = p.aggregates_ns["median"];
   } else if (!p.rep_times_ns.empty()) {
@@ -264,7 +157,7 @@ std::optional<Entry> entry_of(const std::string& name, Pending& p) {
   // time_median, else in the entry's time unit), when it brackets the central time. Over
   // repetitions the central time is their median and their spread is the interval's basis.
   if (p.rep_times_ns.size() == 1 && !p.aggregates_ns.count("median"))
-    e.time_interval = median_interval(e.counters, e.time_ns, p.scale);
+    e.time_interval = median_interval(e.fields.counters, e.time_ns, p.first->ns_per_unit);
   return e;
 }
 
@@ -275,27 +168,18 @@ Report parse_report(std::string_view text, const std::string& file) {
   Report report;
   report.file = file;
   report.context = root.at("context");
+  // Every element through the shared reader (fusebench/report_entry.hpp), as the advisor reads
+  // them; then each run name's elements, in the order first seen.
+  const std::vector<advise::ReportEntry> elements = advise::read_report_entries(root, file);
   std::vector<std::string> order;
   std::map<std::string, Pending> pending;
-  const auto& benchmarks = root.at("benchmarks");
-  // The shared rules (every number finite, every time positive, one element per name):
-  // fusebench/report_document.hpp, the advisor's reader applies the same.
-  const std::vector<advise::ElementHeader> headers = advise::read_elements(root, file);
-  for (std::size_t i = 0; i < benchmarks.size(); ++i) {
-    const auto& b = benchmarks[i];
-    const advise::ElementHeader& h = headers[i];
-    double scale = 1.0;
-    if (b.contains("time_unit")) {
-      if (!b["time_unit"].is_string()) fail(file, h.at + ".time_unit", "expected a string");
-      scale = unit_to_ns(file, h.at + ".time_unit", b["time_unit"].get<std::string>());
-    }
-    const double real_time = h.error ? 0 : b["real_time"].get<double>();
-    if (!pending.count(h.run_name)) order.push_back(h.run_name);
-    Pending& p = pending[h.run_name];
-    if (h.run_type == "aggregate") {
-      add_aggregate(b, h, file, scale, real_time, p);
+  for (const advise::ReportEntry& element : elements) {
+    if (!pending.count(element.name)) order.push_back(element.name);
+    Pending& p = pending[element.name];
+    if (element.header.run_type == "aggregate") {
+      add_aggregate(element, p);
     } else {
-      add_run(b, h, file, scale, real_time, p);
+      add_run(element, p);
     }
   }
   for (const auto& name : order) {
