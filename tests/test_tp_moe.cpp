@@ -226,6 +226,44 @@ TEST(TpMoe, ZipfRaisesTheImbalanceAndEplbLowersIt) {
   EXPECT_EQ(std::accumulate(rows.begin(), rows.end(), std::int64_t{0}), 256 * 8);
 }
 
+// A routing file of recorded expert loads (tokens_per_expert) fixes the token count: its M only.
+// tiny-qwen3-moe: 8 experts, top-2, 16 tokens; experts 0-3 take 28 of the 32 slots, so under
+// linear placement at ep 2 rank 0 runs 28 rows and rank 1 4.
+const std::vector<std::int64_t> kRecordedLoads = {12, 8, 4, 4, 2, 1, 1, 0};
+
+std::filesystem::path write_count_file(const std::string& prefix) {
+  const auto path = fusebench::testing::temp_path(prefix, "tokens_per_expert.json");
+  std::ofstream(path) << nlohmann::json{{"tokens_per_expert", kRecordedLoads}}.dump();
+  return path;
+}
+
+// The verifier's float64 budget caps the rows it checks, not the tokens the ranks run: every
+// variant on every rank at the file's M, each rank's first rows against the float64 block (a
+// data-parallel rank's first rows are its own tokens'), and the moe op's first rows likewise.
+TEST(TpMoe, CountFileVerifiesAtItsTokensWithTheReferenceOnTheFirstRows) {
+  const auto file = write_count_file("tp_moe_rows");
+  const ShardShape s = tp_moe_shard("tiny-qwen3-moe.json", 2, {"file:" + file.string()});
+  EXPECT_TRUE(routing_fixes_tokens(s.moe->source));
+  EXPECT_THROW(build_plan("tp_moe", "ep_ar", s, 8, DType::bf16), std::invalid_argument);
+  const auto results = verify_tp_op_inprocess("tp_moe", s, 16, DType::bf16, 3, true, nullptr, 3);
+  ASSERT_EQ(results.size(), 8u);
+  for (const auto& r : results) {
+    EXPECT_TRUE(r.ok() && r.checked()) << r.summary();
+    EXPECT_EQ(r.reference_rows, 3) << r.variant;
+    ASSERT_EQ(r.comparisons.size(), 1u) << r.variant;
+    EXPECT_EQ(r.comparisons.front().elements, 3 * 64) << r.variant;
+  }
+  // The moe op (one rank) likewise: its first rows' plan is built routed uniformly, and checked
+  // on the file's routing.
+  const ShardShape one = tp_moe_shard("tiny-qwen3-moe.json", 1, {"file:" + file.string()});
+  auto backend = make_cpu_backend();
+  for (const auto& r : verify_op(*backend, "moe", one, 16, DType::bf16, 3, true, 3, nullptr)) {
+    EXPECT_TRUE(r.ok() && r.checked()) << r.summary();
+    EXPECT_EQ(r.reference_rows, 3) << r.variant;
+  }
+  std::filesystem::remove(file);
+}
+
 TEST(TpMoe, RefusesWhatItDoesNotBuild) {
   const ShardShape s = tp_moe_shard("tiny-qwen3-moe.json", 4, {"uniform", "linear", 3});
   const std::string why = error_of([&] { build_plan("tp_moe", "ep_ar", s, 4, DType::bf16); });
@@ -273,6 +311,50 @@ TEST(TpMoeCli, RunsVerifiedWithPerRankFields) {
   }
   EXPECT_EQ(entries, 8);
   std::filesystem::remove(report);
+}
+
+// An engine's recorded expert loads (a tokens_per_expert file) run through every variant
+// verified (--verify, and --verify-only), and the entries name the slowest rank: the one whose
+// experts take the most rows.
+TEST(TpMoeCli, CountFileVerifiesAndNamesTheSlowestRank) {
+  const auto file = write_count_file("tp_moe_cli");
+  const auto report = fusebench::testing::temp_path("tp_moe_counts", "report.json");
+  const std::string args = "--backend=cpu --model-config=" + std::string(FUSEBENCH_TEST_CONFIGS) +
+                           "/tiny-qwen3-moe.json --ops=tp_moe --tp=2 --tokens=16 --dtypes=bf16 "
+                           "--routing=file:" +
+                           file.string() + " --report=" + report.string();
+  const auto r = fusebench::testing::run_fusebench(args + " --verify --timing-max-time=0.05");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* v : {"tp", "ep_ar", "ep_ag_rs", "ep_a2a"})
+    for (int rank : {0, 1})
+      EXPECT_NE(
+          r.output.find("tp_moe/" + std::string(v) + "/rank:" + std::to_string(rank) + ": OK"),
+          std::string::npos)
+          << v << " " << rank << "\n"
+          << r.output;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  ASSERT_EQ(j["context"]["verification"].size(), 8u) << j["context"]["verification"].dump();
+  for (const auto& v : j["context"]["verification"]) EXPECT_TRUE(v["ok"].get<bool>()) << v.dump();
+  int entries = 0;
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("tp_moe/", 0) != 0) continue;
+    ++entries;
+    EXPECT_EQ(e["moe"]["routing"]["histogram"].get<std::vector<std::int64_t>>(), kRecordedLoads);
+    const auto& placement = e["moe_ranks"]["placement"];
+    if (name.rfind("tp_moe/tp/", 0) == 0) continue;  // every rank runs every slot
+    EXPECT_EQ(placement["rows_per_rank"].get<std::vector<std::int64_t>>(),
+              (std::vector<std::int64_t>{28, 4}))
+        << name;
+    EXPECT_EQ(placement["slowest_rank"], 0) << name;
+    EXPECT_EQ(e["moe_ranks"]["predicted"]["slowest_rank"], 0) << name;
+  }
+  EXPECT_EQ(entries, 4);
+  const auto only = fusebench::testing::run_fusebench(args + " --verify-only");
+  ASSERT_EQ(only.exit_code, 0) << only.output;
+  EXPECT_NE(only.output.find("tp_moe/ep_a2a/rank:1: OK"), std::string::npos) << only.output;
+  std::filesystem::remove(report);
+  std::filesystem::remove(file);
 }
 
 // A flag of the op given without it is refused, naming it.
