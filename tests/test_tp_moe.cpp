@@ -17,10 +17,12 @@
 #include "fusebench/cost_model.hpp"
 #include "fusebench/expert_placement.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/overlap.hpp"
 #include "fusebench/routing.hpp"
 #include "fusebench/shapes.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/verify.hpp"
+#include "fusebench/workspace.hpp"
 
 namespace {
 
@@ -226,6 +228,63 @@ TEST(TpMoe, ZipfRaisesTheImbalanceAndEplbLowersIt) {
   EXPECT_EQ(std::accumulate(rows.begin(), rows.end(), std::int64_t{0}), 256 * 8);
 }
 
+// Every rank's plan of `op`/`variant` run once over an in-process group: the bytes and calls each
+// rank's communicator counted, per collective kind, equal its plan's (collective_traffic).
+void expect_counted_bytes_equal_the_plans(const std::string& op, const std::string& variant,
+                                          const ShardShape& s, std::int64_t m, DType dtype) {
+  auto comms = make_inprocess_group(s.tp, 60);
+  std::vector<CollectiveTally> counted(static_cast<std::size_t>(s.tp));
+  std::vector<std::map<CollectiveKind, KindTraffic>> model(static_cast<std::size_t>(s.tp));
+  run_ranks(s.tp, [&](int r) {
+    const auto rank = static_cast<std::size_t>(r);
+    ShardShape mine = s;
+    mine.rank = r;
+    const Plan plan = build_plan(op, variant, mine, m, dtype);
+    model[rank] = collective_traffic(plan);
+    auto backend = make_cpu_backend();
+    Workspace ws(*backend, plan, 5);
+    const CollectiveTally before = comms[rank]->tally();
+    ws.run(comms[rank].get());
+    counted[rank] = comms[rank]->tally().since(before);
+  });
+  for (std::size_t r = 0; r < counted.size(); ++r) {
+    const std::string what = op + "/" + variant + " tp=" + std::to_string(s.tp) +
+                             " rank=" + std::to_string(r) + " m=" + std::to_string(m);
+    double total = 0;
+    for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+      const auto it = model[r].find(static_cast<CollectiveKind>(k));
+      const double bytes = it == model[r].end() ? 0 : it->second.bytes;
+      const int calls = it == model[r].end() ? 0 : it->second.calls;
+      EXPECT_EQ(static_cast<double>(counted[r].bytes[k]), bytes) << what << " kind " << k;
+      EXPECT_EQ(counted[r].calls[k], calls) << what << " kind " << k;
+      total += bytes;
+    }
+    EXPECT_EQ(static_cast<double>(counted[r].total_bytes()), total) << what;
+    if (s.tp > 1) {
+      EXPECT_GT(total, 0) << what;
+    }
+  }
+}
+
+// Bytes per collective, measured: what the in-process communicator hands its collectives equals
+// the plan's modelled bytes, every kind and every rank (ep_a2a's differ per rank), for every
+// tp_moe variant and the dense pipelines, at tp 2 and 4.
+TEST(TpMoe, CommunicatorsCountThePlansBytes) {
+  for (int tp : {2, 4}) {
+    const ShardShape moe = tp_moe_shard("tiny-deepseek-v3.json", tp, {"zipf:1.2"});
+    for (const auto& variant : find_op("tp_moe").variants)
+      for (std::int64_t m : {1, 7})
+        expect_counted_bytes_equal_the_plans("tp_moe", variant, moe, m, DType::bf16);
+    const ShardShape dense = shard(ModelShape{"tiny", 64, 8, 2, 16, 96, 2}, tp);
+    for (const char* op : {"tp_attn", "tp_mlp"})
+      for (const auto& variant : find_op(op).variants)
+        expect_counted_bytes_equal_the_plans(op, variant, dense, 5, DType::f32);
+  }
+  // What skips the collectives counts nothing.
+  SkipCollectives skip(0, 2);
+  EXPECT_EQ(skip.tally().total_bytes(), 0);
+}
+
 // A routing file of recorded expert loads (tokens_per_expert) fixes the token count: its M only.
 // tiny-qwen3-moe: 8 experts, top-2, 16 tokens; experts 0-3 take 28 of the 32 slots, so under
 // linear placement at ep 2 rank 0 runs 28 rows and rank 1 4.
@@ -308,8 +367,41 @@ TEST(TpMoeCli, RunsVerifiedWithPerRankFields) {
       EXPECT_TRUE(e.contains(c)) << name << " " << c;
     EXPECT_GE(e["compute_imbalance"].get<double>(), 1.0) << name;
     EXPECT_EQ(e["launches"], e["model_launches"]) << name;
+    // Bytes per collective, measured by the in-process communicator and modelled by the plan.
+    EXPECT_EQ(e["comm_bytes_measured"], e["comm_bytes"]) << name;
+    for (const std::string kind : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+      if (e.contains(kind + "_bytes")) {
+        EXPECT_EQ(e[kind + "_bytes_measured"], e[kind + "_bytes"]) << name << " " << kind;
+      }
+    }
+    EXPECT_EQ(e["comm_bytes_measured_per_rank"].size(), 2u) << name;
+    EXPECT_EQ(e["comm_bytes_counted"].get<std::string>().rfind("measured: ", 0), 0u) << name;
   }
   EXPECT_EQ(entries, 8);
+  std::filesystem::remove(report);
+}
+
+// The modelled communicator moves nothing: its entries count the bytes it priced, labelled
+// modelled, never measured.
+TEST(TpMoeCli, ModelledBytesAreLabelledModelled) {
+  const auto report = fusebench::testing::temp_path("tp_moe_modelled", "report.json");
+  const auto r = fusebench::testing::run_fusebench(
+      "--backend=cpu --model-config=" + std::string(FUSEBENCH_TEST_CONFIGS) +
+      "/tiny-qwen3-moe.json --ops=tp_moe --tp=2 --tokens=4 --dtypes=bf16 --comm=modelled "
+      "--timing-max-time=0.05 --report=" +
+      report.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int entries = 0;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("tp_moe/", 0) != 0) continue;
+    ++entries;
+    EXPECT_FALSE(e.contains("comm_bytes_measured")) << name;
+    EXPECT_EQ(e["comm_bytes_modelled"], e["comm_bytes"]) << name;
+    EXPECT_EQ(e["comm_bytes_counted"].get<std::string>().rfind("modelled: ", 0), 0u) << name;
+  }
+  EXPECT_EQ(entries, 4);
   std::filesystem::remove(report);
 }
 
