@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "fusebench/advise.hpp"
+#include "fusebench/ep_advice.hpp"
 #include "fusebench/report_document.hpp"
 
 namespace fusebench::advise {
@@ -236,6 +237,7 @@ std::optional<Entry> read_entry(const std::string& file, const nlohmann::json& b
   e.model_bytes = r.num("model_bytes");
   e.model_launches = r.num("model_launches");
   e.comm_bytes = r.num("comm_bytes");
+  e.predicted_pipeline_seconds = read_predicted_pipeline_seconds(b, file, h.at);
   read_ratios(r, b, e);
   // The schema's accuracy and identity fields, read as the gate reads them.
   EntryRecord record = read_entry_record(b, file, h.at);
