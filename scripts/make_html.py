@@ -464,8 +464,11 @@ def main(argv=None):
         except (OSError, ValueError) as exc:
             print(f"make_html: --advice: {exc}", file=sys.stderr)
             return 2
-    charts = sorted(n for n in os.listdir(charts_dir) if n.startswith("crossover_") and n.endswith(".svg")) \
+    # The crossover charts, then tp_moe's TP-or-EP charts (plot_tp_moe.py).
+    charts = sorted((not n.startswith("crossover_"), n) for n in os.listdir(charts_dir)
+                    if n.startswith(("crossover_", "tp_moe_")) and n.endswith(".svg")) \
         if os.path.isdir(charts_dir) else []
+    charts = [n for _, n in charts]
 
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(args.title)}</title>",
              f"<style>{CSS}</style><script>{ERROR_HOOK}</script></head><body>",

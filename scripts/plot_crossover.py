@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fusebench_advice as fa  # noqa: E402
 import fusebench_crossover as fx  # noqa: E402
 import fusebench_report as fr  # noqa: E402
+import plot_tp_moe  # noqa: E402
 
 import matplotlib  # noqa: E402
 
@@ -773,7 +774,9 @@ def plot_all(reports, args):
             continue
         base = os.path.join(args.output, chart_base_name(model, op, layer))
         out.append((base, fig))
-    return out, summary
+    # TP or EP (tp_moe): time against tokens with the cost model's prediction (plot_tp_moe.py).
+    tp_moe, args.tp_moe_summary = plot_tp_moe.figures(reports, args.output, slug)
+    return out + tp_moe, summary
 
 
 def parse_args(argv=None):
@@ -827,7 +830,8 @@ def main(argv=None):
         plt.close(fig)
     out = {"threshold": args.threshold, "decode_max": args.decode_max, "prefill_min": args.prefill_min,
            "reports": [{"path": r.path, "label": r.label} for r in reports],
-           "charts": [os.path.basename(w) for w in written], "crossovers": summary}
+           "charts": [os.path.basename(w) for w in written], "crossovers": summary,
+           "tp_moe": args.tp_moe_summary}
     tmp = os.path.join(args.output, "crossover.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)

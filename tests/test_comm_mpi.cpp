@@ -9,6 +9,7 @@
 
 #include "fusebench/mpi_comm.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/overlap.hpp"
 #include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
 
@@ -70,6 +71,48 @@ TEST(MpiCommunicator, TpMoeVariantsMatchTheFloat64BlockOnEveryRank) {
         const auto r =
             verify_tp_rank(*backend, *comm, "tp_moe", variant, s, tokens, DType::bf16, 4242, true);
         EXPECT_TRUE(r.ok() && r.checked()) << variant << " tokens=" << tokens << " " << r.summary();
+      }
+    }
+  }
+}
+
+// Bytes per collective, measured over MPI: what this rank's communicator handed MPI in one run of
+// each pipeline equals its plan's bytes per kind in fp32; in bf16 the all-reduce and the
+// reduce-scatter count twice the plan's (MPI sums in fp32: no bf16 type), the rest the plan's.
+TEST(MpiCommunicator, CountedBytesEqualThePlansPerKind) {
+  auto comm = make_mpi_communicator(default_comm_timeout());
+  auto backend = make_cpu_backend();
+  const std::string path = std::string(FUSEBENCH_TEST_CONFIGS) + "/tiny-qwen3-moe.json";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ShardShape moe = shard(load_hf_config(path), g_size, LayerKind::expert);
+  auto block = std::make_shared<MoeBlock>();
+  block->rule = routing_rule_from_config(text.str(), path);
+  block->source = parse_routing("zipf:1.2");
+  block->seed = 7;
+  moe.moe = std::move(block);
+  const ShardShape dense = shard(tiny(2), g_size);
+  for (const char* op : {"tp_attn", "tp_mlp", "tp_moe"}) {
+    const ShardShape& s = std::string(op) == "tp_moe" ? moe : dense;
+    for (const auto& variant : find_op(op).variants) {
+      for (DType dtype : {DType::f32, DType::bf16}) {
+        ShardShape mine = s;
+        mine.rank = g_rank;
+        const auto model = collective_traffic(build_plan(op, variant, mine, 5, dtype));
+        const CollectiveTally before = comm->tally();
+        verify_tp_rank(*backend, *comm, op, variant, s, 5, dtype, 4242, false);
+        const CollectiveTally counted = comm->tally().since(before);
+        for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+          const auto kind = static_cast<CollectiveKind>(k);
+          const auto it = model.find(kind);
+          const double bytes = it == model.end() ? 0 : it->second.bytes;
+          const bool summed_in_fp32 =
+              dtype == DType::bf16 &&
+              (kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter);
+          EXPECT_EQ(static_cast<double>(counted.bytes[k]), summed_in_fp32 ? 2 * bytes : bytes)
+              << op << "/" << variant << " " << to_string(kind) << " rank " << g_rank;
+        }
       }
     }
   }

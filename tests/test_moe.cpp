@@ -348,6 +348,41 @@ TEST(MoeCli, RunsVerifiedWithRoutingFields) {
   std::filesystem::remove(report);
 }
 
+// An engine's recorded expert loads (a tokens_per_expert file: 8 experts, top-2, 16 tokens)
+// fix the token count: --verify (and --verify-only) checks every variant at it, and the entries'
+// routing is the file's. One rank: the busiest expert (expert 0, 12 rows) is what a rank holding
+// it would wait on.
+TEST(MoeCli, CountFileVerifiesEveryVariant) {
+  const auto file = fusebench::testing::temp_path("moe_counts", "tokens_per_expert.json");
+  const std::vector<std::int64_t> loads = {12, 8, 4, 4, 2, 1, 1, 0};
+  std::ofstream(file) << nlohmann::json{{"tokens_per_expert", loads}}.dump();
+  const auto report = fusebench::testing::temp_path("moe_counts", "report.json");
+  const std::string args =
+      "--backend=cpu --model-config=" + config_path("tiny-qwen3-moe.json") +
+      " --ops=moe --tokens=16 --dtypes=bf16 --cpu-threads=1 --routing=file:" + file.string() +
+      " --report=" + report.string();
+  const auto r = fusebench::testing::run_fusebench(args + " --verify --timing-max-time=0.05");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* v : {"per_expert", "per_expert_split", "grouped", "padded"})
+    EXPECT_NE(r.output.find("moe/" + std::string(v) + ": OK"), std::string::npos) << v << r.output;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  ASSERT_EQ(j["context"]["verification"].size(), 4u) << j["context"]["verification"].dump();
+  for (const auto& v : j["context"]["verification"]) EXPECT_TRUE(v["ok"].get<bool>()) << v.dump();
+  int entries = 0;
+  for (const auto& e : j["benchmarks"]) {
+    if (e["name"].get<std::string>().rfind("moe/", 0) != 0) continue;
+    ++entries;
+    EXPECT_EQ(e["moe"]["routing"]["histogram"].get<std::vector<std::int64_t>>(), loads);
+    EXPECT_EQ(e["moe"]["routing"]["tokens_per_expert"]["max"], 12);
+  }
+  EXPECT_EQ(entries, 4);
+  const auto only = fusebench::testing::run_fusebench(args + " --verify-only");
+  ASSERT_EQ(only.exit_code, 0) << only.output;
+  EXPECT_NE(only.output.find("moe/grouped: OK"), std::string::npos) << only.output;
+  std::filesystem::remove(report);
+  std::filesystem::remove(file);
+}
+
 // A grouped step's region threads run beside the GEMM libraries' workers, which spin after a
 // multi-threaded call: their waits for a CPU are the process's own, so the moe group's samples
 // are not dropped as preempted (a quiet machine dropped every grouped sample before).

@@ -17,10 +17,12 @@
 #include "fusebench/cost_model.hpp"
 #include "fusebench/expert_placement.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/overlap.hpp"
 #include "fusebench/routing.hpp"
 #include "fusebench/shapes.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/verify.hpp"
+#include "fusebench/workspace.hpp"
 
 namespace {
 
@@ -226,6 +228,101 @@ TEST(TpMoe, ZipfRaisesTheImbalanceAndEplbLowersIt) {
   EXPECT_EQ(std::accumulate(rows.begin(), rows.end(), std::int64_t{0}), 256 * 8);
 }
 
+// Every rank's plan of `op`/`variant` run once over an in-process group: the bytes and calls each
+// rank's communicator counted, per collective kind, equal its plan's (collective_traffic).
+void expect_counted_bytes_equal_the_plans(const std::string& op, const std::string& variant,
+                                          const ShardShape& s, std::int64_t m, DType dtype) {
+  auto comms = make_inprocess_group(s.tp, 60);
+  std::vector<CollectiveTally> counted(static_cast<std::size_t>(s.tp));
+  std::vector<std::map<CollectiveKind, KindTraffic>> model(static_cast<std::size_t>(s.tp));
+  run_ranks(s.tp, [&](int r) {
+    const auto rank = static_cast<std::size_t>(r);
+    ShardShape mine = s;
+    mine.rank = r;
+    const Plan plan = build_plan(op, variant, mine, m, dtype);
+    model[rank] = collective_traffic(plan);
+    auto backend = make_cpu_backend();
+    Workspace ws(*backend, plan, 5);
+    const CollectiveTally before = comms[rank]->tally();
+    ws.run(comms[rank].get());
+    counted[rank] = comms[rank]->tally().since(before);
+  });
+  for (std::size_t r = 0; r < counted.size(); ++r) {
+    const std::string what = op + "/" + variant + " tp=" + std::to_string(s.tp) +
+                             " rank=" + std::to_string(r) + " m=" + std::to_string(m);
+    double total = 0;
+    for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+      const auto it = model[r].find(static_cast<CollectiveKind>(k));
+      const double bytes = it == model[r].end() ? 0 : it->second.bytes;
+      const int calls = it == model[r].end() ? 0 : it->second.calls;
+      EXPECT_EQ(static_cast<double>(counted[r].bytes[k]), bytes) << what << " kind " << k;
+      EXPECT_EQ(counted[r].calls[k], calls) << what << " kind " << k;
+      total += bytes;
+    }
+    EXPECT_EQ(static_cast<double>(counted[r].total_bytes()), total) << what;
+    if (s.tp > 1) {
+      EXPECT_GT(total, 0) << what;
+    }
+  }
+}
+
+// Bytes per collective, measured: what the in-process communicator hands its collectives equals
+// the plan's modelled bytes, every kind and every rank (ep_a2a's differ per rank), for every
+// tp_moe variant and the dense pipelines, at tp 2 and 4.
+TEST(TpMoe, CommunicatorsCountThePlansBytes) {
+  for (int tp : {2, 4}) {
+    const ShardShape moe = tp_moe_shard("tiny-deepseek-v3.json", tp, {"zipf:1.2"});
+    for (const auto& variant : find_op("tp_moe").variants)
+      for (std::int64_t m : {1, 7})
+        expect_counted_bytes_equal_the_plans("tp_moe", variant, moe, m, DType::bf16);
+    const ShardShape dense = shard(ModelShape{"tiny", 64, 8, 2, 16, 96, 2}, tp);
+    for (const char* op : {"tp_attn", "tp_mlp"})
+      for (const auto& variant : find_op(op).variants)
+        expect_counted_bytes_equal_the_plans(op, variant, dense, 5, DType::f32);
+  }
+  // What skips the collectives counts nothing.
+  SkipCollectives skip(0, 2);
+  EXPECT_EQ(skip.tally().total_bytes(), 0);
+}
+
+// A routing file of recorded expert loads (tokens_per_expert) fixes the token count: its M only.
+// tiny-qwen3-moe: 8 experts, top-2, 16 tokens; experts 0-3 take 28 of the 32 slots, so under
+// linear placement at ep 2 rank 0 runs 28 rows and rank 1 4.
+const std::vector<std::int64_t> kRecordedLoads = {12, 8, 4, 4, 2, 1, 1, 0};
+
+std::filesystem::path write_count_file(const std::string& prefix) {
+  const auto path = fusebench::testing::temp_path(prefix, "tokens_per_expert.json");
+  std::ofstream(path) << nlohmann::json{{"tokens_per_expert", kRecordedLoads}}.dump();
+  return path;
+}
+
+// The verifier's float64 budget caps the rows it checks, not the tokens the ranks run: every
+// variant on every rank at the file's M, each rank's first rows against the float64 block (a
+// data-parallel rank's first rows are its own tokens'), and the moe op's first rows likewise.
+TEST(TpMoe, CountFileVerifiesAtItsTokensWithTheReferenceOnTheFirstRows) {
+  const auto file = write_count_file("tp_moe_rows");
+  const ShardShape s = tp_moe_shard("tiny-qwen3-moe.json", 2, {"file:" + file.string()});
+  EXPECT_TRUE(routing_fixes_tokens(s.moe->source));
+  EXPECT_THROW(build_plan("tp_moe", "ep_ar", s, 8, DType::bf16), std::invalid_argument);
+  const auto results = verify_tp_op_inprocess("tp_moe", s, 16, DType::bf16, 3, true, nullptr, 3);
+  ASSERT_EQ(results.size(), 8u);
+  for (const auto& r : results) {
+    EXPECT_TRUE(r.ok() && r.checked()) << r.summary();
+    EXPECT_EQ(r.reference_rows, 3) << r.variant;
+    ASSERT_EQ(r.comparisons.size(), 1u) << r.variant;
+    EXPECT_EQ(r.comparisons.front().elements, 3 * 64) << r.variant;
+  }
+  // The moe op (one rank) likewise: its first rows' plan is built routed uniformly, and checked
+  // on the file's routing.
+  const ShardShape one = tp_moe_shard("tiny-qwen3-moe.json", 1, {"file:" + file.string()});
+  auto backend = make_cpu_backend();
+  for (const auto& r : verify_op(*backend, "moe", one, 16, DType::bf16, 3, true, 3, nullptr)) {
+    EXPECT_TRUE(r.ok() && r.checked()) << r.summary();
+    EXPECT_EQ(r.reference_rows, 3) << r.variant;
+  }
+  std::filesystem::remove(file);
+}
+
 TEST(TpMoe, RefusesWhatItDoesNotBuild) {
   const ShardShape s = tp_moe_shard("tiny-qwen3-moe.json", 4, {"uniform", "linear", 3});
   const std::string why = error_of([&] { build_plan("tp_moe", "ep_ar", s, 4, DType::bf16); });
@@ -270,9 +367,86 @@ TEST(TpMoeCli, RunsVerifiedWithPerRankFields) {
       EXPECT_TRUE(e.contains(c)) << name << " " << c;
     EXPECT_GE(e["compute_imbalance"].get<double>(), 1.0) << name;
     EXPECT_EQ(e["launches"], e["model_launches"]) << name;
+    // Bytes per collective, measured by the in-process communicator and modelled by the plan.
+    EXPECT_EQ(e["comm_bytes_measured"], e["comm_bytes"]) << name;
+    for (const std::string kind : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+      if (e.contains(kind + "_bytes")) {
+        EXPECT_EQ(e[kind + "_bytes_measured"], e[kind + "_bytes"]) << name << " " << kind;
+      }
+    }
+    EXPECT_EQ(e["comm_bytes_measured_per_rank"].size(), 2u) << name;
+    EXPECT_EQ(e["comm_bytes_counted"].get<std::string>().rfind("measured: ", 0), 0u) << name;
   }
   EXPECT_EQ(entries, 8);
   std::filesystem::remove(report);
+}
+
+// The modelled communicator moves nothing: its entries count the bytes it priced, labelled
+// modelled, never measured.
+TEST(TpMoeCli, ModelledBytesAreLabelledModelled) {
+  const auto report = fusebench::testing::temp_path("tp_moe_modelled", "report.json");
+  const auto r = fusebench::testing::run_fusebench(
+      "--backend=cpu --model-config=" + std::string(FUSEBENCH_TEST_CONFIGS) +
+      "/tiny-qwen3-moe.json --ops=tp_moe --tp=2 --tokens=4 --dtypes=bf16 --comm=modelled "
+      "--timing-max-time=0.05 --report=" +
+      report.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int entries = 0;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("tp_moe/", 0) != 0) continue;
+    ++entries;
+    EXPECT_FALSE(e.contains("comm_bytes_measured")) << name;
+    EXPECT_EQ(e["comm_bytes_modelled"], e["comm_bytes"]) << name;
+    EXPECT_EQ(e["comm_bytes_counted"].get<std::string>().rfind("modelled: ", 0), 0u) << name;
+  }
+  EXPECT_EQ(entries, 4);
+  std::filesystem::remove(report);
+}
+
+// An engine's recorded expert loads (a tokens_per_expert file) run through every variant
+// verified (--verify, and --verify-only), and the entries name the slowest rank: the one whose
+// experts take the most rows.
+TEST(TpMoeCli, CountFileVerifiesAndNamesTheSlowestRank) {
+  const auto file = write_count_file("tp_moe_cli");
+  const auto report = fusebench::testing::temp_path("tp_moe_counts", "report.json");
+  const std::string args = "--backend=cpu --model-config=" + std::string(FUSEBENCH_TEST_CONFIGS) +
+                           "/tiny-qwen3-moe.json --ops=tp_moe --tp=2 --tokens=16 --dtypes=bf16 "
+                           "--routing=file:" +
+                           file.string() + " --report=" + report.string();
+  const auto r = fusebench::testing::run_fusebench(args + " --verify --timing-max-time=0.05");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* v : {"tp", "ep_ar", "ep_ag_rs", "ep_a2a"})
+    for (int rank : {0, 1})
+      EXPECT_NE(
+          r.output.find("tp_moe/" + std::string(v) + "/rank:" + std::to_string(rank) + ": OK"),
+          std::string::npos)
+          << v << " " << rank << "\n"
+          << r.output;
+  const nlohmann::json j = fusebench::testing::load_json(report);
+  ASSERT_EQ(j["context"]["verification"].size(), 8u) << j["context"]["verification"].dump();
+  for (const auto& v : j["context"]["verification"]) EXPECT_TRUE(v["ok"].get<bool>()) << v.dump();
+  int entries = 0;
+  for (const auto& e : j["benchmarks"]) {
+    const std::string name = e["name"];
+    if (name.rfind("tp_moe/", 0) != 0) continue;
+    ++entries;
+    EXPECT_EQ(e["moe"]["routing"]["histogram"].get<std::vector<std::int64_t>>(), kRecordedLoads);
+    const auto& placement = e["moe_ranks"]["placement"];
+    if (name.rfind("tp_moe/tp/", 0) == 0) continue;  // every rank runs every slot
+    EXPECT_EQ(placement["rows_per_rank"].get<std::vector<std::int64_t>>(),
+              (std::vector<std::int64_t>{28, 4}))
+        << name;
+    EXPECT_EQ(placement["slowest_rank"], 0) << name;
+    EXPECT_EQ(e["moe_ranks"]["predicted"]["slowest_rank"], 0) << name;
+  }
+  EXPECT_EQ(entries, 4);
+  const auto only = fusebench::testing::run_fusebench(args + " --verify-only");
+  ASSERT_EQ(only.exit_code, 0) << only.output;
+  EXPECT_NE(only.output.find("tp_moe/ep_a2a/rank:1: OK"), std::string::npos) << only.output;
+  std::filesystem::remove(report);
+  std::filesystem::remove(file);
 }
 
 // A flag of the op given without it is refused, naming it.

@@ -155,11 +155,36 @@ struct Comparison {
   const Point* point(std::int64_t tokens) const;
 };
 
+// TP or EP (tp_moe, issue 40; docs/advise.md "TP or EP"): per token count the fastest of tp and
+// the expert-parallel variants, measured where the comparison decided it, else the cost model's
+// prediction (labelled modelled), and where the fastest changes side.
+struct EpPoint {
+  std::int64_t tokens = 0;
+  std::vector<std::string> fastest;  // one variant, or a measured tied set
+  std::string basis;                 // "measured", "modelled" or "none"
+  std::string side;                  // "tp", "ep", "either" (a tie across both) or ""
+  std::string label;                 // "measured: ep_ar", "modelled: tp", "unresolved"
+  std::string reason;
+  std::map<std::string, double> predicted_seconds;  // per variant (modelled)
+};
+struct EpCrossover {
+  std::int64_t below = 0, at = 0;  // the side changes between these measured token counts
+  std::string from, to;            // the two points' labels
+  std::string basis;               // "measured", "modelled" or "measured and modelled"
+};
+struct EpAdvice {
+  Key key;
+  std::vector<EpPoint> points;
+  std::vector<EpCrossover> crossovers;
+  std::string summary;  // "EP (ep_ar) beats TP from 256 tokens (...)"
+};
+
 struct Table {
   double margin = kDefaultMargin;
   std::vector<Report> reports;  // entries dropped after use; the metadata stays
   std::vector<Comparison> comparisons;
   std::vector<std::string> skipped;  // comparisons not advised on, and why
+  std::vector<EpAdvice> ep_vs_tp;    // tp_moe comparisons at tp > 1 (ep_advice.hpp)
 };
 
 Table build(std::vector<Report> reports, double margin = kDefaultMargin);

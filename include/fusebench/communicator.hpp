@@ -1,6 +1,8 @@
 #pragma once
 // Collectives used by the tensor-parallel pipelines, behind one interface: NCCL (real, GPU),
 // in-process threads and MPI (CPU), and modelled (priced by a link model, data untouched).
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -8,8 +10,20 @@
 #include <vector>
 
 #include "fusebench/backend.hpp"
+#include "fusebench/link_model.hpp"
 
 namespace fusebench {
+
+inline constexpr std::size_t kCollectiveKinds = 4;  // CollectiveKind's values, all_to_all last
+
+// Calls and payload bytes of the collectives a communicator executed, per CollectiveKind (its
+// index), in nccl-tests sizes: all-reduce the buffer, all-gather the total gathered size,
+// reduce-scatter the total input, all-to-all the rows this rank sends (docs/tp.md).
+struct CollectiveTally {
+  std::array<std::int64_t, kCollectiveKinds> calls{}, bytes{};
+  std::int64_t total_bytes() const;
+  CollectiveTally since(const CollectiveTally& before) const;  // this minus `before`
+};
 
 class Communicator {
  public:
@@ -43,6 +57,17 @@ class Communicator {
   virtual bool modelled() const { return false; }
   // Seconds a collective may take before the run is aborted with a message.
   virtual double timeout_seconds() const { return 0; }
+  // Every collective this communicator executed so far, counted by the communicator where it
+  // hands the payload to its transport (in-process copies, the MPI and NCCL calls' counts); the
+  // modelled communicator counts what it priced and moves nothing (modelled() says so).
+  CollectiveTally tally() const;
+
+ protected:
+  // Each implementation's collectives call this once per call they executed.
+  void count(CollectiveKind kind, std::size_t bytes);
+
+ private:
+  std::array<std::atomic<std::int64_t>, kCollectiveKinds> calls_{}, bytes_{};
 };
 
 // Seconds a collective may wait for its peers before the fixture fails (FUSEBENCH_COMM_TIMEOUT

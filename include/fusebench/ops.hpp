@@ -136,6 +136,12 @@ struct OpInfo {
   // The plan whose logical tensors the reference reads, for a rank's plan that holds only some
   // of them (an expert-parallel rank holds its experts); null: the plan itself.
   std::function<Plan(const Plan&)> reference_plan = nullptr;
+  // The float64 reference of the first `rows` rows of each of a rank's outputs (a row-sharded
+  // output: its first rows, padding rows zero), for a plan whose token count cannot be lowered
+  // (tp_moe under a routing file that fixes it: the verifier's budget then caps the rows checked,
+  // not the tokens run). Takes the inputs (logical tensors of reference_plan) to slice them.
+  std::function<ReferenceOutputs(const Plan&, LogicalTensors inputs, std::int64_t rows)>
+      reference_head = nullptr;
 };
 
 const std::vector<OpInfo>& op_registry();

@@ -87,6 +87,10 @@ struct ReportEntry {
   std::map<std::string, std::string> setup;
   bool emulated = false;
   std::string routing, quant_spec;
+
+  // A tp_moe entry's cost-model pipeline time (moe_ranks.predicted.pipeline_seconds; modelled),
+  // what the TP-or-EP advice falls back on where the measurement decides nothing (ep_advice.hpp).
+  std::optional<double> predicted_pipeline_seconds;
 };
 
 // Every element of the report's "benchmarks", in order, after the rules every element follows

@@ -229,4 +229,21 @@ struct MoeRouting {
 // this M, tokens_all_experts_active} (the cost model's uniform-routing figures), for the entry.
 nlohmann::json moe_json(const MoeRouting& moe);
 
+// --- A routing file that fixes the token count ------------------------------------------------
+
+// True for a `file:` source holding "tokens_per_expert": its counts sum to M*k, so the block
+// routes at that one token count only (an "expert_ids" file cycles over any M). Reads the file;
+// an unreadable or malformed one is false here (make_routing names what is wrong with it).
+bool routing_fixes_tokens(const RoutingSource& source);
+// `block` with a `file:` source replaced by uniform routing (the same rule, seed and shared
+// expert); any other block as it is. A plan of it exists at every token count with the same
+// buffers and steps per row: for probes (the setup's refusals, the verifier's budget at one token)
+// and for plans whose routing is then replaced by the whole shape's (the verifier's first rows).
+std::shared_ptr<const MoeBlock> file_routing_as_uniform(
+    const std::shared_ptr<const MoeBlock>& block);
+// Tokens [row0, row0 + rows) of `a` as an assignment of their own (their ids and weights, indexed
+// by expert): the float64 reference of a window of a routing that cannot be re-drawn at fewer
+// tokens. Throws std::invalid_argument for a window outside the assignment.
+RoutingAssignment token_window(const RoutingAssignment& a, std::int64_t row0, std::int64_t rows);
+
 }  // namespace fusebench

@@ -34,13 +34,15 @@ std::string tp_config_string(const std::string& op, const std::string& variant,
 VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::string& op,
                             const std::string& variant, ShardShape shard, std::int64_t tokens,
                             DType dtype, std::uint64_t seed, bool with_reference,
-                            const TensorSource* weights = nullptr);
+                            const TensorSource* weights = nullptr, std::int64_t reference_rows = 0);
 
 // The same for a plan already built for rank comm.rank() (the tests hand it a deliberately wrong
 // one, e.g. with the row-parallel bias on every rank, to show the check catches it).
+// `reference_rows` (0: all) limits the float64 check to the first rows of each of the rank's
+// outputs, for ops with OpInfo::reference_head (throws std::invalid_argument for others).
 VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& plan,
                             std::uint64_t seed, bool with_reference,
-                            const TensorSource* weights = nullptr);
+                            const TensorSource* weights = nullptr, std::int64_t reference_rows = 0);
 
 // Runs `body(rank)` on `ranks` threads and rethrows the first failure (after every thread ended).
 void run_ranks(int ranks, const std::function<void(int)>& body);
@@ -50,7 +52,8 @@ void run_ranks(int ranks, const std::function<void(int)>& body);
 std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const ShardShape& shard,
                                                  std::int64_t tokens, DType dtype,
                                                  std::uint64_t seed, bool with_reference,
-                                                 const TensorSource* weights = nullptr);
+                                                 const TensorSource* weights = nullptr,
+                                                 std::int64_t reference_rows = 0);
 // The quantized pipelines' check (fp8, int8): every rank's outputs against the float64 replay of
 // all ranks' plans from the same codes and scales (dequantized_tp_reference), ranks as threads
 // of this process on the CPU backend. A variant the shape refuses (vLLM's block rule) is left

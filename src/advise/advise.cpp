@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <set>
 
+#include "fusebench/ep_advice.hpp"
 #include "fusebench/identity.hpp"
 
 namespace fusebench::advise {
@@ -886,6 +887,7 @@ Table build(std::vector<Report> reports, double margin) {
     add_range_accuracy(c);
     t.comparisons.push_back(std::move(c));
   }
+  t.ep_vs_tp = ep_advice(reports, t.comparisons);  // TP or EP (tp_moe), beside the decisions
   // The entries served their purpose; the metadata (file, device, revision) stays for the output.
   for (auto& r : reports) r.entries.clear();
   t.reports = std::move(reports);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fusebench/advise.hpp"
+#include "fusebench/ep_advice.hpp"
 
 namespace fusebench::advise {
 namespace {
@@ -333,6 +334,7 @@ nlohmann::json to_json(const Table& t) {
     j["comparisons"].push_back(cj);
   }
   j["skipped"] = t.skipped;
+  if (!t.ep_vs_tp.empty()) j["ep_vs_tp"] = ep_advice_json(t.ep_vs_tp);
   return j;
 }
 
@@ -417,6 +419,7 @@ std::string to_markdown(const Table& t) {
     for (const auto& n : keys[ci].ns) o << "::" << n;
     o << "::choose(\"" << keys[ci].op_key << "\", tokens)`.\n";
   }
+  o << ep_advice_markdown(t.ep_vs_tp);
   if (!t.skipped.empty()) {
     o << "\n## Not advised on\n\n";
     for (const auto& s : t.skipped) o << "- " << md_cell(s) << "\n";

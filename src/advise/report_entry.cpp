@@ -227,6 +227,20 @@ std::map<std::string, std::string> read_unavailable(const nlohmann::json& b) {
   return why;
 }
 
+// moe_ranks.predicted.pipeline_seconds (nullopt when absent); a value that is no finite number
+// >= 0 is refused naming the field.
+std::optional<double> read_predicted_pipeline_seconds(const Reader& r) {
+  const auto ranks = r.b.find("moe_ranks");
+  if (ranks == r.b.end() || !ranks->is_object()) return std::nullopt;
+  const auto predicted = ranks->find("predicted");
+  if (predicted == ranks->end() || !predicted->is_object()) return std::nullopt;
+  const auto v = predicted->find("pipeline_seconds");
+  if (v == predicted->end()) return std::nullopt;
+  if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0)
+    r.fail("moe_ranks.predicted.pipeline_seconds", shown(*v) + " is not a number >= 0");
+  return v->get<double>();
+}
+
 // The fields only an iteration has (an aggregate's would be statistics of them).
 void read_iteration(const Reader& r, const std::string& context_backend, ReportEntry& e) {
   read_axes(r, context_backend, e);
@@ -241,6 +255,7 @@ void read_iteration(const Reader& r, const std::string& context_backend, ReportE
   e.accuracy = read_accuracy(r);
   read_setup(r.b, e);
   e.counters_unavailable = read_unavailable(r.b);
+  e.predicted_pipeline_seconds = read_predicted_pipeline_seconds(r);
   // A speedup_pairs that is not a number (without a speedup, which reads it as a count) decides
   // nothing, as in Python's not_judged_reason.
   const auto pairs = r.b.find("speedup_pairs");

@@ -34,7 +34,40 @@ std::uint64_t config_hash(const std::string& text) {
   return h;
 }
 
+std::int64_t CollectiveTally::total_bytes() const {
+  std::int64_t n = 0;
+  for (const auto b : bytes) n += b;
+  return n;
+}
+
+CollectiveTally CollectiveTally::since(const CollectiveTally& before) const {
+  CollectiveTally d;
+  for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+    d.calls[k] = calls[k] - before.calls[k];
+    d.bytes[k] = bytes[k] - before.bytes[k];
+  }
+  return d;
+}
+
+CollectiveTally Communicator::tally() const {
+  CollectiveTally t;
+  for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+    t.calls[k] = calls_[k].load(std::memory_order_relaxed);
+    t.bytes[k] = bytes_[k].load(std::memory_order_relaxed);
+  }
+  return t;
+}
+
+void Communicator::count(CollectiveKind kind, std::size_t bytes) {
+  const auto k = static_cast<std::size_t>(kind);
+  calls_.at(k).fetch_add(1, std::memory_order_relaxed);
+  bytes_.at(k).fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+}
+
 namespace {
+std::size_t bytes_of(const MatRef& m) {
+  return static_cast<std::size_t>(m.rows * m.cols) * dtype_size(m.dtype);
+}
 std::string shape(const MatRef& m) {
   return "[" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]";
 }
@@ -204,6 +237,7 @@ class InProcessCommunicator final : public Communicator {
       for (std::int64_t j = 0; j < data.cols; ++j)
         store(data, i, j, sum[static_cast<std::size_t>(i * data.cols + j)]);
     }
+    count(CollectiveKind::all_reduce, bytes_of(data));
   }
 
   void all_gather(const MatRef& src, const MatRef& dst) override {
@@ -220,6 +254,7 @@ class InProcessCommunicator final : public Communicator {
       unpack(pack(o).data(), gather_block(dst, src, r));
     }
     s_->barrier(rank_, "all_gather");  // nobody overwrites its src before all have copied it
+    count(CollectiveKind::all_gather, bytes_of(src) * static_cast<std::size_t>(s_->size));
   }
 
   void reduce_scatter(const MatRef& src, const MatRef& dst) override {
@@ -238,6 +273,7 @@ class InProcessCommunicator final : public Communicator {
       }
     }
     s_->barrier(rank_, "reduce_scatter");  // nobody overwrites its src before all have read it
+    count(CollectiveKind::reduce_scatter, bytes_of(src));
   }
 
   void all_gather_rows(const MatRef& src, const MatRef& dst) override {
@@ -252,6 +288,7 @@ class InProcessCommunicator final : public Communicator {
       if (to != from) std::memcpy(to, from, block);  // src may be this rank's block (in place)
     }
     s_->barrier(rank_, "all_gather_rows");
+    count(CollectiveKind::all_gather, block * static_cast<std::size_t>(s_->size));
   }
 
   void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
@@ -292,6 +329,10 @@ class InProcessCommunicator final : public Communicator {
       at += recv_rows[from_rank];
     }
     s_->barrier(rank_, "all_to_all_rows");  // nobody overwrites its src before all have read it
+    // What this rank sends: its rows, which the other ranks copied out of its src.
+    std::int64_t sent = 0;
+    for (const auto n : send_rows) sent += n;
+    count(CollectiveKind::all_to_all, static_cast<std::size_t>(sent) * row_bytes);
   }
 
   void check_same_config(const std::string& config) override {

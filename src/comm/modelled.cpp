@@ -23,33 +23,36 @@ class ModelledCommunicator final : public Communicator {
   int size() const override { return size_; }
   bool modelled() const override { return true; }
 
-  void all_reduce(const MatRef& data) override {
-    delay(modelled_seconds(link_, CollectiveKind::all_reduce, bytes(data), size_));
-  }
+  void all_reduce(const MatRef& data) override { priced(CollectiveKind::all_reduce, bytes(data)); }
   void all_gather(const MatRef& src, const MatRef& dst) override {
     comm::check_gather_shapes(src, dst, size_, "modelled");
-    delay(modelled_seconds(link_, CollectiveKind::all_gather, bytes(dst), size_));
+    priced(CollectiveKind::all_gather, bytes(dst));
   }
   void reduce_scatter(const MatRef& src, const MatRef& dst) override {
     check_reduce_scatter_shapes(src, dst, size_, "modelled");
-    delay(modelled_seconds(link_, CollectiveKind::reduce_scatter, bytes(src), size_));
+    priced(CollectiveKind::reduce_scatter, bytes(src));
   }
   void all_gather_rows(const MatRef& src, const MatRef& dst) override {
     check_gather_rows_shapes(src, dst, size_, "modelled");
-    delay(modelled_seconds(link_, CollectiveKind::all_gather, bytes(dst), size_));
+    priced(CollectiveKind::all_gather, bytes(dst));
   }
   // This rank's rows sent (the modelled rank is rank 0's plan).
   void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
                        const MatRef& dst, const std::vector<std::int64_t>& recv_rows) override {
     const std::int64_t sent =
         check_all_to_all_shapes(src, send_rows, dst, recv_rows, size_, "modelled");
-    delay(modelled_seconds(
-        link_, CollectiveKind::all_to_all,
-        static_cast<double>(sent * src.cols) * static_cast<double>(dtype_size(src.dtype)), size_));
+    priced(CollectiveKind::all_to_all,
+           static_cast<double>(sent * src.cols) * static_cast<double>(dtype_size(src.dtype)));
   }
   void check_same_config(const std::string&) override {}  // one process holds every "rank"
 
  private:
+  // A delay of the link model's time for `bytes`; the tally counts the bytes priced (nothing
+  // moves: modelled() tells a reader of the tally so).
+  void priced(CollectiveKind kind, double bytes) {
+    count(kind, static_cast<std::size_t>(bytes));
+    delay(modelled_seconds(link_, kind, bytes, size_));
+  }
   static double bytes(const MatRef& m) {
     return static_cast<double>(m.rows * m.cols) * static_cast<double>(dtype_size(m.dtype));
   }

@@ -93,6 +93,7 @@ class MpiCommunicator final : public Communicator {
                                  MPI_SUM, MPI_COMM_WORLD);
     watchdog_.disarm();
     FUSEBENCH_MPI(rc);
+    count(CollectiveKind::all_reduce, v.size() * sizeof(float));  // fp32 on the wire, any dtype
     for (std::int64_t i = 0; i < data.rows; ++i) {
       for (std::int64_t j = 0; j < data.cols; ++j)
         store(data, i, j, v[static_cast<std::size_t>(i * data.cols + j)]);
@@ -108,6 +109,7 @@ class MpiCommunicator final : public Communicator {
                                  static_cast<int>(mine.size()), MPI_BYTE, MPI_COMM_WORLD);
     watchdog_.disarm();
     FUSEBENCH_MPI(rc);
+    count(CollectiveKind::all_gather, all.size());
     for (int r = 0; r < size_; ++r)
       unpack(all.data() + mine.size() * static_cast<std::size_t>(r),
              comm::gather_block(dst, src, r));
@@ -127,6 +129,7 @@ class MpiCommunicator final : public Communicator {
                                             MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     watchdog_.disarm();
     FUSEBENCH_MPI(rc);
+    count(CollectiveKind::reduce_scatter, in.size() * sizeof(float));  // fp32, any dtype
     for (std::int64_t i = 0; i < dst.rows; ++i) {
       for (std::int64_t j = 0; j < dst.cols; ++j)
         store(dst, i, j, out[static_cast<std::size_t>(i * dst.cols + j)]);
@@ -145,6 +148,8 @@ class MpiCommunicator final : public Communicator {
                                  bytes, MPI_BYTE, MPI_COMM_WORLD);
     watchdog_.disarm();
     FUSEBENCH_MPI(rc);
+    count(CollectiveKind::all_gather,
+          static_cast<std::size_t>(bytes) * static_cast<std::size_t>(size_));
   }
 
   void all_to_all_rows(const MatRef& src, const std::vector<std::int64_t>& send_rows,
@@ -169,6 +174,7 @@ class MpiCommunicator final : public Communicator {
                       recv_counts.data(), recv_offsets.data(), MPI_BYTE, MPI_COMM_WORLD);
     watchdog_.disarm();
     FUSEBENCH_MPI(rc);
+    count(CollectiveKind::all_to_all, static_cast<std::size_t>(sent * row_bytes));
   }
 
   void check_same_config(const std::string& config) override {

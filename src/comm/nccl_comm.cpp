@@ -190,6 +190,7 @@ class NcclCommunicator final : public Communicator {
     call("all_reduce", [&](cudaStream_t s) {
       return ncclAllReduce(data.data, data.data, count, nccl_type(data.dtype), ncclSum, comm_, s);
     });
+    count_bytes(CollectiveKind::all_reduce, count * dtype_size(data.dtype));
   }
 
   void all_gather(const MatRef& src, const MatRef& dst) override {
@@ -202,6 +203,7 @@ class NcclCommunicator final : public Communicator {
       call("all_gather", [&](cudaStream_t s) {
         return ncclAllGather(src.data, dst.data, count, nccl_type(src.dtype), comm_, s);
       });
+      count_bytes(CollectiveKind::all_gather, count * elem * static_cast<std::size_t>(size_));
       return;
     }
     // NCCL concatenates rank-major ([n][M][c]); one kernel lays the blocks out as columns.
@@ -209,6 +211,7 @@ class NcclCommunicator final : public Communicator {
     call("all_gather", [&](cudaStream_t s) {
       return ncclAllGather(src.data, stage, count, nccl_type(src.dtype), comm_, s);
     });
+    count_bytes(CollectiveKind::all_gather, count * elem * static_cast<std::size_t>(size_));
     NCCLCOMM_CUDA(comm::launch_gather_columns(stage, dst.data, src.rows, src.cols, dst.ld, size_,
                                               elem, stream()));
   }
@@ -221,6 +224,8 @@ class NcclCommunicator final : public Communicator {
     call("reduce_scatter", [&](cudaStream_t s) {
       return ncclReduceScatter(src.data, dst.data, count, nccl_type(src.dtype), ncclSum, comm_, s);
     });
+    count_bytes(CollectiveKind::reduce_scatter,
+                count * dtype_size(src.dtype) * static_cast<std::size_t>(size_));
   }
 
   void all_gather_rows(const MatRef& src, const MatRef& dst) override {
@@ -229,6 +234,8 @@ class NcclCommunicator final : public Communicator {
     call("all_gather_rows", [&](cudaStream_t s) {
       return ncclAllGather(src.data, dst.data, count, nccl_type(src.dtype), comm_, s);
     });
+    count_bytes(CollectiveKind::all_gather,
+                count * dtype_size(src.dtype) * static_cast<std::size_t>(size_));
   }
 
   // Grouped ncclSend/ncclRecv, one pair per peer with rows to move (nccl-tests' alltoall), in
@@ -237,6 +244,7 @@ class NcclCommunicator final : public Communicator {
                        const MatRef& dst, const std::vector<std::int64_t>& recv_rows) override {
     check_all_to_all_shapes(src, send_rows, dst, recv_rows, size_, "NCCL");
     const std::size_t row_bytes = static_cast<std::size_t>(src.cols) * dtype_size(src.dtype);
+    std::size_t sent = 0;  // bytes handed to ncclSend
     call("all_to_all_rows", [&](cudaStream_t s) {
       ncclResult_t rc = ncclGroupStart();
       std::size_t send_at = 0, recv_at = 0;
@@ -252,8 +260,10 @@ class NcclCommunicator final : public Communicator {
         recv_at += in;
       }
       const ncclResult_t end = ncclGroupEnd();  // closes the group on every path
+      sent = send_at;
       return rc != ncclSuccess ? rc : end;
     });
+    count_bytes(CollectiveKind::all_to_all, sent);
   }
 
   // Only the column all-gather stages (its rank-major result is laid out as columns).
@@ -292,6 +302,10 @@ class NcclCommunicator final : public Communicator {
                                   ": the buffer must be contiguous (ld == cols)");
     }
   }
+
+  // The payload handed to NCCL by one call (Communicator::count; `count` is the element count
+  // of the calls above).
+  void count_bytes(CollectiveKind kind, std::size_t bytes) { Communicator::count(kind, bytes); }
 
   // The current lane's stream of the backend (a plan's communication lane, docs/tp.md).
   cudaStream_t stream() const { return static_cast<cudaStream_t>(backend_.stream()); }

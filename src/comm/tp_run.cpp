@@ -215,6 +215,15 @@ nlohmann::json tp_counter_definitions() {
       {"comm_bytes",
        "payload bytes handed to collectives per iteration (all-reduce: M*hidden*dtype; "
        "all-gather: the total gathered size)"},
+      {"comm_bytes_measured",
+       "payload bytes rank 0's communicator (inprocess, mpi, nccl) handed its transport per "
+       "iteration, counted call by call in the report pass (nccl-tests sizes; the MPI "
+       "communicator sums in fp32, so its all-reduce and reduce-scatter of bf16 count twice "
+       "comm_bytes); <kind>_bytes_measured per collective kind; the field "
+       "comm_bytes_measured_per_rank every local rank's"},
+      {"comm_bytes_modelled",
+       "comm:modelled entries: the bytes the modelled communicator priced per iteration, call "
+       "by call (it moves no data); <kind>_bytes_modelled per kind"},
       {"comm_wire_bytes",
        "bytes one rank sends on a ring per iteration: comm_bytes * bus factor (all-reduce "
        "2(n-1)/n, all-gather and reduce-scatter (n-1)/n)"},
@@ -560,6 +569,12 @@ std::vector<double> TpRun::compute_on_every_rank(std::size_t member, int reps,
   return out;
 }
 
+std::vector<CollectiveTally> TpRun::tallies() const {
+  std::vector<CollectiveTally> out{comm_ != nullptr ? comm_->tally() : CollectiveTally{}};
+  for (const auto& lr : local_) out.push_back(lr->comm ? lr->comm->tally() : CollectiveTally{});
+  return out;
+}
+
 void TpRun::wait_local_ranks() {
   for (auto& lr : local_) {
     std::unique_lock lock(lr->mu);
@@ -590,6 +605,38 @@ void TpRun::region(std::size_t member) {
 }
 
 namespace {
+// What the communicators counted (Communicator::tally) over `runs` runs beside the plan's bytes
+// (`model`, per kind): per run, rank 0's total and per kind, and every local rank's total. A
+// modelled communicator moves nothing: its counters say modelled, never measured.
+void add_counted_bytes(const std::vector<CollectiveTally>& after,
+                       const std::vector<CollectiveTally>& before, int runs,
+                       const std::map<CollectiveKind, double>& model, bool modelled,
+                       const std::string& comm, TpReport& out) {
+  const std::string suffix = modelled ? "_modelled" : "_measured";
+  std::vector<double> per_rank;
+  for (std::size_t r = 0; r < after.size(); ++r)
+    per_rank.push_back(static_cast<double>(after[r].since(before[r]).total_bytes()) / runs);
+  const CollectiveTally mine = after.front().since(before.front());
+  out.counters["comm_bytes" + suffix] = per_rank.front();
+  for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+    const auto kind = static_cast<CollectiveKind>(k);
+    if (mine.calls[k] == 0 && model.count(kind) == 0) continue;
+    out.counters[std::string(to_string(kind)) + "_bytes" + suffix] =
+        static_cast<double>(mine.bytes[k]) / runs;
+  }
+  if (per_rank.size() > 1) out.fields["comm_bytes" + suffix + "_per_rank"] = per_rank;
+  out.fields["comm_bytes_counted"] =
+      modelled ? "modelled: the bytes the " + comm +
+                     " communicator priced per run (it moves no data), counted call by call "
+                     "over " +
+                     std::to_string(runs) + " run(s) of rank 0"
+               : "measured: the payload bytes the " + comm +
+                     " communicator handed its transport per run, counted call by call over " +
+                     std::to_string(runs) + " runs on rank 0" +
+                     (per_rank.size() > 1 ? " and on every local rank" : "") +
+                     "; comm_bytes is the plan's (modelled)";
+}
+
 // Every rank's compute pass, which one the pipeline waits for, and how long the others wait.
 void add_rank_balance(const std::vector<double>& per_rank,
                       std::map<std::string, double>& counters) {
@@ -652,14 +699,19 @@ TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ce
         "the blocking kernel timed out before a chunk of runs was enqueued: includes host gaps";
   }
 
-  // Communication per run, by kind.
+  // Communication per run, by kind; the bytes each rank's communicator counted over the runs.
   std::map<CollectiveKind, double> comm_s, comm_bytes;
   for (const auto& [kind, traffic] : collective_traffic(plan)) comm_bytes[kind] = traffic.bytes;
+  const std::vector<CollectiveTally> before = tallies();
+  int counted_runs = 0;
   if (modelled) {
     // Call by call, as the stand-in delays ran: overlap's chunks each pay the link's latency.
     for (const Step& step : plan.steps)
       if (const auto call = collective_call(step, plan.dtype))
         comm_s[call->kind] += modelled_seconds(settings_.link, call->kind, call->bytes, tp);
+    ws.run(comm_);  // one run for the bytes the communicator prices
+    backend.synchronize();
+    counted_runs = 1;
   } else if (comm_ != nullptr) {
     TimedCollectives timed(*comm_, backend);
     const int comm_reps = std::min(reps, 50);
@@ -671,7 +723,10 @@ TpReport TpRun::report(std::size_t member, double pipeline_s, const Ceilings* ce
     wait_local_ranks();
     backend.synchronize();
     for (const auto& [kind, s] : timed.seconds) comm_s[kind] = s / comm_reps;
+    counted_runs = comm_reps;
   }
+  if (counted_runs > 0)
+    add_counted_bytes(tallies(), before, counted_runs, comm_bytes, modelled, comm_->name(), out);
   double comm_total = 0;
   for (const auto& [kind, s] : comm_s) comm_total += s;
   counters["comm_bytes"] = cost.comm_bytes;

@@ -129,6 +129,8 @@ class TpRun {
   void split_host_threads();
   void post_job(const Job& job);
   void wait_local_ranks();
+  // What rank 0's communicator and every local rank's have counted so far (rank order).
+  std::vector<CollectiveTally> tallies() const;
   // The compute pass of `member` on every rank at once; per rank seconds per run.
   std::vector<double> compute_on_every_rank(std::size_t member, int reps,
                                             measure::DeviceTiming* device, double block_timeout_s,

@@ -44,7 +44,7 @@ std::string tp_config_string(const std::string& op, const std::string& variant, 
 VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::string& op,
                             const std::string& variant, ShardShape shard, std::int64_t tokens,
                             DType dtype, std::uint64_t seed, bool with_reference,
-                            const TensorSource* weights) {
+                            const TensorSource* weights, std::int64_t reference_rows) {
   if (comm.size() != shard.tp) {
     throw std::invalid_argument("verify " + op + ": communicator has " +
                                 std::to_string(comm.size()) +
@@ -53,33 +53,44 @@ VerifyResult verify_tp_rank(Backend& backend, Communicator& comm, const std::str
   shard.rank = comm.rank();
   comm.check_same_config(tp_config_string(op, variant, shard, tokens, dtype, seed));
   return verify_tp_plan(backend, comm, build_plan(op, variant, shard, tokens, dtype), seed,
-                        with_reference, weights);
+                        with_reference, weights, reference_rows);
 }
 
 VerifyResult verify_tp_plan(Backend& backend, Communicator& comm, const Plan& plan,
-                            std::uint64_t seed, bool with_reference, const TensorSource* weights) {
+                            std::uint64_t seed, bool with_reference, const TensorSource* weights,
+                            std::int64_t reference_rows) {
   const std::string& op = plan.op;
   const ShardShape& shard = plan.shard;
   const std::int64_t tokens = plan.tokens;
   const DType dtype = plan.dtype;
   const Tolerance tol = tolerance_for(dtype);
+  const OpInfo& info = find_op(op);
+  const bool head = with_reference && reference_rows > 0 && reference_rows < tokens;
+  if (head && !info.reference_head)
+    throw std::invalid_argument("verify " + op + ": no float64 reference of a rank's first rows");
   Workspace ws(backend, plan, seed, weights);
   ws.run(&comm);
-  VerifyResult result{
-      op, plan.variant + "/rank:" + std::to_string(shard.rank), {}, with_reference ? tokens : 0};
+  VerifyResult result{op,
+                      plan.variant + "/rank:" + std::to_string(shard.rank),
+                      {},
+                      !with_reference ? 0
+                      : head          ? reference_rows
+                                      : tokens};
   ReferenceOutputs reference;
-  const OpInfo& info = find_op(op);
   if (with_reference) {
-    reference = info.reference(
-        plan,
-        logical_inputs(info.reference_plan ? info.reference_plan(plan) : plan, seed, weights));
+    LogicalTensors inputs =
+        logical_inputs(info.reference_plan ? info.reference_plan(plan) : plan, seed, weights);
+    reference = head ? info.reference_head(plan, std::move(inputs), reference_rows)
+                     : info.reference(plan, inputs);
   }
   std::map<std::string, std::vector<float>> got;
   for (const auto& [name, view] : ws.plan().outputs) {
     got[name] = ws.read(view);
-    if (with_reference)
-      result.comparisons.push_back(
-          compare_outputs(name, "float64", got[name], reference.at(name), tol));
+    if (!with_reference) continue;
+    std::vector<float> mine = got[name];
+    if (head)  // the output's first rows (row-major: the first rows*cols values)
+      mine.resize(std::min(mine.size(), reference.at(name).size()));
+    result.comparisons.push_back(compare_outputs(name, "float64", mine, reference.at(name), tol));
   }
   if (!is_collective_op(op) && !info.unsharded_variant.empty()) {
     // The unsharded layer pair on one device: the same op at tp = 1 (no collectives), on the
@@ -122,7 +133,8 @@ void run_ranks(int ranks, const std::function<void(int)>& body) {
 std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const ShardShape& shard,
                                                  std::int64_t tokens, DType dtype,
                                                  std::uint64_t seed, bool with_reference,
-                                                 const TensorSource* weights) {
+                                                 const TensorSource* weights,
+                                                 std::int64_t reference_rows) {
   std::vector<VerifyResult> results;
   for (const auto& variant : variants_for(find_op(op), shard)) {
     auto comms = make_inprocess_group(shard.tp, default_comm_timeout());
@@ -131,7 +143,7 @@ std::vector<VerifyResult> verify_tp_op_inprocess(const std::string& op, const Sh
       auto backend = make_cpu_backend();
       per_rank[static_cast<std::size_t>(r)] =
           verify_tp_rank(*backend, *comms[static_cast<std::size_t>(r)], op, variant, shard, tokens,
-                         dtype, seed, with_reference, weights);
+                         dtype, seed, with_reference, weights, reference_rows);
     });
     for (auto& r : per_rank) results.push_back(std::move(r));
   }

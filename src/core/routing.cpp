@@ -506,4 +506,38 @@ nlohmann::json moe_json(const MoeRouting& moe) {
   return j;
 }
 
+bool routing_fixes_tokens(const RoutingSource& source) {
+  if (source.kind != RoutingKind::file) return false;
+  try {
+    const nlohmann::json root =
+        parse_input_json(read_input_file(source.path, "the routing file"), "routing file");
+    return root.is_object() && root.contains("tokens_per_expert");
+  } catch (const std::exception&) {
+    return false;  // make_routing names what is wrong with it
+  }
+}
+
+std::shared_ptr<const MoeBlock> file_routing_as_uniform(
+    const std::shared_ptr<const MoeBlock>& block) {
+  if (!block || block->source.kind != RoutingKind::file) return block;
+  auto uniform = std::make_shared<MoeBlock>(*block);
+  uniform->source = RoutingSource{RoutingKind::uniform};
+  return uniform;
+}
+
+RoutingAssignment token_window(const RoutingAssignment& a, std::int64_t row0, std::int64_t rows) {
+  if (row0 < 0 || rows < 0 || row0 + rows > a.tokens)
+    throw std::invalid_argument("token_window: rows [" + std::to_string(row0) + ", " +
+                                std::to_string(row0 + rows) + ") of a routing of " +
+                                std::to_string(a.tokens) + " tokens");
+  RoutingAssignment w = empty_assignment(a.routing, rows, a.experts, a.top_k, a.seed);
+  w.router = a.router;
+  const auto first = static_cast<std::ptrdiff_t>(row0 * a.top_k);
+  const auto last = static_cast<std::ptrdiff_t>((row0 + rows) * a.top_k);
+  w.expert_ids.assign(a.expert_ids.begin() + first, a.expert_ids.begin() + last);
+  w.weights.assign(a.weights.begin() + first, a.weights.begin() + last);
+  index_by_expert(w);
+  return w;
+}
+
 }  // namespace fusebench

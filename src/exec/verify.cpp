@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "fusebench/routing.hpp"
 #include "fusebench/workspace.hpp"
 
 namespace fusebench {
@@ -107,9 +108,12 @@ std::vector<VerifyResult> verify_op(Backend& backend, const std::string& op,
                       [&](const auto& out) { return out.second.rows == tokens; });
       rows =
           reference_rows > 0 && reference_rows < tokens && per_token_rows ? reference_rows : tokens;
-      Plan head = rows < tokens ? build_plan(op, variant, shard, rows, dtype) : plan;
       // The moe op's first rows are routed as in the whole shape (a routing of `rows` tokens
-      // alone may differ): the reference reads the whole shape's routing.
+      // alone may differ): the reference reads the whole shape's routing. The head is built
+      // routed uniformly where a routing file fixes the token count (it has no plan at `rows`).
+      ShardShape head_shard = shard;
+      head_shard.moe = file_routing_as_uniform(shard.moe);
+      Plan head = rows < tokens ? build_plan(op, variant, head_shard, rows, dtype) : plan;
       if (plan.moe) head.moe = plan.moe;
       reference = info.reference(head, logical_inputs(head, seed, weights, /*windows_only=*/true));
     }

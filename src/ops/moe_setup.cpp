@@ -73,11 +73,9 @@ ShardPreparer moe_block_setup(const ModelSetup& m, const std::string& op,
     std::string why;  // the block's own refusals, at one token
     try {
       ShardShape probe = shard;
-      auto uniform = std::make_shared<MoeBlock>(*block);
       // A routing file is checked where it is used, at the sweep's own token counts (a
       // tokens_per_expert file fits one M): this probe at M=1 routes uniformly.
-      if (uniform->source.kind == RoutingKind::file) uniform->source.kind = RoutingKind::uniform;
-      probe.moe = std::move(uniform);
+      probe.moe = file_routing_as_uniform(block);
       build_plan(op, probe_variant, probe, 1, DType::f32);
     } catch (const std::invalid_argument& e) {
       why = e.what();

@@ -438,6 +438,32 @@ ReferenceOutputs reference(const Plan& p, const LogicalTensors& in) {
   return {{"out", tp::rank_rows(p, y, p.shard.hidden)}};
 }
 
+// The same block over the first `rows` rows of this rank's "out" alone (all M when the routing
+// cannot be re-drawn at fewer tokens: a tokens_per_expert file): the tokens those rows hold, x's
+// rows and the routing's slots of them (token_window), rows past M (padding) zero.
+ReferenceOutputs reference_head(const Plan& p, LogicalTensors in, std::int64_t rows) {
+  const std::int64_t h = p.shard.hidden, local = p.outputs.at("out").rows;
+  const std::int64_t n = std::min(rows, local);
+  const std::int64_t row0 = p.output_rows.count("out") ? p.shard.rank * local : 0;
+  const std::int64_t real = std::clamp<std::int64_t>(p.tokens - row0, 0, n);
+  std::vector<double> y(static_cast<std::size_t>(n * h), 0.0);
+  if (real == 0) return {{"out", std::move(y)}};
+  Plan window = p;
+  window.op = "moe";
+  window.shard = unsharded_block(p.shard);
+  window.tokens = real;
+  window.output_rows.clear();
+  auto routing = std::make_shared<MoeRouting>();
+  routing->assignment = token_window(p.moe->assignment, row0, real);
+  window.moe = std::move(routing);
+  std::vector<float>& x = in.at("x");
+  x.erase(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(row0 * h));
+  x.resize(static_cast<std::size_t>(real * h));
+  const std::vector<double> head = moe_op().reference(window, in).at("y");
+  std::copy(head.begin(), head.end(), y.begin());
+  return {{"out", std::move(y)}};
+}
+
 // What the reference reads: x and every routed expert's whole tensors (a rank's plan holds only
 // its experts, or its shard of them), the shared expert's whole.
 Plan reference_plan(const Plan& p) {
@@ -501,6 +527,7 @@ OpInfo tp_moe_op() {
   op.entry_fields = entry_fields;
   op.unsharded_variant = "";  // the float64 block is the reference (moe at tp 1 verifies moe)
   op.reference_plan = reference_plan;
+  op.reference_head = reference_head;
   return op;
 }
 

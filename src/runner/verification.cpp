@@ -9,6 +9,7 @@
 
 #include "fusebench/cost_model.hpp"
 #include "fusebench/ops.hpp"
+#include "fusebench/routing.hpp"
 #include "fusebench/tp.hpp"
 #include "fusebench/verify.hpp"
 
@@ -32,7 +33,9 @@ const char* within(std::int64_t mismatches, std::int64_t within_atol_only) {
 // 1-59 of 1024 rows: 3 outputs, max_abs 2.1e-06, within atol 0.0001: 12/3072 elements near 0
 // exceed rtol 0.0001)":
 // one line, the worst output per kind of comparison.
-std::string one_line(const VerifyResult& r, std::int64_t tokens) {
+// `rank_rows`: the float64 check covers each rank's first output rows (a routing that fixes the
+// token count), not the first token rows.
+std::string one_line(const VerifyResult& r, std::int64_t tokens, bool rank_rows) {
   std::string line = r.op + "/" + r.variant + ": ";
   if (!r.checked()) return line + "NOT CHECKED (nothing was compared)";
   line += r.ok() ? "OK" : "FAILED";
@@ -65,8 +68,10 @@ std::string one_line(const VerifyResult& r, std::int64_t tokens) {
     }
     std::string against = "vs " + kind;
     if (kind.rfind("float64", 0) == 0 && r.reference_rows < tokens)
-      against += " on rows 1-" + std::to_string(r.reference_rows) + " of " +
-                 std::to_string(tokens) + " rows";
+      against += rank_rows ? " on this rank's first " + std::to_string(r.reference_rows) +
+                                 " output rows (" + std::to_string(tokens) + " tokens)"
+                           : " on rows 1-" + std::to_string(r.reference_rows) + " of " +
+                                 std::to_string(tokens) + " rows";
     detail += (detail.empty() ? "" : "; ") + against + ": " + std::to_string(outputs) + " output" +
               (outputs == 1 ? "" : "s") + ", max_abs " + sci(max_abs) +
               (mismatches > 0 ? ", " + std::to_string(mismatches) + "/" + std::to_string(elements) +
@@ -120,9 +125,12 @@ nlohmann::json to_json(const VerifyResult& r, const Fixture& f, std::int64_t tok
 
 // Multiply-adds per token row of the op's baseline at this shard, unsharded for TP pipelines
 // (their reference is the whole layer pair).
+// A routing file that fixes the token count (tokens_per_expert) has no plan at 1 token: the
+// probe routes uniformly (the same rows per token, k slots each).
 double macs_per_row(const Fixture& f) {
   const std::string& baseline = find_op(f.op).variants.front();
-  const ShardShape s = is_tp_op(f.op) && !is_collective_op(f.op) ? unsharded(f.shard) : f.shard;
+  ShardShape s = is_tp_op(f.op) && !is_collective_op(f.op) ? unsharded(f.shard) : f.shard;
+  s.moe = file_routing_as_uniform(s.moe);
   return cost_of(build_plan(f.op, baseline, s, 1, f.dtype, f.quant)).flops / 2;
 }
 
@@ -153,7 +161,9 @@ nlohmann::json verification_policy() {
           {"tp_pipelines",
            "tp > 1: every rank a CPU thread with the in-process communicator, compared with "
            "the unsharded layer pair and float64; at tokens_checked tokens where the run's "
-           "token count would exceed the same budget"}};
+           "token count would exceed the same budget, except under a routing file that fixes "
+           "the token count (tokens_per_expert): then at the run's tokens, each rank's float64 "
+           "check over its first float64_reference_rows output rows"}};
 }
 
 VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& fixtures,
@@ -175,16 +185,21 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
     if (tp_on_cpu && !make_cpu_backend()->unsupported_reason(f.dtype).empty()) continue;
     // An expert's gate_up runs its routed rows, not the layer's tokens (Fixture::rows).
     const std::int64_t rows = reference_rows(macs_per_row(f), f.rows());
-    const std::int64_t tokens = tp_on_cpu ? rows : f.rows();  // all host work capped
+    // All host work capped: the in-process ranks run at the capped token count, unless the
+    // routing fixes it (a tokens_per_expert file routes its M alone): then the ranks run the
+    // whole M and each rank's float64 check covers its first `rows` output rows.
+    const bool fixed_tokens = f.shard.moe && routing_fixes_tokens(f.shard.moe->source);
+    const std::int64_t tokens = tp_on_cpu && !fixed_tokens ? rows : f.rows();
+    const std::int64_t tp_reference_rows = fixed_tokens && rows < f.rows() ? rows : 0;
     const auto verified =
         f.quant && tp_on_cpu ? verify_quant_tp_inprocess(f.op, f.shard, tokens, f.dtype, *f.quant,
                                                          seed, f.weight_source())
         : f.quant ? verify_quant_op(backend, f.op, f.shard, f.rows(), f.dtype, *f.quant, seed, rows,
                                     f.weight_source())
-        : tp_on_cpu
-            ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed, true, f.weight_source())
-            : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true, rows,
-                        f.weight_source());
+        : tp_on_cpu ? verify_tp_op_inprocess(f.op, f.shard, tokens, f.dtype, seed, true,
+                                             f.weight_source(), tp_reference_rows)
+                    : verify_op(backend, f.op, f.shard, tokens, f.dtype, seed, true, rows,
+                                f.weight_source());
     for (const auto& r : verified) {
       std::string where = "verify " + f.model.name + (f.layer.empty() ? "" : " layer:" + f.layer) +
                           (f.weights.empty() ? "" : " weights:" + f.weights) +
@@ -192,7 +207,8 @@ VerificationRun run_verification(Backend& backend, const std::vector<Fixture>& f
                           " tokens=" + std::to_string(f.tokens);
       if (f.rows() != f.tokens) where += " (expert rows " + std::to_string(f.rows()) + ")";
       if (tokens != f.rows()) where += " (checked at " + std::to_string(tokens) + " on the CPU)";
-      std::cerr << where << " " << f.dtype_name() << ": " << one_line(r, tokens) << "\n";
+      std::cerr << where << " " << f.dtype_name() << ": "
+                << one_line(r, tokens, tp_reference_rows > 0) << "\n";
       run.passed = run.passed && r.ok() && r.checked();
       run.results.push_back(to_json(r, f, tokens));
     }
