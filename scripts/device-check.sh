@@ -15,7 +15,7 @@
 # At most 8 files come back from $OUT; it holds at most 8: gpu.txt (versions, the plan, each
 # step's time), build-and-test.log, report.json, report-tp.json, report-blocks.json,
 # report-families.json (stage 2), summary.txt, logs.tar.gz (every other file: the consoles,
-# report-quant.json and report-moe.json (stage 1's quantized and moe sweeps), ncu.csv,
+# report-quant.json and report-moe.json (stage 1's quantized and moe sweeps), report-tp-moe.json, ncu.csv,
 # torch.json, checks.txt; made after each stage). Temp files are removed first.
 # Every step runs under its own cap (the table below, sized by --plan from its work) and under
 # one deadline (BUDGET_S, default 420 s); the exit status is 1 when any row FAILs.
@@ -49,8 +49,13 @@ TORCH_ARGS="--models=qwen3-0.6b,llama3-8b --tokens=1,4096 --samples=100"
 # tp 2 and 8, modelled on one GPU: one rank's compute measured. Not tp 1 (the whole llama3-8b
 # MLP per variant, 176M weights each: 18 s of workspaces alone); tp 1 is the plain sweep.
 TP_ARGS="--ops=tp_attn,tp_mlp --tp=2,8 --models=llama3-8b --tokens=1,1024 --dtypes=bf16 --timing=batch --comm=modelled --collective-sweep --timing-max-time=0.1"
-# qwen3-0.6b: every block makes its workspaces afresh, so the small preset keeps 5 blocks cheap.
-BLOCKS_ARGS="--ops=qkv,gate_up --models=qwen3-0.6b --tokens=1,16,256 --dtypes=bf16 --timing=batch,eager --timing-blocks=5 --timing-max-time=0.1"
+# The MoE block across ranks (tp_moe: TP-sharded experts against EP's three dispatches) under a
+# zipf skew, verified, modelled on one GPU: one rank's compute measured, the collectives priced;
+# the NCCL variants across GPUs are test_tp's GpuTpMoe (skipped with the reason on one GPU).
+TP_MOE_ARGS="--model-config=tests/configs/tiny-qwen3-moe.json --ops=tp_moe --tp=4 --tokens=37 --dtypes=bf16 --routing=zipf:1.2 --comm=modelled --timing=batch --timing-max-time=0.05 --launch-counts=off --dram-counters=off"
+# qwen3-0.6b: every block makes its workspaces afresh, so the small preset keeps 5 blocks cheap;
+# decode and prefill (16 tokens left out for the tp_moe step's time).
+BLOCKS_ARGS="--ops=qkv,gate_up --models=qwen3-0.6b --tokens=1,256 --dtypes=bf16 --timing=batch,eager --timing-blocks=5 --timing-max-time=0.1"
 # q/k/v bias (qwen2.5-7b); qkv and gate_up bias, swigluoai on interleaved w13, MoE experts
 # (gpt-oss-20b).
 FAMILY_ARGS="--models=qwen2.5-7b --model-config=tests/configs/gpt-oss-20b.json --ops=qkv,gate_up --tokens=1,256 --dtypes=bf16 --timing=batch,graph --timing-max-time=0.1"
@@ -67,11 +72,12 @@ steps_table() {
     1 "summary (stage 1)" 5 summary "" \
     2 "sweep (verify, counters, 4 regimes)" 43 sweep "--verify $SWEEP_ARGS" \
     2 "PyTorch F.linear" 9 torch "$TORCH_ARGS" \
-    2 "TP pipelines" 33 tp "$TP_ARGS" \
-    2 "blocks" 20 blocks "$BLOCKS_ARGS" \
+    2 "TP pipelines" 32 tp "$TP_ARGS" \
+    2 "MoE TP/EP (modelled)" 7 tp "--verify $TP_MOE_ARGS" \
+    2 "blocks" 15 blocks "$BLOCKS_ARGS" \
     2 "family sweep" 27 sweep "$FAMILY_ARGS" \
     2 "ncu" 41 ncu "$NCU_SPECS" \
-    2 "summary (final)" 7 summary ""
+    2 "summary (final)" 6 summary ""
 }
 step_cap() { # step_cap NAME: the table's cap, scaled by CAP_SCALE (at least 1 s)
   local c
@@ -188,6 +194,7 @@ final_summary() {
       python3 scripts/summarize_report.py "$OUT/$r.json"
       python3 scripts/timing_summary.py "$OUT/$r.json"
     done
+    [ -s "$WORK/report-tp-moe.json" ] && python3 scripts/summarize_report.py "$WORK/report-tp-moe.json"
     [ -s "$WORK/ncu.csv" ] && [ -s "$OUT/report.json" ] &&
       python3 scripts/summarize_report.py "$OUT/report.json" --ncu "$WORK/ncu.csv" |
       sed -n '/^ncu cross-check/,$p'
@@ -464,6 +471,8 @@ run_bench() { # run_bench STEP ROW REPORT ARGS...: one fusebench run under its c
 }
 # shellcheck disable=SC2086
 run_bench "TP pipelines" "TP pipelines" report-tp.json $TP_ARGS
+# shellcheck disable=SC2086
+run_sweep "MoE TP/EP (modelled)" "MoE TP/EP: verify (modelled)" report-tp-moe.json --verify $TP_MOE_ARGS
 # shellcheck disable=SC2086
 run_bench blocks "blocks on the GPU" report-blocks.json $BLOCKS_ARGS
 # shellcheck disable=SC2086
