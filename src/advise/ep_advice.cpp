@@ -149,8 +149,9 @@ std::vector<EpAdvice> ep_advice(const std::vector<Report>& reports,
                                 const std::vector<Comparison>& comparisons) {
   std::vector<EpAdvice> out;
   for (const auto& [key, by_tokens] : predictions(reports)) {
+    const Key& wanted = key;  // clang 14 captures no structured binding
     const auto c = std::find_if(comparisons.begin(), comparisons.end(),
-                                [&](const Comparison& x) { return x.key == key; });
+                                [&](const Comparison& x) { return x.key == wanted; });
     EpAdvice a;
     a.key = key;
     for (const auto& [tokens, predicted] : by_tokens) {
