@@ -95,6 +95,49 @@ TEST(AdviseEp, MeasuredWhereJudgedElseModelledAndTheCrossover) {
   EXPECT_NE(md.find("| 256 | modelled: ep_ar | ep |"), std::string::npos) << md;
 }
 
+// Two EP variants each beat tp beyond the margin but straddle it between themselves: no single
+// fastest variant, yet the side is measured (EP), and the crossover from a measured TP point is
+// measured too.
+TEST(AdviseEp, EpVariantsBeatingTpDecideTheSideWhenTheyTieAmongThemselves) {
+  json b = json::array();
+  const Fixture f = tp_moe_fixture();
+  add_tp_ep(b, f, 1, 0.70, 0.65, 0.75, 18e-6, 24e-6);
+  auto ratio = [](double s, double lo, double hi) {
+    return json{{"speedup", s}, {"ci_low", lo}, {"ci_high", hi}, {"pairs", 30}};
+  };
+  const json base = {{"speedup_baseline", "tp"}};
+  json tp = entry(f, "tp", 1024, base);
+  tp["speedup_over"] = {{"ep_ar", ratio(1 / 1.30, 1 / 1.40, 1 / 1.20)},
+                        {"ep_a2a", ratio(1 / 1.32, 1 / 1.42, 1 / 1.22)}};
+  tp["moe_ranks"] = {{"predicted", {{"pipeline_seconds", 205e-6}}}};
+  json ar = entry(f, "ep_ar", 1024, base);
+  ar["speedup"] = 1.30;
+  ar["speedup_ci_low"] = 1.20;
+  ar["speedup_ci_high"] = 1.40;
+  ar["speedup_pairs"] = 30;
+  ar["speedup_over"] = {{"tp", ratio(1.30, 1.20, 1.40)}, {"ep_a2a", ratio(0.98, 0.90, 1.06)}};
+  ar["moe_ranks"] = {{"predicted", {{"pipeline_seconds", 181e-6}}}};
+  json a2a = entry(f, "ep_a2a", 1024, base);
+  a2a["speedup"] = 1.32;
+  a2a["speedup_ci_low"] = 1.22;
+  a2a["speedup_ci_high"] = 1.42;
+  a2a["speedup_pairs"] = 30;
+  a2a["speedup_over"] = {{"tp", ratio(1.32, 1.22, 1.42)}, {"ep_ar", ratio(1.02, 0.94, 1.11)}};
+  a2a["moe_ranks"] = {{"predicted", {{"pipeline_seconds", 195e-6}}}};
+  for (const json& e : {tp, ar, a2a}) b.push_back(e);
+  const Table t = table_of({{"context", context()}, {"benchmarks", b}});
+  ASSERT_EQ(t.ep_vs_tp.size(), 1u);
+  const EpAdvice& a = t.ep_vs_tp[0];
+  ASSERT_EQ(a.points.size(), 2u);
+  EXPECT_EQ(a.points[0].label, "measured: tp") << a.points[0].reason;
+  EXPECT_EQ(a.points[1].label, "measured: EP (ep_a2a, ep_ar over tp)") << a.points[1].reason;
+  EXPECT_EQ(a.points[1].basis, "measured");
+  EXPECT_EQ(a.points[1].side, "ep");
+  ASSERT_EQ(a.crossovers.size(), 1u);
+  EXPECT_EQ(a.crossovers[0].basis, "measured");
+  EXPECT_EQ(a.summary.rfind("EP beats TP from 1024 tokens", 0), 0u) << a.summary;
+}
+
 // Modelled communication is no measurement whatever its intervals say; a report without paired
 // speedups (no comparison) is advised by the model alone; a report without tp_moe has none.
 TEST(AdviseEp, ModelledCommunicationAndNoPairsFallBackToTheModel) {

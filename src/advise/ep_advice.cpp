@@ -54,6 +54,22 @@ std::map<Key, Predictions> predictions(const std::vector<Report>& reports) {
   return out;
 }
 
+// The EP variants the measurement puts ahead of tp (each pair's interval above the margin),
+// when no single fastest variant was decided: the side is measured even where the EP variants
+// tie among themselves. Empty unless at least one EP variant beats tp.
+std::vector<std::string> ep_variants_beating_tp(const Point& measured) {
+  std::vector<std::string> out;
+  for (const auto& pair : measured.pairs) {
+    if (pair.variant != "tp" && pair.over == "tp" && pair.state == "beats")
+      out.push_back(pair.variant);
+    if (pair.variant == "tp" && pair.over != "tp" && pair.state == "loses")
+      out.push_back(pair.over);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // The measured decision where the comparison has one, else the prediction's fastest.
 EpPoint decide(std::int64_t tokens, const Point* measured, bool comparison_modelled,
                const std::map<std::string, double>& predicted) {
@@ -68,6 +84,15 @@ EpPoint decide(std::int64_t tokens, const Point* measured, bool comparison_model
     p.label = "measured: " +
               (p.fastest.size() == 1 ? p.fastest.front() : "either " + join(p.fastest, ", "));
     p.reason = measured->reason;
+  } else if (const auto ahead = measured && !comparison_modelled ? ep_variants_beating_tp(*measured)
+                                                                 : std::vector<std::string>{};
+             !ahead.empty()) {
+    p.fastest = ahead;
+    p.basis = "measured";
+    p.label = "measured: EP (" + join(ahead, ", ") + " over tp)";
+    p.reason = join(ahead, ", ") +
+               " beat tp beyond the margin; which EP variant is fastest the measurement leaves " +
+               measured->label + " (" + measured->reason + ")";
   } else {
     if (measured) {
       why_not = comparison_modelled ? "modelled communication is no measurement"
@@ -129,7 +154,8 @@ std::string summary_of(const EpAdvice& a) {
   }
   std::string out;
   for (const auto& c : a.crossovers) {
-    const bool to_ep = c.to.find(": ep_") != std::string::npos;
+    const bool to_ep =
+        c.to.find(": ep_") != std::string::npos || c.to.find(": EP") != std::string::npos;
     out += (out.empty() ? "" : "; ") + std::string(to_ep ? "EP beats TP" : "TP beats EP") +
            " from " + std::to_string(c.at) + " tokens (" + c.to + "; " + c.from + " at " +
            std::to_string(c.below) + "; " + c.basis + ")";
