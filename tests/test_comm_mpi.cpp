@@ -51,21 +51,27 @@ TEST(MpiCommunicator, PipelinesEqualTheUnshardedPairOnEveryRank) {
 
 // The MoE block across processes (tp_moe: tp, ep_ar, ep_ag_rs, ep_a2a's MPI_Alltoallv), every
 // rank against the float64 block, with a skewed routing and redundant experts.
-TEST(MpiCommunicator, TpMoeVariantsMatchTheFloat64BlockOnEveryRank) {
-  auto comm = make_mpi_communicator(default_comm_timeout());
-  auto backend = make_cpu_backend();
+// tiny-qwen3-moe's expert layer sharded over the ranks, routed by zipf:1.2 (seed 7).
+static ShardShape tiny_moe_shard(std::int64_t redundant_experts) {
   const std::string path = std::string(FUSEBENCH_TEST_CONFIGS) + "/tiny-qwen3-moe.json";
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   ShardShape s = shard(load_hf_config(path), g_size, LayerKind::expert);
+  auto block = std::make_shared<MoeBlock>();
+  block->rule = routing_rule_from_config(text.str(), path);
+  block->source = parse_routing("zipf:1.2");
+  block->seed = 7;
+  block->redundant_experts = redundant_experts;
+  s.moe = std::move(block);
+  return s;
+}
+
+TEST(MpiCommunicator, TpMoeVariantsMatchTheFloat64BlockOnEveryRank) {
+  auto comm = make_mpi_communicator(default_comm_timeout());
+  auto backend = make_cpu_backend();
   for (const std::int64_t redundant : {0, 2}) {
-    auto block = std::make_shared<MoeBlock>();
-    block->rule = routing_rule_from_config(text.str(), path);
-    block->source = parse_routing("zipf:1.2");
-    block->seed = 7;
-    block->redundant_experts = g_size > 1 ? redundant : 0;
-    s.moe = std::move(block);
+    const ShardShape s = tiny_moe_shard(g_size > 1 ? redundant : 0);
     for (const auto& variant : find_op("tp_moe").variants) {
       for (std::int64_t tokens : {1, 5}) {
         const auto r =
@@ -82,16 +88,7 @@ TEST(MpiCommunicator, TpMoeVariantsMatchTheFloat64BlockOnEveryRank) {
 TEST(MpiCommunicator, CountedBytesEqualThePlansPerKind) {
   auto comm = make_mpi_communicator(default_comm_timeout());
   auto backend = make_cpu_backend();
-  const std::string path = std::string(FUSEBENCH_TEST_CONFIGS) + "/tiny-qwen3-moe.json";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ShardShape moe = shard(load_hf_config(path), g_size, LayerKind::expert);
-  auto block = std::make_shared<MoeBlock>();
-  block->rule = routing_rule_from_config(text.str(), path);
-  block->source = parse_routing("zipf:1.2");
-  block->seed = 7;
-  moe.moe = std::move(block);
+  const ShardShape moe = tiny_moe_shard(0);
   const ShardShape dense = shard(tiny(2), g_size);
   for (const char* op : {"tp_attn", "tp_mlp", "tp_moe"}) {
     const ShardShape& s = std::string(op) == "tp_moe" ? moe : dense;
